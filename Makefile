@@ -1,0 +1,54 @@
+# Cluster Portal — the two commands: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+PASSWORD ?=
+
+.PHONY: demo test install install-dev lint format messages bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+# Re-install only when the requirement files change.
+$(VENV)/.installed: requirements.txt $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: requirements-dev.txt requirements.txt $(VENV)/.installed
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+demo: install
+	DEBUG=1 $(BIN)/python manage.py migrate --noinput
+	DEBUG=1 $(BIN)/python manage.py seed_demo $(if $(PASSWORD),--password "$(PASSWORD)")
+	DEBUG=1 $(BIN)/python manage.py demo_banner --url http://127.0.0.1:$(PORT)/
+	DEBUG=1 PORT=$(PORT) PYTHONUNBUFFERED=1 $(BIN)/honcho start -f Procfile
+
+test: install-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest
+
+lint: install-dev
+	$(BIN)/ruff check .
+
+format: install-dev
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+# Regenerate and compile the translation catalogues (needs GNU gettext).
+messages: install
+	$(BIN)/python manage.py makemessages -l zh_Hans --ignore=.venv --ignore=var
+	$(BIN)/python manage.py makemessages -d djangojs -l zh_Hans --ignore=.venv --ignore=var --ignore=staticfiles
+	$(BIN)/python manage.py compilemessages --ignore=.venv
+
+bench: install-dev
+	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) var/broker var/*.sqlite3 staticfiles

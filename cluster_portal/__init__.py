@@ -1,0 +1,5 @@
+"""Cluster Portal Django project. Importing it loads the Celery app so @shared_task binds to it."""
+
+from cluster_portal.celery import app as celery_app
+
+__all__ = ("celery_app",)

@@ -1,0 +1,18 @@
+"""Every periodic task the portal runs, with its cadence and why. Beat reads only this module.
+
+Keep entries explicit: name, task, cadence in seconds and an ``expires`` so a backlog left by
+a stopped worker is dropped instead of replayed in a burst when it returns.
+"""
+
+from __future__ import annotations
+
+BEAT_SCHEDULE: dict[str, dict] = {
+    # Proves a worker is consuming the queue; the status page shows workers whose last
+    # heartbeat is older than HEARTBEAT_STALE_AFTER_SECONDS (45 s) as down. 10 s gives three
+    # chances before that.
+    "worker-heartbeat": {
+        "task": "monitoring.heartbeat",
+        "schedule": 10.0,
+        "options": {"expires": 10.0},
+    },
+}

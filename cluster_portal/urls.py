@@ -1,0 +1,15 @@
+"""Top-level URL configuration."""
+
+from django.contrib import admin
+from django.urls import include, path
+
+from monitoring.views import health
+
+urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("admin/", admin.site.urls),
+    path("api/v1/", include("monitoring.api.urls")),
+    path("", include("monitoring.urls")),
+]

@@ -1,0 +1,68 @@
+"""Foundation API views: who am I, and the process status the status page shows."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from monitoring.api.authentication import IntegrationPrincipal
+from monitoring.api.permissions import HasRequiredScope
+from monitoring.selectors.heartbeats import heartbeat_statuses
+
+
+class MeView(APIView):
+    """The authenticated principal: a user with their roles, or a token with its scopes."""
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+
+    def get(self, request: Request) -> Response:
+        user = request.user
+        if isinstance(user, IntegrationPrincipal):
+            return Response(
+                {
+                    "kind": "token",
+                    "name": user.token.name,
+                    "tenant": user.tenant.slug if user.tenant else None,
+                    "scopes": sorted(user.scopes),
+                }
+            )
+        return Response(
+            {
+                "kind": "user",
+                "username": user.username,
+                "tenant": user.tenant.slug if user.tenant else None,
+                "roles": sorted(user.groups.values_list("name", flat=True)),
+                "sees_all_tenants": user.sees_all_tenants,
+            }
+        )
+
+
+class ProcessStatusView(APIView):
+    """Workers and beat with their last heartbeat (staff only)."""
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+
+    def get(self, request: Request) -> Response:
+        if not request.user.sees_all_tenants:
+            return Response({"detail": "Only staff may see process status."}, status=403)
+        return Response(
+            {
+                "broker": settings.BROKER_DESCRIPTION,
+                "processes": [
+                    {
+                        "kind": s.kind,
+                        "name": s.name,
+                        "last_seen": s.last_seen,
+                        "age_seconds": round(s.age_seconds, 1),
+                        "alive": s.alive,
+                        "beats": s.beats,
+                    }
+                    for s in heartbeat_statuses()
+                ],
+            }
+        )

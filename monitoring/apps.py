@@ -1,0 +1,15 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class MonitoringConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "monitoring"
+    verbose_name = _("Monitoring")
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
+        from monitoring.services.roles import roles_ensure_after_migrate
+
+        post_migrate.connect(roles_ensure_after_migrate, sender=self)

@@ -1,0 +1,65 @@
+"""Integration API tokens: scoped, optionally bound to a tenant, stored only as a hash."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+TOKEN_SCOPES = ("ingest", "read", "approve")
+
+
+def validate_scopes(value: list[str]) -> None:
+    if not isinstance(value, list) or not value:
+        raise ValidationError(_("Give at least one scope."))
+    unknown = sorted(set(value) - set(TOKEN_SCOPES))
+    if unknown:
+        raise ValidationError(
+            _("Unknown scope(s): %(unknown)s. Valid scopes: %(valid)s."),
+            params={"unknown": ", ".join(unknown), "valid": ", ".join(TOKEN_SCOPES)},
+        )
+
+
+class IntegrationToken(models.Model):
+    """A machine credential for exporters and integrations.
+
+    The secret is shown once at creation; only its SHA-256 is stored, looked up by a short
+    public prefix so verification is one indexed read plus a constant-time compare.
+    """
+
+    name = models.CharField(_("name"), max_length=100)
+    tenant = models.ForeignKey(
+        "monitoring.Tenant",
+        verbose_name=_("tenant"),
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="tokens",
+        help_text=_("Empty: an operator-level token that may act on every tenant."),
+    )
+    scopes = models.JSONField(_("scopes"), default=list, validators=[validate_scopes])
+    prefix = models.CharField(_("prefix"), max_length=16, unique=True, editable=False)
+    secret_hash = models.CharField(_("secret hash"), max_length=64, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    last_used_at = models.DateTimeField(_("last used at"), null=True, blank=True)
+    revoked_at = models.DateTimeField(_("revoked at"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = _("integration token")
+        verbose_name_plural = _("integration tokens")
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    def revoke(self) -> None:
+        self.revoked_at = timezone.now()

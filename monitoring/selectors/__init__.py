@@ -1,0 +1,1 @@
+"""Reads: queries the views, API and tasks share."""

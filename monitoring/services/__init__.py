@@ -1,0 +1,1 @@
+"""Writes: every change to monitoring data goes through a function here."""

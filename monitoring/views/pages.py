@@ -1,0 +1,47 @@
+"""Server-rendered pages of the foundation: home (per role) and the process status page."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.db import connection
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from monitoring.models import Tenant
+from monitoring.selectors.heartbeats import any_alive, heartbeat_statuses
+from monitoring.selectors.readiness import readiness
+from monitoring.views.access import staff_page
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    if request.user.sees_all_tenants:
+        statuses = heartbeat_statuses()
+        context = {
+            "tenants": Tenant.objects.all(),
+            "worker_alive": any_alive(statuses, "worker"),
+            "beat_alive": any_alive(statuses, "beat"),
+        }
+        return render(request, "monitoring/home_staff.html", context)
+    tenant = request.user.tenant
+    context = {"tenant": tenant, "members": tenant.users.order_by("username") if tenant else []}
+    return render(request, "monitoring/home_customer.html", context)
+
+
+@staff_page
+def status(request: HttpRequest) -> HttpResponse:
+    statuses = heartbeat_statuses()
+    context = {
+        "statuses": statuses,
+        "checks": readiness(),
+        "broker": settings.BROKER_DESCRIPTION,
+        "database": f"{connection.vendor} ({connection.settings_dict['NAME']})",
+        "stale_after": settings.HEARTBEAT_STALE_AFTER_SECONDS,
+        "worker_alive": any_alive(statuses, "worker"),
+        "beat_alive": any_alive(statuses, "beat"),
+    }
+    template = (
+        "monitoring/_status_body.html" if request.GET.get("partial") else "monitoring/status.html"
+    )
+    return render(request, template, context)

@@ -1,0 +1,188 @@
+"""Hardware and model catalogs for the digital twin.
+
+Figures come from DESIGN.md section 4. Every hardware entry carries a ``confidence`` field because
+several Ascend figures are press or roadmap numbers; where DESIGN.md says "n/a" we pick a documented
+assumption and mark it ``low``. Capacities written "80 GB" are treated as GiB (2**30 bytes), which is
+what device tools report for these parts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+GIB = 2**30
+TB = 1e12
+TFLOPS = 1e12
+
+
+@dataclass(frozen=True)
+class HardwareSpec:
+    """One accelerator model: memory, bandwidth, dense FP16/BF16 compute and power."""
+
+    id: str
+    name: str
+    hbm_bytes: int
+    hbm_bandwidth_bytes_per_s: float
+    peak_flops: float
+    tdp_watts: float
+    idle_watts: float
+    confidence: str
+    notes: str = ""
+
+    def to_dict(self) -> dict:
+        """Plain-data form (JSON friendly)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A dense transformer: parameter count and attention shape (for KV-cache sizing)."""
+
+    id: str
+    name: str
+    params: float
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    bytes_per_param: int = 2
+
+    @property
+    def weight_bytes(self) -> float:
+        """Bytes of the weights at the catalog precision (fp16/bf16: 2 per parameter)."""
+        return self.params * self.bytes_per_param
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """KV bytes per token = 2 (K and V) x layers x KV heads x head dim x bytes/element."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * self.bytes_per_param
+
+    @property
+    def attention_width(self) -> int:
+        """Query width heads x head_dim, used for attention FLOPs."""
+        return self.heads * self.head_dim
+
+    def to_dict(self) -> dict:
+        """Plain-data form (JSON friendly)."""
+        return asdict(self)
+
+
+# Idle power is not published for any of these parts; we assume 25% of TDP (typical of
+# measured H100/A100 idle draw with HBM refresh and fabric links up) and say so here.
+_IDLE_FRACTION = 0.25
+
+HARDWARE: dict[str, HardwareSpec] = {
+    h.id: h
+    for h in (
+        HardwareSpec(
+            "h100-sxm",
+            "NVIDIA H100 SXM5",
+            80 * GIB,
+            3.35 * TB,
+            989 * TFLOPS,
+            700.0,
+            700.0 * _IDLE_FRACTION,
+            "high",
+            "datasheet",
+        ),
+        HardwareSpec(
+            "a100-sxm",
+            "NVIDIA A100 80GB SXM",
+            80 * GIB,
+            2.0 * TB,
+            312 * TFLOPS,
+            400.0,
+            400.0 * _IDLE_FRACTION,
+            "high",
+            "datasheet",
+        ),
+        HardwareSpec(
+            "ascend-910b",
+            "Huawei Ascend 910B",
+            64 * GIB,
+            1.6 * TB,
+            320 * TFLOPS,
+            400.0,
+            400.0 * _IDLE_FRACTION,
+            "low",
+            "press figures disagree",
+        ),
+        # 910C TDP is not published: assumed ~2x a 910B die pair minus shared I/O = 750 W.
+        HardwareSpec(
+            "ascend-910c",
+            "Huawei Ascend 910C",
+            128 * GIB,
+            3.2 * TB,
+            752 * TFLOPS,
+            750.0,
+            750.0 * _IDLE_FRACTION,
+            "medium",
+            "TDP n/a: 750 W assumed (confidence low)",
+        ),
+        # 950 figures are roadmap FP8; dense BF16 assumed at half the FP8 rate (usual ratio).
+        HardwareSpec(
+            "ascend-950pr",
+            "Huawei Ascend 950PR",
+            128 * GIB,
+            1.6 * TB,
+            500 * TFLOPS,
+            600.0,
+            600.0 * _IDLE_FRACTION,
+            "medium",
+            "roadmap: 1 PFLOPS FP8, BF16 assumed 500 TFLOPS; TDP n/a: 600 W assumed (low)",
+        ),
+        HardwareSpec(
+            "ascend-950dt",
+            "Huawei Ascend 950DT",
+            144 * GIB,
+            4.0 * TB,
+            500 * TFLOPS,
+            800.0,
+            800.0 * _IDLE_FRACTION,
+            "medium",
+            "roadmap: 1 PFLOPS FP8, BF16 assumed 500 TFLOPS; TDP n/a: 800 W assumed (low)",
+        ),
+    )
+}
+
+MODELS: dict[str, ModelSpec] = {
+    m.id: m
+    for m in (
+        ModelSpec("llama-2-70b", "Llama-2-70B", 70e9, 80, 8192, 64, 8, 128),
+        ModelSpec("bloom-176b", "BLOOM-176B", 176e9, 70, 14336, 112, 112, 128),
+        ModelSpec("gpt-3-175b", "GPT-3 175B", 175e9, 96, 12288, 96, 96, 128),
+        ModelSpec("llama-3-8b", "Llama-3-8B", 8e9, 32, 4096, 32, 8, 128),
+    )
+}
+
+
+def get_hardware(hardware_id: str) -> HardwareSpec:
+    """Look up a hardware entry; ``ValueError`` names the unknown id and the valid ones."""
+    try:
+        return HARDWARE[hardware_id]
+    except KeyError:
+        raise ValueError(
+            f"hardware: unknown id {hardware_id!r}; expected one of {sorted(HARDWARE)}"
+        ) from None
+
+
+def get_model(model_id: str) -> ModelSpec:
+    """Look up a model entry; ``ValueError`` names the unknown id and the valid ones."""
+    try:
+        return MODELS[model_id]
+    except KeyError:
+        raise ValueError(
+            f"model: unknown id {model_id!r}; expected one of {sorted(MODELS)}"
+        ) from None
+
+
+def min_tensor_parallel(model: ModelSpec, hw: HardwareSpec, weight_fraction: float = 0.7) -> int:
+    """Smallest power-of-two TP degree whose per-card weight share fits ``weight_fraction`` of HBM.
+
+    The remaining HBM is left for KV cache and activations, as serving stacks do.
+    """
+    tp = 1
+    while model.weight_bytes / tp > weight_fraction * hw.hbm_bytes and tp < 64:
+        tp *= 2
+    return tp
