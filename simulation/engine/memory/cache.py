@@ -47,6 +47,15 @@ class BlockCache:
     def _insert(self, key: Hashable) -> bool:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def _evict_one(self) -> bool:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def resize(self, capacity: int) -> None:
+        """Change capacity, evicting (unpinned) blocks until the cache fits."""
+        self.capacity = max(int(capacity), 0)
+        while len(self) > self.capacity and self._evict_one():
+            pass
+
     # -- shared ---------------------------------------------------------------------
     def access(self, key: Hashable) -> bool:
         """Reference one block; insert it on a miss. Returns True on a hit."""
@@ -115,16 +124,20 @@ class LRUCache(BlockCache):
     def _touch(self, key: Hashable) -> None:
         self._d.move_to_end(key)
 
+    def _evict_one(self) -> bool:
+        victim = next((k for k in self._d if k not in self.pins), None)
+        if victim is None:
+            return False  # everything pinned: allocation failure
+        del self._d[victim]
+        self.evictions += 1
+        self.evicted.append(victim)
+        return True
+
     def _insert(self, key: Hashable) -> bool:
         if self.capacity == 0:
             return False
-        if len(self._d) >= self.capacity:
-            victim = next((k for k in self._d if k not in self.pins), None)
-            if victim is None:
-                return False  # everything pinned: allocation failure
-            del self._d[victim]
-            self.evictions += 1
-            self.evicted.append(victim)
+        if len(self._d) >= self.capacity and not self._evict_one():
+            return False
         self._d[key] = None
         return True
 

@@ -77,7 +77,7 @@ class QueueResult:
         return np.where(u < 0, 1.0, self.pw * np.exp(-self.theta * np.maximum(u, 0.0)))
 
 
-def _quantile_u(q: float, pw, theta, nu, iters: int = 48):
+def _quantile_u(q: float, pw, theta, nu, iters: int = 32):
     target = 1.0 - q
     hi = (math.log(1.0 / target) + 2.0) * (1.0 / nu + 1.0 / theta) * 2.0
     lo = np.zeros_like(hi)

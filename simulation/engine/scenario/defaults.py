@@ -1,0 +1,125 @@
+"""A credible default workload mix, scaled to the cluster size.
+
+At 10,240 cards: 200 training jobs (gangs of 8..512 cards, ~60% elastic up to 2x, a backlog at
+t=0 plus arrivals through the horizon) and 50 inference services (Llama-3-8B, Llama-2-70B,
+BLOOM-176B, GPT-3 175B; chat-like ~2.5x and code-like ~8x diurnal peak/trough, code bursty with
+arrival CV 2; ~40% core-business) over several tenants. Service request rates are *derived from
+the performance model* so that, at the daily peak, replicas sized at the policy's target
+occupancy fill ``inference_peak_fraction`` of the cluster: the only workload input is that
+fraction, no throughput figure is typed in.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+
+from ..catalog import get_hardware, get_model, min_tensor_parallel
+from .types import Faults, InferenceService, Policy, Scenario, Topology, TrainingJob
+
+TENANTS = ("acme-bank", "zhiyuan-ai", "metro-gov", "starlight-media", "northwind-retail",
+           "internal-research")
+_SERVICE_MODELS = ("llama-3-8b", "llama-2-70b", "llama-2-70b", "bloom-176b", "gpt-3-175b")
+# (min cards, probability, parameters) for training gangs.
+_JOB_SIZES = ((8, 0.30, 7e9), (16, 0.20, 13e9), (32, 0.20, 13e9), (64, 0.15, 34e9),
+              (128, 0.10, 70e9), (256, 0.04, 70e9), (512, 0.01, 175e9))
+
+
+def default_scenario(
+    cards: int = 10240,
+    seed: int = 7,
+    *,
+    hardware: str = "ascend-910c",
+    policy: str = "unified",
+    hours: float = 24.0,
+    n_training_jobs: int | None = None,
+    n_services: int | None = None,
+    inference_peak_fraction: float = 0.45,
+    step_seconds: float = 60.0,
+    faults: bool = True,
+    night_window: tuple[float, float] | None = None,
+) -> Scenario:
+    """Build the default mix for ``cards`` cards; deterministic for a given ``seed``."""
+    if not isinstance(cards, int) or cards < 64:
+        raise ValueError(f"cards: must be an int >= 64 (got {cards!r})")
+    if not 0.0 < inference_peak_fraction < 1.0:
+        raise ValueError(f"inference_peak_fraction: must be in (0, 1) (got "
+                         f"{inference_peak_fraction!r})")
+    rnd = random.Random(seed)
+    hw = get_hardware(hardware)
+    scale = cards / 10240
+    n_jobs = n_training_jobs if n_training_jobs is not None else max(10, math.ceil(200 * scale))
+    n_svc = n_services if n_services is not None else max(5, math.ceil(50 * scale))
+    pol = Policy(name=policy, night_window=night_window)
+    horizon = hours * 3600.0
+
+    services = []
+    for i in range(n_svc):
+        model = get_model(_SERVICE_MODELS[i % len(_SERVICE_MODELS)])
+        code = i % 3 == 2
+        services.append(InferenceService(
+            name=f"{'code' if code else 'chat'}-{model.id}-{i:03d}",
+            tenant=TENANTS[i % len(TENANTS)],
+            model=model.id,
+            tp=min_tensor_parallel(model, hw),
+            mean_rate_rps=1.0,  # replaced below from the perf model
+            criticality="core" if i % 5 in (0, 3) else "non-core",
+            slo_p99_ms=(30_000.0 if code else 60_000.0) if model.params > 20e9 else 15_000.0,
+            slo_ttft_ms=2_000.0 if model.params > 20e9 else 800.0,
+            prompt_tokens_mean=float(rnd.choice((512, 1024, 2048))) * (2 if code else 1),
+            output_tokens_mean=float(rnd.choice((128, 256, 512))) / (2 if code else 1),
+            prefix_share=rnd.uniform(0.2, 0.6),
+            max_batch=32,
+            peak_to_trough=rnd.uniform(7.0, 9.0) if code else rnd.uniform(2.2, 2.8),
+            peak_hour=rnd.uniform(10.0, 16.0),
+            arrival_cv=2.0 if code else 1.0,
+        ))
+    # Request rates from the perf model: peak replicas fill the requested share of the cluster.
+    from ..sched.inference import ServiceTable  # local import: avoids a package cycle
+
+    tbl = ServiceTable(services, hw, pol)
+    weights = np.array([rnd.uniform(0.5, 1.5) for _ in services])
+    budget = inference_peak_fraction * cards * weights / weights.sum()
+    peak_reps = np.maximum(np.floor(budget / tbl.tp), 1)
+    s0, s1 = tbl.times(np.zeros(tbl.n), tbl.batch * pol.target_utilization)
+    peak_rate = peak_reps * tbl.batch * pol.target_utilization / (s0 + s1)
+    mean_rate = peak_rate / (1.0 + tbl.amplitude)
+    for s, r in zip(services, mean_rate, strict=True):
+        s.mean_rate_rps = float(r)
+
+    jobs = []
+    probs = [p for _, p, _ in _JOB_SIZES]
+    max_gang = max(8, cards // 4)
+    for i in range(n_jobs):
+        size, _, params = rnd.choices(_JOB_SIZES, weights=probs)[0]
+        size = min(size, max_gang)
+        params = min(params, 0.5 * hw.hbm_bytes * size / 16.0)
+        elastic = rnd.random() < 0.6
+        mfu = rnd.uniform(0.35, 0.50)
+        tok_s = mfu * size * hw.peak_flops / (6 * params)
+        hours_at_min = rnd.uniform(2.0, 24.0)
+        jobs.append(TrainingJob(
+            name=f"train-{i:04d}",
+            tenant=TENANTS[(i * 7) % len(TENANTS)],
+            params=float(params),
+            min_cards=size,
+            max_cards=size * 2 if elastic else size,
+            work_samples=tok_s / 4096 * hours_at_min * 3600.0,
+            seq_len=4096,
+            priority=rnd.choice((0, 0, 1, 1, 2, 3)),
+            checkpoint_interval_s=1800.0,
+            base_mfu=mfu,
+            comm_share=rnd.uniform(0.05, 0.12),
+            submit_time_s=0.0 if rnd.random() < 0.4 else rnd.uniform(0.0, horizon),
+        ))
+    return Scenario(
+        topology=Topology(cards=cards, hardware=hardware),
+        training_jobs=jobs,
+        services=services,
+        policy=pol,
+        faults=Faults(enabled=faults),
+        seed=seed,
+        step_seconds=step_seconds,
+    )

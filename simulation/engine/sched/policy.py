@@ -1,0 +1,138 @@
+"""The ``split`` and ``unified`` scheduling passes (one per step).
+
+``split``: a static partition. The inference pool is sized for the services' peak demand plus
+SLO headroom (or ``Policy.inference_pool_fraction``); replicas autoscale inside it and idle
+inference cards stay idle. Training jobs only use the training pool and are never preempted by
+inference.
+
+``unified``: one pool. Inference replicas follow demand plus SLO headroom, core services first;
+when cards are short, training gives them back: elastic jobs shrink to their minimum first, then
+whole gangs are preempted (lowest priority, most recently started first) and lose the work since
+their last checkpoint. Training takes everything else, elastically. With a night window,
+non-core services run at a higher target occupancy at night, freeing cards for training.
+A core service is never starved by training: it can always reclaim training cards.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .allocator import FreeList
+from .training import preempt_job, set_job_cards, shrink_job
+
+
+def in_window(hour: float, window: tuple[float, float] | None) -> bool:
+    """True when ``hour`` lies in the (possibly midnight-wrapping) window."""
+    if window is None:
+        return False
+    a, b = window
+    return (a <= hour < b) if a <= b else (hour >= a or hour < b)
+
+
+def schedule(eng, lam: np.ndarray, hour: float) -> None:
+    """Place inference replicas and training jobs for the coming step."""
+    st, svc, jt, idx, pol = eng.state, eng.svc, eng.jobs, eng.idx, eng.scenario.policy
+    unified = pol.name == "unified"
+    n_j = jt.n
+    tu = np.full(svc.n, pol.target_utilization)
+    if in_window(hour, pol.night_window):
+        tu = np.where(svc.core, tu, pol.night_target_utilization)
+    target = svc.target_replicas(lam, st.svc_hit, tu)
+    current = np.array([c.size for c in st.svc_cards], dtype=np.int64) // svc.tp
+    # Scale down only when clearly over-provisioned (hysteresis avoids churn).
+    shrink = target < np.floor(current * pol.scale_down_hysteresis)
+    want = np.where(shrink, target, np.maximum(target, current))
+    for s in np.flatnonzero(want < current):
+        cards = st.svc_cards[s]
+        keep = int(want[s] * svc.tp[s])
+        st.owner[cards[keep:]] = -1
+        st.svc_cards[s] = cards[:keep]
+    # Submissions and traffic-share changes for training.
+    arrived = (st.job_state == 0) & (jt.submit <= st.t)
+    st.job_queued_since = np.where(arrived, jt.submit, st.job_queued_since)
+    st.job_state[arrived] = 1
+    for j in np.flatnonzero((st.job_state == 2) & ~st.job_active):
+        preempt_job(st, int(j), 0.0, "resizes")
+    if unified:
+        free_inf = FreeList(st.owner, st.health, None, idx)
+        free_tr = free_inf
+    else:
+        free_inf = FreeList(st.owner, st.health, eng.infer_pool, idx)
+        free_tr = FreeList(st.owner, st.health, ~eng.infer_pool, idx)
+    st.svc_new_replicas[:] = 0
+    for s in svc.order:
+        tp = int(svc.tp[s])
+        need = int(want[s] - st.svc_cards[s].size // tp)
+        if need <= 0:
+            continue
+        if unified and len(free_inf) < need * tp and pol.preemption:
+            _reclaim(eng, free_inf, need * tp - len(free_inf))
+        k = min(need, len(free_inf) // tp)
+        if k <= 0:
+            continue
+        cards = np.concatenate([free_inf.take(tp) for _ in range(k)])
+        st.owner[cards] = n_j + s
+        st.svc_cards[s] = np.concatenate([st.svc_cards[s], cards])
+        st.svc_new_replicas[s] = k
+    _place_training(eng, free_tr)
+
+
+def _reclaim(eng, free: FreeList, short: int) -> None:
+    """Free at least ``short`` training cards: shrink elastic jobs, then preempt gangs."""
+    st, jt, idx, pol = eng.state, eng.jobs, eng.idx, eng.scenario.policy
+    running = np.flatnonzero(st.job_state == 2)
+    if running.size == 0:
+        return
+    # Victims: lowest priority first, then most recently queued (least sunk work) first.
+    victims = running[np.lexsort((-st.job_queued_since[running], jt.priority[running]))]
+    got = 0
+    if pol.elastic:
+        for j in victims:
+            if got >= short:
+                break
+            have = st.job_cards[j].size
+            g = int(jt.granule[j])
+            spare = have - int(jt.min_cards[j])
+            if spare < g:
+                continue
+            give = min(spare, ((short - got + g - 1) // g) * g)
+            out = shrink_job(st, idx, int(j), have - give, pol.resize_overhead_s)
+            free.give_back(out)
+            got += out.size
+    for j in victims:
+        if got >= short:
+            break
+        if st.job_state[j] != 2:
+            continue
+        out = preempt_job(st, int(j), eng.scenario.faults.restart_overhead_s, "preemptions")
+        free.give_back(out)
+        got += out.size
+
+
+def _place_training(eng, free: FreeList) -> None:
+    """Grow elastic jobs, then admit queued jobs (priority, FIFO, with backfill)."""
+    st, jt, idx, pol = eng.state, eng.jobs, eng.idx, eng.scenario.policy
+    for j in jt.order:
+        if len(free) == 0:
+            break
+        g = int(jt.granule[j])
+        if st.job_state[j] == 1 and st.job_active[j]:
+            size = min(int(jt.max_cards[j]), (len(free) // g) * g)
+            if size < jt.min_cards[j]:
+                continue  # backfill: smaller jobs behind may still fit
+            cards = free.take(size)
+            st.owner[cards] = j
+            set_job_cards(st, idx, int(j), cards)
+            st.job_state[j] = 2
+            st.job_wait_total[j] += st.t - st.job_queued_since[j]
+        elif st.job_state[j] == 2 and pol.elastic:
+            have = st.job_cards[j].size
+            room = int(jt.max_cards[j]) - have
+            grow = min(room, (len(free) // g) * g)
+            # Resizing costs a restart, so only grow by a meaningful step (>= 25% or to max).
+            if grow >= g and (grow == room or grow >= 0.25 * have):
+                cards = free.take(grow)
+                st.owner[cards] = j
+                set_job_cards(st, idx, int(j), np.concatenate([st.job_cards[j], cards]))
+                st.job_overhead[j] = max(st.job_overhead[j], pol.resize_overhead_s)
+                st.counters["resizes"] += 1

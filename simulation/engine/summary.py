@@ -1,0 +1,78 @@
+"""Run-level aggregation used by ``compare`` (means over steps, request-weighted latencies).
+
+Latency figures over a run are request-weighted means of the per-step, per-service P50/P99
+(a percentile of the pooled distribution would need the full mixture; the weighted mean of
+per-step quantiles is a documented approximation of it).
+"""
+
+from __future__ import annotations
+
+
+class Summary:
+    """Accumulator stored in the engine state (plain floats only, so it pickles trivially)."""
+
+    FIELDS = ("steps", "alloc", "busy", "samples", "mfu", "mfu_w", "req", "p50", "p99", "ttft",
+              "attain", "hbm_live", "core_req", "core_attain")
+
+    @staticmethod
+    def empty() -> dict[str, float]:
+        """Fresh accumulator."""
+        return {k: 0.0 for k in Summary.FIELDS}
+
+    @staticmethod
+    def update(acc: dict[str, float], snap, lat: dict, train: dict, eng) -> None:
+        """Add one step."""
+        c = snap.cluster
+        dt = eng.scenario.step_seconds
+        acc["steps"] += 1
+        acc["alloc"] += c["cluster_utilization_allocated_ratio"]
+        acc["busy"] += c["cluster_utilization_busy_ratio"]
+        acc["samples"] += c["cluster_training_samples_per_second"]
+        w = float(train["cards"].sum())
+        acc["mfu"] += c["cluster_mfu_ratio"] * w
+        acc["mfu_w"] += w
+        req = lat["lam"] * dt
+        acc["req"] += float(req.sum())
+        acc["p50"] += float((lat["p50"] * req).sum())
+        acc["p99"] += float((lat["p99"] * req).sum())
+        acc["ttft"] += float((lat["ttft_p99"] * req).sum())
+        acc["attain"] += float((lat["attainment"] * req).sum())
+        core = eng.svc.core
+        acc["core_req"] += float(req[core].sum())
+        acc["core_attain"] += float((lat["attainment"] * req)[core].sum())
+        acc["hbm_live"] += c["cluster_hbm_live_ratio"]
+
+    @staticmethod
+    def finish(acc: dict[str, float], eng) -> dict[str, float]:
+        """Final figures (the keys ``compare`` prints and writes to JSON)."""
+        n = max(acc["steps"], 1.0)
+        r = max(acc["req"], 1e-9)
+        c = eng.state.counters
+        jw = eng.state.job_wait_total
+        started = eng.state.job_state >= 2
+        return {
+            "simulated_hours": eng.state.t / 3600.0,
+            "utilization_allocated_mean": acc["alloc"] / n,
+            "utilization_busy_mean": acc["busy"] / n,
+            "training_samples_per_s_mean": acc["samples"] / n,
+            "mfu_mean": acc["mfu"] / max(acc["mfu_w"], 1e-9),
+            "inference_p50_ms": acc["p50"] / r * 1e3,
+            "inference_p99_ms": acc["p99"] / r * 1e3,
+            "ttft_p99_ms": acc["ttft"] / r * 1e3,
+            "slo_attainment": acc["attain"] / r,
+            "core_slo_attainment": acc["core_attain"] / max(acc["core_req"], 1e-9),
+            "hbm_live_fraction_mean": acc["hbm_live"] / n,
+            "kv_hit_ratio": c["kv_hits"] / c["kv_lookups"] if c["kv_lookups"] else 0.0,
+            "kv_evictions": c["kv_evictions"],
+            "kv_allocation_failures": c["kv_alloc_failures"],
+            "kv_offload_gb": c["kv_offload_bytes"] / 1e9,
+            "preemptions": int(c["preemptions"]),
+            "resizes": int(c["resizes"]),
+            "restarts": int(c["restarts"]),
+            "card_failures": int(c["card_failures"]),
+            "link_failures": int(c["link_failures"]),
+            "lost_samples": c["lost_samples"],
+            "completed_jobs": int(c["completed_jobs"]),
+            "queue_wait_h_mean": float(jw[started].mean() / 3600.0) if started.any() else 0.0,
+            "energy_mwh": c["energy_joules"] / 3.6e9,
+        }

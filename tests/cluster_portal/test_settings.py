@@ -1,0 +1,135 @@
+"""Settings come from the environment, with safe defaults and a strict production module."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from cluster_portal import env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PRINT_SETTINGS = """
+import json, django
+from django.conf import settings
+django.setup()
+db = settings.DATABASES["default"]
+print(json.dumps({"engine": db["ENGINE"], "name": str(db["NAME"]), "host": db.get("HOST"),
+    "debug": settings.DEBUG, "secret": settings.SECRET_KEY, "broker": settings.CELERY_BROKER_URL,
+    "hosts": settings.ALLOWED_HOSTS, "csrf": settings.CSRF_TRUSTED_ORIGINS}))
+"""
+
+
+def run_python(code: str, env_overrides: dict[str, str], module: str = "cluster_portal.settings"):
+    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    environment = {**keep, "DJANGO_SETTINGS_MODULE": module, **env_overrides}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def read_settings(tmp_path: Path, **overrides: str) -> dict:
+    result = run_python(PRINT_SETTINGS, {"PORTAL_VAR_DIR": str(tmp_path), **overrides})
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_defaults_are_sqlite_under_var_debug_off_and_a_kept_secret_key(tmp_path):
+    first = read_settings(tmp_path)
+    assert first["engine"] == "django.db.backends.sqlite3"
+    assert first["name"] == str(tmp_path / "portal.sqlite3")
+    assert first["debug"] is False
+    assert (tmp_path / "secret_key").read_text().strip() == first["secret"]
+    assert read_settings(tmp_path)["secret"] == first["secret"], "the demo key must be kept"
+
+
+def test_environment_variables_override_the_defaults(tmp_path):
+    values = read_settings(
+        tmp_path,
+        DATABASE_URL="postgres://portal@db.example.com:5433/portal",
+        CELERY_BROKER_URL="redis://broker.example.com:6380/2",
+        SECRET_KEY="x" * 60,
+        DEBUG="true",
+        ALLOWED_HOSTS="portal.example.com, api.example.com",
+        CSRF_TRUSTED_ORIGINS="https://portal.example.com",
+    )
+    assert values["engine"] == "django.db.backends.postgresql"
+    assert values["host"] == "db.example.com"
+    assert values["broker"] == "redis://broker.example.com:6380/2"
+    assert values["secret"] == "x" * 60
+    assert values["debug"] is True
+    assert values["hosts"] == ["portal.example.com", "api.example.com"]
+    assert values["csrf"] == ["https://portal.example.com"]
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_a_misspelt_boolean_stops_start_up_with_its_name(tmp_path):
+    result = run_python(PRINT_SETTINGS, {"PORTAL_VAR_DIR": str(tmp_path), "DEBUG": "ture"})
+    assert result.returncode != 0
+    assert "DEBUG must be one of" in result.stderr
+
+
+def test_broker_falls_back_to_the_filesystem_when_no_redis_answers(tmp_path, monkeypatch):
+    for name in ("CELERY_BROKER_URL", "REDIS_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(env, "tcp_reachable", lambda host, port, timeout=0.3: False)
+    url, options, description = env.resolve_broker(tmp_path)
+    assert url == "filesystem://"
+    assert "no Redis reachable" in description
+    assert Path(options["data_folder_in"]).is_dir()
+    assert options["data_folder_in"] == options["data_folder_out"]
+
+
+def test_broker_uses_local_redis_when_it_answers(tmp_path, monkeypatch):
+    for name in ("CELERY_BROKER_URL", "REDIS_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(env, "tcp_reachable", lambda host, port, timeout=0.3: True)
+    url, options, description = env.resolve_broker(tmp_path)
+    assert url == "redis://127.0.0.1:6379/0"
+    assert options == {}
+    assert "redis" in description
+
+
+def test_env_int_names_the_variable_on_bad_input(monkeypatch):
+    monkeypatch.setenv("DB_CONN_MAX_AGE", "sixty")
+    with pytest.raises(ImproperlyConfigured, match="DB_CONN_MAX_AGE"):
+        env.env_int("DB_CONN_MAX_AGE", 60)
+
+
+def test_production_refuses_to_start_without_a_secret_key(tmp_path):
+    result = run_python(
+        PRINT_SETTINGS,
+        {"PORTAL_VAR_DIR": str(tmp_path)},
+        module="cluster_portal.settings.production",
+    )
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_production_settings_pass_the_deploy_check_at_warning_level(tmp_path):
+    code = (
+        "import sys; from django.core.management import execute_from_command_line; "
+        "execute_from_command_line(['manage.py', 'check', '--deploy', '--fail-level', 'WARNING'])"
+    )
+    result = run_python(
+        code,
+        {
+            "PORTAL_VAR_DIR": str(tmp_path),
+            "SECRET_KEY": "k9$Fq2!xZ7@pL4#vN8%tR1^wB6&yH3*mJ0(cD5)sG-eU_aQ=iO+oP[lK]",
+            "ALLOWED_HOSTS": "portal.example.com",
+        },
+        module="cluster_portal.settings.production",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout

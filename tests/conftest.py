@@ -1,0 +1,64 @@
+"""Shared fixtures: tenants, one user per role, logged-in clients, and the run's backends."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+
+PASSWORD = "correct-horse-battery-staple"
+
+
+def pytest_report_header(config) -> list[str]:
+    db = settings.DATABASES["default"]
+    engine = db["ENGINE"].rsplit(".", 1)[-1]
+    return [
+        f"cluster-portal database: {engine} ({db.get('HOST') or db['NAME']})",
+        f"cluster-portal broker: {settings.BROKER_DESCRIPTION}",
+    ]
+
+
+@pytest.fixture
+def tenants(db) -> dict:
+    from monitoring.models import Tenant
+
+    return {
+        "acme": Tenant.objects.create(slug="acme", name="Acme Robotics"),
+        "panda": Tenant.objects.create(slug="panda", name="Panda Speech Cloud"),
+    }
+
+
+@pytest.fixture
+def users(tenants) -> dict:
+    """One user per role: ``operator``, ``approver``, ``customer`` (acme), ``other_customer``."""
+    from monitoring.models import User
+    from monitoring.services.roles import (
+        ROLE_APPROVER,
+        ROLE_CUSTOMER,
+        ROLE_OPERATOR,
+        roles_ensure,
+    )
+
+    groups = roles_ensure()
+
+    def make(username: str, role: str, **attrs) -> User:
+        user = User.objects.create_user(username=username, password=PASSWORD, **attrs)
+        user.groups.add(groups[role])
+        return user
+
+    return {
+        "operator": make("op", ROLE_OPERATOR, is_staff=True),
+        "approver": make("appr", ROLE_APPROVER, is_staff=True),
+        "customer": make("cust-acme", ROLE_CUSTOMER, tenant=tenants["acme"]),
+        "other_customer": make("cust-panda", ROLE_CUSTOMER, tenant=tenants["panda"]),
+    }
+
+
+@pytest.fixture
+def client_as(client, users):
+    """``client_as("operator")`` returns the test client logged in as that role's user."""
+
+    def login(role: str):
+        client.force_login(users[role])
+        return client
+
+    return login
