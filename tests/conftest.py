@@ -62,3 +62,9 @@ def client_as(client, users):
         return client
 
     return login
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # PBKDF2's deliberate slowness protects real logins; in tests it only costs minutes.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

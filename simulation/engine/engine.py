@@ -62,7 +62,7 @@ class Engine:
             st.summary = Summary.empty()
             _state = st
         self.state = _state
-        self.last_latency: dict[str, np.ndarray] | None = getattr(_state, "last_latency", None)
+        self.last_latency: dict[str, np.ndarray] | None = _state.last_latency
         self._snapshot: Snapshot | None = None
 
     # -- setup ------------------------------------------------------------------------
@@ -139,9 +139,7 @@ class Engine:
         """
         if not seconds > 0:
             raise ValueError(f"seconds: must be > 0 (got {seconds!r})")
-        out = memory_step(self, float(seconds))
-        self._mem = out
-        return out["agg"]
+        return memory_step(self, float(seconds))["agg"]
 
     def topology(self) -> dict[str, list[dict]]:
         """Inventory listing: supernodes, racks, nodes, cards (with hardware id) and links."""
@@ -180,8 +178,7 @@ class Engine:
         st.last_latency = lat
         penalty = link_effects(self, dt)
         train = progress(st, self.jobs, self.scenario.topology, self.hw.peak_flops, dt, penalty)
-        mem = memory_step(self, dt)
-        self._mem = mem
+        mem = memory_step(self, dt, force_prefix=False)
         snap = build_snapshot(self, lat, train, mem, dt)
         Summary.update(st.summary, snap, lat, train, self)
         self._snapshot = snap

@@ -57,6 +57,9 @@ class EngineState:
         self.caches: list[Any] = []
         self.dram_caches: list[Any] = []
         self.cache_seq = 0
+        self.prefix_pending = 0.0
+        self.prefix_last: dict[str, np.ndarray] | None = None
+        self.last_latency: dict[str, np.ndarray] | None = None
         # Cumulative counters.
         self.counters: dict[str, float] = {
             "preemptions": 0, "resizes": 0, "restarts": 0, "card_failures": 0,

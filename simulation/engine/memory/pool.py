@@ -31,7 +31,7 @@ from .cache import LRUCache, make_cache
 CHUNK_TOKENS = 512
 PREFIX_DOCS = 20_000  # assumed universe of reusable prefix documents per service
 SAMPLED_DOCS = 256  # documents kept by the spatial sampling
-SAMPLED_REFS_PER_MINUTE = 8  # sampled chunk references simulated per service per minute
+SAMPLED_REFS_PER_MINUTE = 3  # sampled chunk references simulated per service per minute
 ZIPF_ALPHA = 0.8
 SLICE_BYTES = float(2**30)
 
@@ -115,7 +115,7 @@ def simulate_prefix(eng, seconds: float, lam: np.ndarray, hbm_cap_chunks: np.nda
             (cache.evictions - e0) * scale * chunk_bytes[s] if dram is not None else 0.0)
         st.counters["kv_onload_bytes"] += dram_hits * scale * chunk_bytes[s]
         if dl:
-            w = min(1.0, dl / 48.0)  # EMA weight grows with evidence in the sample
+            w = min(1.0, dl / 32.0)  # EMA weight grows with evidence in the sample
             st.svc_hit[s] = (1 - w) * st.svc_hit[s] + w * (dh / dl)
         if dram is not None:
             dram.drain_evicted()

@@ -66,8 +66,6 @@ def default_scenario(
             tp=min_tensor_parallel(model, hw),
             mean_rate_rps=1.0,  # replaced below from the perf model
             criticality="core" if i % 5 in (0, 3) else "non-core",
-            slo_p99_ms=(30_000.0 if code else 60_000.0) if model.params > 20e9 else 15_000.0,
-            slo_ttft_ms=2_000.0 if model.params > 20e9 else 800.0,
             prompt_tokens_mean=float(rnd.choice((512, 1024, 2048))) * (2 if code else 1),
             output_tokens_mean=float(rnd.choice((128, 256, 512))) / (2 if code else 1),
             prefix_share=rnd.uniform(0.2, 0.6),
@@ -86,8 +84,13 @@ def default_scenario(
     s0, s1 = tbl.times(np.zeros(tbl.n), tbl.batch * pol.target_utilization)
     peak_rate = peak_reps * tbl.batch * pol.target_utilization / (s0 + s1)
     mean_rate = peak_rate / (1.0 + tbl.amplitude)
-    for s, r in zip(services, mean_rate, strict=True):
+    # SLOs an operator would set from measured performance: 1.5x the model's P99 service
+    # time at the target occupancy (prefill + exponential decode tail), TTFT 4x prefill.
+    p99_service = s0 + s1 * math.log(100.0)
+    for s, r, p99, pre in zip(services, mean_rate, p99_service, s0, strict=True):
         s.mean_rate_rps = float(r)
+        s.slo_p99_ms = float(math.ceil(1.5 * p99 * 10.0) * 100.0)
+        s.slo_ttft_ms = float(max(500.0, math.ceil(4.0 * pre * 100.0) * 10.0))
 
     jobs = []
     probs = [p for _, p, _ in _JOB_SIZES]
@@ -99,7 +102,8 @@ def default_scenario(
         elastic = rnd.random() < 0.6
         mfu = rnd.uniform(0.35, 0.50)
         tok_s = mfu * size * hw.peak_flops / (6 * params)
-        hours_at_min = rnd.uniform(2.0, 24.0)
+        # Long jobs: the backlog must outlast the horizon so spare cards always find work.
+        hours_at_min = rnd.uniform(12.0, 96.0) * max(hours, 1.0) / 24.0
         jobs.append(TrainingJob(
             name=f"train-{i:04d}",
             tenant=TENANTS[(i * 7) % len(TENANTS)],
