@@ -13,3 +13,10 @@ class MonitoringConfig(AppConfig):
         from monitoring.services.roles import roles_ensure_after_migrate
 
         post_migrate.connect(roles_ensure_after_migrate, sender=self)
+        post_migrate.connect(_catalogue_after_migrate, sender=self)
+
+
+def _catalogue_after_migrate(**_: object) -> None:
+    from monitoring.telemetry.catalogue import catalogue_sync
+
+    catalogue_sync()

@@ -1,10 +1,12 @@
 from django.urls import path
 
-from monitoring.api import views
+from monitoring.api import telemetry, views
 
 app_name = "api"
 
 urlpatterns = [
     path("me/", views.MeView.as_view(), name="me"),
     path("status/processes/", views.ProcessStatusView.as_view(), name="process-status"),
+    path("telemetry/samples/", telemetry.SampleBatchView.as_view(), name="telemetry-samples"),
+    path("metrics/", telemetry.MetricCatalogueView.as_view(), name="metric-catalogue"),
 ]

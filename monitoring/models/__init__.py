@@ -1,7 +1,46 @@
 """Monitoring models, one module per concern."""
 
 from monitoring.models.heartbeats import Heartbeat
+from monitoring.models.inventory import (
+    Accelerator,
+    Cluster,
+    Confidence,
+    HardwareModel,
+    Link,
+    Node,
+    Rack,
+    Supernode,
+    Workload,
+)
+from monitoring.models.telemetry import (
+    Entity,
+    EntityKind,
+    IngestionBatch,
+    MetricDefinition,
+    Rollup,
+    Sample,
+)
 from monitoring.models.tenancy import Tenant, User
 from monitoring.models.tokens import IntegrationToken
 
-__all__ = ["Heartbeat", "IntegrationToken", "Tenant", "User"]
+__all__ = [
+    "Accelerator",
+    "Cluster",
+    "Confidence",
+    "Entity",
+    "EntityKind",
+    "HardwareModel",
+    "Heartbeat",
+    "IngestionBatch",
+    "IntegrationToken",
+    "Link",
+    "MetricDefinition",
+    "Node",
+    "Rack",
+    "Rollup",
+    "Sample",
+    "Supernode",
+    "Tenant",
+    "User",
+    "Workload",
+]

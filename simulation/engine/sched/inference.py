@@ -42,6 +42,7 @@ class ServiceTable:
             params=f([m.params for m in models], dtype=float),
             layers=f([m.layers for m in models], dtype=float),
             attention_width=f([m.attention_width for m in models], dtype=float),
+            hidden=f([m.hidden for m in models], dtype=float),
             weight_bytes=f([m.weight_bytes for m in models], dtype=float),
             kv_bytes_per_token=f([m.kv_bytes_per_token for m in models], dtype=float),
         )

@@ -1,0 +1,78 @@
+"""Telemetry API: ingestion (JSON batch) and the metric catalogue."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from rest_framework import serializers
+from rest_framework.generics import ListAPIView
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from monitoring.api.authentication import IntegrationPrincipal
+from monitoring.api.permissions import HasRequiredScope
+from monitoring.models import MetricDefinition
+from monitoring.telemetry.errors import IngestionError
+from monitoring.telemetry.ingest import ingest_json_batch, payload_digest, with_idempotency
+
+
+def principal_key(request: Request) -> str:
+    user = request.user
+    if isinstance(user, IntegrationPrincipal):
+        return f"token:{user.token.pk}"
+    return f"user:{user.pk}"
+
+
+def ingestion_response(request: Request, digest: str, work) -> Response:
+    """Run an ingestion under the request's Idempotency-Key; errors become 4xx bodies."""
+    try:
+        body, replayed = with_idempotency(
+            key=request.headers.get("Idempotency-Key"),
+            principal=principal_key(request),
+            digest=digest,
+            work=lambda: _atomic(work),
+        )
+    except IngestionError as exc:
+        return Response(exc.as_dict(), status=exc.status_code)
+    response = Response(body, status=200 if replayed else 201)
+    if replayed:
+        response["Idempotent-Replayed"] = "true"
+    return response
+
+
+def _atomic(work):
+    with transaction.atomic():
+        return work()
+
+
+class SampleBatchView(APIView):
+    """POST a JSON batch ``{"samples": [{metric, cluster, entity_kind, entity, ts, value}]}``.
+
+    Atomic: one bad row answers 400 naming the row and field, and nothing is written.
+    """
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "ingest"
+
+    def post(self, request: Request) -> Response:
+        tenant = getattr(request.user, "tenant", None)
+        digest = payload_digest(request.body)
+        return ingestion_response(
+            request, digest, lambda: ingest_json_batch(payload=request.data, tenant=tenant)
+        )
+
+
+class MetricDefinitionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = MetricDefinition
+        fields = ["name", "unit", "entity_kind", "type", "description", "mapped"]
+
+
+class MetricCatalogueView(ListAPIView):
+    """The metric catalogue: every metric name the store accepts, with unit and entity kind."""
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+    serializer_class = MetricDefinitionSerializer
+    queryset = MetricDefinition.objects.order_by("name")

@@ -1,0 +1,1 @@
+"""The telemetry store's write path (raw samples + rollups) and its helpers."""

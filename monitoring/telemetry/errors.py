@@ -1,0 +1,29 @@
+"""Errors the ingestion path raises; the API turns them into 4xx answers naming the problem."""
+
+from __future__ import annotations
+
+
+class IngestionError(ValueError):
+    """A batch was rejected; nothing of it was written."""
+
+    status_code = 400
+
+    def __init__(self, message: str, *, row: int | None = None, field: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.row = row
+        self.field = field
+
+    def as_dict(self) -> dict:
+        body: dict = {"detail": self.message}
+        if self.row is not None:
+            body["row"] = self.row
+        if self.field is not None:
+            body["field"] = self.field
+        return body
+
+
+class IdempotencyConflict(IngestionError):
+    """The same Idempotency-Key came back with a different payload."""
+
+    status_code = 422

@@ -1,0 +1,8 @@
+"""``python -m simulation.engine`` entry point."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""Command line: ``python -m simulation.engine {compare,perf,kvcache} ...``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .catalog import HARDWARE, MODELS
+from .compare import build_compare_scenario, run_compare
+from .memory.replay import replay_blocks
+from .perf.inference import perf_point
+from .traces import read_mooncake
+
+COMPARE_ROWS = (
+    ("utilization_allocated_mean", "allocated utilization", "{:.1%}"),
+    ("utilization_busy_mean", "busy utilization", "{:.1%}"),
+    ("training_samples_per_s_mean", "training samples/s", "{:,.0f}"),
+    ("mfu_mean", "MFU (running training)", "{:.1%}"),
+    ("inference_p50_ms", "inference P50 (ms)", "{:,.0f}"),
+    ("inference_p99_ms", "inference P99 (ms)", "{:,.0f}"),
+    ("ttft_p99_ms", "TTFT P99 (ms)", "{:,.0f}"),
+    ("slo_attainment", "SLO attainment", "{:.2%}"),
+    ("core_slo_attainment", "core SLO attainment", "{:.2%}"),
+    ("hbm_live_fraction_mean", "HBM live fraction", "{:.1%}"),
+    ("kv_hit_ratio", "prefix KV hit ratio", "{:.1%}"),
+    ("preemptions", "preemptions", "{:d}"),
+    ("queue_wait_h_mean", "mean queue wait (h)", "{:.2f}"),
+    ("completed_jobs", "completed jobs", "{:d}"),
+    ("energy_mwh", "energy (MWh, facility)", "{:,.1f}"),
+)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {v}")
+    return v
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return v
+
+
+def _trace(kind: str):
+    def parse(text: str) -> Path:
+        prefix, sep, file = text.partition(":")
+        if not sep or prefix != kind or not file:
+            raise argparse.ArgumentTypeError(f"expected {kind}:FILE, got {text!r}")
+        p = Path(file)
+        if not p.is_file():
+            raise argparse.ArgumentTypeError(f"no such file: {file}")
+        return p
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser (exposed for tests and docs)."""
+    ap = argparse.ArgumentParser(prog="python -m simulation.engine",
+                                 description="Cluster Portal digital twin")
+    sub = ap.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("compare", help="split vs unified on the same workload")
+    c.add_argument("--cards", type=_positive_int, default=10240)
+    c.add_argument("--hours", type=_positive_float, default=24.0)
+    c.add_argument("--seed", type=_nonneg_int, default=7)
+    c.add_argument("--inference-trace", type=_trace("azure"), metavar="azure:FILE")
+    c.add_argument("--training-trace", type=_trace("philly"), metavar="philly:FILE")
+    c.add_argument("--json", metavar="FILE", help="write JSON results ('-' = stdout)")
+    c.add_argument("--serial", action="store_true", help="run the two policies one by one")
+    p = sub.add_parser("perf", help="prefill and decode time of one replica")
+    p.add_argument("--model", choices=sorted(MODELS), required=True)
+    p.add_argument("--hardware", choices=sorted(HARDWARE), required=True)
+    p.add_argument("--tp", type=_positive_int, default=8)
+    p.add_argument("--batch", type=_positive_int, default=1)
+    p.add_argument("--prompt-tokens", type=_positive_int, default=2048)
+    p.add_argument("--json", metavar="FILE")
+    k = sub.add_parser("kvcache", help="replay a Mooncake trace through a prefix cache")
+    k.add_argument("--trace", type=_trace("mooncake"), required=True, metavar="mooncake:FILE")
+    k.add_argument("--capacity-blocks", type=_nonneg_int, required=True)
+    k.add_argument("--policy", choices=("lru", "lru-k"), default="lru-k")
+    k.add_argument("--json", metavar="FILE")
+    return ap
+
+
+def _emit_json(obj: dict, dest: str | None) -> None:
+    if dest is None:
+        return
+    text = json.dumps(obj, indent=2, sort_keys=True)
+    if dest == "-":
+        sys.stdout.write(text + "\n")
+    else:
+        Path(dest).write_text(text + "\n", encoding="utf-8")
+
+
+class _Bar:
+    """A small stderr progress bar (no dependency)."""
+
+    def __init__(self, label: str) -> None:
+        self.label, self.t0, self.last = label, time.monotonic(), -1
+
+    def __call__(self, done: int, total: int) -> None:
+        pct = int(100 * done / max(total, 1))
+        if pct == self.last:
+            return
+        self.last = pct
+        fill = pct // 4
+        sys.stderr.write(f"\r{self.label} [{'#' * fill}{'.' * (25 - fill)}] {pct:3d}% "
+                         f"{time.monotonic() - self.t0:5.1f}s")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _table(res: dict[str, dict]) -> str:
+    lines = [f"{'metric':<28}{'split':>16}{'unified':>16}"]
+    lines.append("-" * 60)
+    for key, label, fmt in COMPARE_ROWS:
+        a, b = res["split"][key], res["unified"][key]
+        lines.append(f"{label:<28}{fmt.format(a):>16}{fmt.format(b):>16}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if args.command == "compare":
+        if args.cards < 64:
+            ap.error("--cards: must be >= 64")
+        try:
+            scen = build_compare_scenario(args.cards, args.hours, args.seed,
+                                          args.inference_trace, args.training_trace)
+        except ValueError as exc:
+            ap.error(str(exc))
+        res = run_compare(scen, args.hours, _Bar("simulating"),
+                          parallel=False if args.serial else None)
+        out = sys.stderr if args.json == "-" else sys.stdout
+        out.write(_table(res) + "\n")
+        _emit_json(res, args.json)
+    elif args.command == "perf":
+        try:
+            res = perf_point(args.model, args.hardware, args.tp, args.batch, args.prompt_tokens)
+        except ValueError as exc:
+            ap.error(str(exc))
+        if args.json is None:
+            print(f"prefill {res['prefill_ms']:.1f} ms, decode {res['decode_ms_per_token']:.2f}"
+                  f" ms/token")
+        _emit_json(res, args.json)
+    else:
+        try:
+            reqs = read_mooncake(args.trace)
+        except ValueError as exc:
+            ap.error(str(exc))
+        res = replay_blocks(reqs, args.capacity_blocks, args.policy)
+        if args.json is None:
+            print(f"hit ratio {res['hit_ratio']:.3f}, evictions {res['evictions']}")
+        _emit_json(res, args.json)
+    return 0

@@ -1,0 +1,126 @@
+"""Run ``split`` and ``unified`` on the same workload (the ``compare`` command).
+
+Both policies get the identical scenario (same seed, jobs, services, faults); only
+``Policy.name`` differs. With two or more CPUs the two runs go to two processes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import multiprocessing as mp
+import queue
+from collections.abc import Callable
+from pathlib import Path
+
+from .catalog import get_hardware
+from .engine import Engine
+from .scenario.defaults import _JOB_SIZES, TENANTS, default_scenario
+from .scenario.types import Scenario, TrainingJob
+from .traces import read_azure, read_philly
+
+MAX_TRACE_JOBS = 20_000
+
+
+def apply_inference_trace(scen: Scenario, path: Path) -> Scenario:
+    """Replace the diurnal curves by the trace's binned arrival rate (mean 1, wrapped).
+
+    The trace sets the shape and burstiness; each service keeps its mean rate (sized for the
+    cluster), and takes the trace's mean prompt/output lengths.
+    """
+    tr = read_azure(path)
+    if tr.t.size == 0:
+        raise ValueError(f"{path}: trace has no requests")
+    curve = tr.rate_curve(scen.step_seconds)
+    cv = max(tr.interarrival_cv(), 0.1)
+    services = [dataclasses.replace(
+        s, prompt_tokens_mean=max(float(tr.prompt_tokens.mean()), 1.0),
+        output_tokens_mean=max(float(tr.output_tokens.mean()), 1.0), arrival_cv=cv)
+        for s in scen.services]
+    return dataclasses.replace(scen, services=services, demand_curve=curve,
+                               demand_curve_step_s=scen.step_seconds)
+
+
+def apply_training_trace(scen: Scenario, path: Path, horizon_s: float) -> Scenario:
+    """Replace the training jobs by the trace's jobs submitted within the horizon."""
+    rows = [j for j in read_philly(path) if j.timestamp <= horizon_s][:MAX_TRACE_JOBS]
+    if not rows:
+        raise ValueError(f"{path}: no training jobs within the simulated horizon")
+    hw = get_hardware(scen.topology.hardware)
+    jobs = []
+    for i, r in enumerate(rows):
+        cards = min(r.num_gpus, scen.topology.cards // 2)
+        params = next(p for size, _, p in _JOB_SIZES if size >= min(cards, 512))
+        params = min(params, 0.5 * hw.hbm_bytes * cards / 16.0)
+        tok_s = 0.4 * cards * hw.peak_flops / (6 * params)
+        jobs.append(TrainingJob(
+            name=f"trace-{i:05d}", tenant=TENANTS[i % len(TENANTS)], params=float(params),
+            min_cards=cards, max_cards=cards,
+            work_samples=max(tok_s / 4096 * max(r.duration, 60.0), 1.0),
+            base_mfu=0.4, submit_time_s=float(r.timestamp)))
+    return dataclasses.replace(scen, training_jobs=jobs)
+
+
+def build_compare_scenario(cards: int, hours: float, seed: int, inference_trace: Path | None,
+                           training_trace: Path | None) -> Scenario:
+    """The shared workload for both policies."""
+    scen = default_scenario(cards, seed, hours=hours)
+    if inference_trace is not None:
+        scen = apply_inference_trace(scen, inference_trace)
+    if training_trace is not None:
+        scen = apply_training_trace(scen, training_trace, hours * 3600.0)
+    return scen
+
+
+def run_policy(scen: Scenario, policy: str, hours: float,
+               progress: Callable[[int, int], None] | None = None) -> dict:
+    """Run one policy for ``hours`` and return its summary."""
+    s = dataclasses.replace(scen, policy=dataclasses.replace(scen.policy, name=policy))
+    s = Scenario.from_dict(s.to_dict())  # re-validate after replace
+    eng = Engine(s)
+    eng.run_until(hours * 3600.0, progress)
+    return eng.summary()
+
+
+def _worker(args: tuple) -> tuple[str, dict]:
+    scen_dict, policy, hours, queue = args
+    every = 10
+
+    def cb(i: int, n: int) -> None:
+        if i % every == 0 or i == n:
+            queue.put((policy, i, n))
+
+    return policy, run_policy(Scenario.from_dict(scen_dict), policy, hours, cb)
+
+
+def run_compare(scen: Scenario, hours: float,
+                progress: Callable[[int, int], None] | None = None,
+                parallel: bool | None = None) -> dict[str, dict]:
+    """Both policies on ``scen``; ``progress(done, total)`` counts steps of both runs."""
+    steps = max(math.ceil(hours * 3600.0 / scen.step_seconds - 1e-9), 0)
+    total = 2 * steps
+    if parallel is None:
+        parallel = (mp.cpu_count() or 1) >= 2
+    if not parallel:
+        out = {}
+        for k, pol in enumerate(("split", "unified")):
+            out[pol] = run_policy(scen, pol, hours, None if progress is None else (
+                lambda i, n, k=k: progress(k * steps + i, total)))
+        return out
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as mgr:
+        q = mgr.Queue()
+        with ctx.Pool(2) as pool:
+            res = pool.map_async(_worker, [(scen.to_dict(), p, hours, q)
+                                           for p in ("split", "unified")])
+            done = {"split": 0, "unified": 0}
+            while not res.ready() or not q.empty():
+                try:
+                    pol, i, _ = q.get(timeout=0.1)
+                    done[pol] = i
+                    if progress is not None:
+                        progress(sum(done.values()), total)
+                except queue.Empty:
+                    pass
+            return dict(res.get())
+

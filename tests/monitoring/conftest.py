@@ -1,0 +1,55 @@
+"""Fixtures for the telemetry tests: a cluster, workloads and ingest tokens."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from monitoring.models import Cluster, Workload
+from monitoring.services.tokens import token_create
+
+
+@pytest.fixture
+def cluster(db) -> Cluster:
+    return Cluster.objects.create(name="unified-a", kind=Cluster.Kind.UNIFIED)
+
+
+@pytest.fixture
+def workloads(cluster, tenants) -> dict[str, Workload]:
+    return {
+        "chat": Workload.objects.create(
+            tenant=tenants["acme"],
+            cluster=cluster,
+            name="acme-chat",
+            kind=Workload.Kind.INFERENCE,
+            criticality=Workload.Criticality.CORE,
+            slo_p99_ms=800,
+        ),
+        "asr": Workload.objects.create(
+            tenant=tenants["panda"],
+            cluster=cluster,
+            name="panda-asr",
+            kind=Workload.Kind.INFERENCE,
+        ),
+    }
+
+
+@pytest.fixture
+def ingest_client(db) -> APIClient:
+    issued = token_create(name="exporter", scopes=["ingest"])
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.plaintext}")
+    return client
+
+
+def sample(**overrides) -> dict:
+    base = {
+        "metric": "accelerator_utilization_ratio",
+        "cluster": "unified-a",
+        "entity_kind": "accelerator",
+        "entity": "node1/0",
+        "ts": 1_780_000_000,
+        "value": 0.5,
+    }
+    base.update(overrides)
+    return base
