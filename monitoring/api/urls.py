@@ -1,6 +1,6 @@
 from django.urls import path
 
-from monitoring.api import telemetry, views
+from monitoring.api import readings, telemetry, views
 
 app_name = "api"
 
@@ -9,4 +9,6 @@ urlpatterns = [
     path("status/processes/", views.ProcessStatusView.as_view(), name="process-status"),
     path("telemetry/samples/", telemetry.SampleBatchView.as_view(), name="telemetry-samples"),
     path("metrics/", telemetry.MetricCatalogueView.as_view(), name="metric-catalogue"),
+    path("telemetry/series/", readings.SeriesView.as_view(), name="telemetry-series"),
+    path("accelerators/", readings.AcceleratorListView.as_view(), name="accelerators"),
 ]

@@ -1,0 +1,157 @@
+"""Reads of the telemetry store: latest values, range reads at a sensible resolution, top-N,
+and aggregation over the topology or tenants.
+
+Range reads never scan long raw history: they choose the coarsest stored resolution that still
+gives enough points and re-bucket it to about ``TARGET_POINTS`` points.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.db.models import Max, Q, QuerySet, Sum
+
+from monitoring.models import Entity, MetricDefinition, Rollup, Sample
+
+TARGET_POINTS = 600
+MIN_POINTS = 300
+STORED_RESOLUTIONS = (86400, 3600, 60)  # coarsest first
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    ts: datetime
+    mean: float
+    min: float
+    max: float
+    count: int
+
+
+@dataclass(frozen=True)
+class Series:
+    metric: str
+    entity_key: str
+    source: str  # "raw" or "rollup:<seconds>"
+    step_seconds: int
+    points: list[SeriesPoint]
+
+
+def choose_source(start: datetime, end: datetime) -> tuple[str, int, int]:
+    """Pick ``(source, stored_resolution, step)`` for a range.
+
+    The step aims at ~600 points; the source is the coarsest stored resolution no coarser than
+    that step, so a 30-day chart reads hourly rollups and a 1-hour chart reads raw samples.
+    """
+    span = max(1.0, (end - start).total_seconds())
+    step = max(1, math.ceil(span / TARGET_POINTS))
+    for resolution in STORED_RESOLUTIONS:
+        if span / resolution >= MIN_POINTS:
+            # Whole stored buckets per step, so every plotted point covers equal time.
+            return f"rollup:{resolution}", resolution, math.ceil(step / resolution) * resolution
+    return "raw", 0, step
+
+
+def series_read(
+    *, metric: MetricDefinition, entity: Entity, start: datetime, end: datetime
+) -> Series:
+    source, resolution, step = choose_source(start, end)
+    buckets: dict[int, list[float]] = defaultdict(lambda: [0, 0.0, math.inf, -math.inf])
+    if source == "raw":
+        rows = Sample.objects.filter(metric=metric, entity=entity, ts__gte=start, ts__lt=end)
+        for ts, value in rows.values_list("ts", "value").iterator():
+            agg = buckets[int(ts.timestamp() // step * step)]
+            agg[0] += 1
+            agg[1] += value
+            agg[2] = min(agg[2], value)
+            agg[3] = max(agg[3], value)
+    else:
+        rows = Rollup.objects.filter(
+            metric=metric, entity=entity, resolution=resolution, bucket__gte=start, bucket__lt=end
+        )
+        for bucket, count, total, low, high in rows.values_list(
+            "bucket", "count", "sum", "min", "max"
+        ).iterator():
+            agg = buckets[int(bucket.timestamp() // step * step)]
+            agg[0] += count
+            agg[1] += total
+            agg[2] = min(agg[2], low)
+            agg[3] = max(agg[3], high)
+    points = [
+        SeriesPoint(
+            ts=datetime.fromtimestamp(key, tz=UTC),
+            mean=agg[1] / agg[0],
+            min=agg[2],
+            max=agg[3],
+            count=int(agg[0]),
+        )
+        for key, agg in sorted(buckets.items())
+    ]
+    return Series(metric.name, entity.key, source, step, points)
+
+
+def latest_values(
+    entities: Iterable[Entity] | QuerySet, *, since: timedelta = timedelta(hours=1)
+) -> dict[int, dict[str, float]]:
+    """``{entity_id: {metric name: latest value}}`` over the last ``since`` of raw data."""
+    entity_ids = [e.pk for e in entities]
+    if not entity_ids:
+        return {}
+    cutoff = datetime.now(tz=UTC) - since
+    newest = (
+        Sample.objects.filter(entity_id__in=entity_ids, ts__gte=cutoff)
+        .values("entity_id", "metric_id")
+        .annotate(last=Max("ts"))
+    )
+    if not newest:
+        return {}
+    condition = Q()
+    for row in newest:
+        condition |= Q(entity_id=row["entity_id"], metric_id=row["metric_id"], ts=row["last"])
+    result: dict[int, dict[str, float]] = defaultdict(dict)
+    for entity_id, name, value in Sample.objects.filter(condition).values_list(
+        "entity_id", "metric__name", "value"
+    ):
+        result[entity_id][name] = value
+    return dict(result)
+
+
+def top_entities(
+    *, metric: MetricDefinition, cluster_id: int, since: datetime, limit: int = 10
+) -> list[tuple[str, float]]:
+    """Entities with the highest mean of ``metric`` since ``since`` (minute rollups)."""
+    rows = (
+        Rollup.objects.filter(
+            metric=metric, resolution=60, bucket__gte=since, entity__cluster_id=cluster_id
+        )
+        .values("entity__key")
+        .annotate(total=Sum("sum"), n=Sum("count"))
+    )
+    ranked = sorted(
+        ((r["entity__key"], r["total"] / r["n"]) for r in rows if r["n"]), key=lambda x: -x[1]
+    )
+    return ranked[:limit]
+
+
+def aggregate_by(
+    *, metric: MetricDefinition, cluster_id: int, since: datetime, group: str
+) -> dict[str, float]:
+    """Mean of ``metric`` per rack, supernode, cluster or tenant since ``since``."""
+    field = {
+        "rack": "entity__rack__name",
+        "supernode": "entity__supernode__name",
+        "cluster": "entity__cluster__name",
+        "tenant": "entity__tenant__slug",
+    }[group]
+    rows = (
+        Rollup.objects.filter(
+            metric=metric, resolution=60, bucket__gte=since, entity__cluster_id=cluster_id
+        )
+        .exclude(**{f"{field}__isnull": True})
+        .values(field)
+        .annotate(total=Sum("sum"), n=Sum("count"))
+    )
+    return {r[field]: r["total"] / r["n"] for r in rows if r["n"]}

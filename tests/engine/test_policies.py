@@ -1,0 +1,96 @@
+"""split vs unified on the same diurnal inference + training backlog workload."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from simulation.engine import Engine, default_scenario
+from simulation.engine.sched.training import preempt_job
+
+
+def _run(policy: str, **kw) -> Engine:
+    s = default_scenario(1536, seed=11, n_training_jobs=40, n_services=10, step_seconds=300.0,
+                         policy=policy, **kw)
+    eng = Engine(s)
+    eng.run_until(24 * 3600)
+    return eng
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, dict]:
+    return {p: _run(p).summary() for p in ("split", "unified")}
+
+
+def test_unified_allocates_more_than_split_on_diurnal_workload(runs):
+    split, uni = runs["split"], runs["unified"]
+    assert uni["utilization_allocated_mean"] > split["utilization_allocated_mean"] + 0.02
+    assert uni["training_samples_per_s_mean"] > split["training_samples_per_s_mean"]
+
+
+def test_core_business_slos_are_not_starved_under_unified(runs):
+    split, uni = runs["split"], runs["unified"]
+    assert uni["core_slo_attainment"] >= 0.95
+    assert uni["core_slo_attainment"] >= split["core_slo_attainment"] - 0.01
+
+
+def test_only_unified_preempts_training_for_inference(runs):
+    assert runs["split"]["preemptions"] == 0
+    assert runs["unified"]["preemptions"] + runs["unified"]["resizes"] > 0
+
+
+def test_split_keeps_training_out_of_the_inference_pool():
+    s = default_scenario(1536, seed=11, n_training_jobs=40, n_services=10, policy="split",
+                         step_seconds=300.0)
+    eng = Engine(s)
+    for _ in range(20):
+        eng.step()
+        jobs = eng.state.owner[eng.infer_pool]
+        assert not ((jobs >= 0) & (jobs < eng.jobs.n)).any()
+
+
+def test_night_window_gives_training_more_cards_at_night():
+    def training_cards(window):
+        s = default_scenario(1536, seed=11, n_training_jobs=40, n_services=10, policy="unified",
+                             step_seconds=300.0, night_window=window)
+        eng = Engine(s)
+        eng.run_until(3 * 3600)  # 00:00 -> 03:00
+        return sum(c.size for c in eng.state.job_cards)
+
+    assert training_cards((22.0, 6.0)) > training_cards(None)
+
+
+def test_preemption_rolls_a_job_back_to_its_last_checkpoint(small_scenario):
+    eng = Engine(small_scenario)
+    eng.run_until(3 * 3600)
+    st = eng.state
+    j = int(np.flatnonzero(st.job_state == 2)[0])
+    done, ckpt = st.job_done[j], st.job_ckpt[j]
+    assert done > ckpt  # some work since the checkpoint
+    lost0 = st.counters["lost_samples"]
+    preempt_job(st, j, 300.0, "preemptions")
+    assert st.job_done[j] == ckpt
+    assert st.counters["lost_samples"] == pytest.approx(lost0 + done - ckpt)
+    assert st.job_state[j] == 1 and st.job_cards[j].size == 0
+
+
+def test_training_queue_waits_are_recorded_when_the_cluster_is_full():
+    s = default_scenario(1536, seed=11, n_training_jobs=40, n_services=10, policy="split",
+                         step_seconds=300.0)
+    eng = Engine(s)
+    eng.run_until(6 * 3600)
+    snap = eng.snapshot()
+    waits = snap.values["workload"]["training_queue_wait_seconds_total"][: eng.jobs.n]
+    assert snap.cluster["cluster_training_queue_length"] > 0
+    assert waits.max() > 0
+
+
+def test_compare_uses_the_same_workload_for_both_policies():
+    from simulation.engine.compare import run_policy
+
+    s = default_scenario(512, seed=4, n_training_jobs=10, n_services=4, step_seconds=600.0)
+    a = run_policy(s, "split", 2.0)
+    b = run_policy(dataclasses.replace(s), "split", 2.0)
+    assert a == b
