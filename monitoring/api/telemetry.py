@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 from django.db import transaction
 from rest_framework import serializers
+from rest_framework.exceptions import ParseError
 from rest_framework.generics import ListAPIView
+from rest_framework.parsers import BaseParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,6 +19,7 @@ from monitoring.api.permissions import HasRequiredScope
 from monitoring.models import MetricDefinition
 from monitoring.telemetry.errors import IngestionError
 from monitoring.telemetry.ingest import ingest_json_batch, payload_digest, with_idempotency
+from monitoring.telemetry.prometheus_ingest import ingest_prometheus_text
 
 
 def principal_key(request: Request) -> str:
@@ -60,6 +65,54 @@ class SampleBatchView(APIView):
         digest = payload_digest(request.body)
         return ingestion_response(
             request, digest, lambda: ingest_json_batch(payload=request.data, tenant=tenant)
+        )
+
+
+class PrometheusTextParser(BaseParser):
+    """Accepts the exposition as exporters serve it (``text/plain; version=0.0.4``)."""
+
+    media_type = "text/plain"
+
+    def parse(self, stream, media_type=None, parser_context=None) -> str:
+        raw = stream.read() if stream else b""
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ParseError(f"the body is not UTF-8 text: {exc}") from exc
+
+
+class PrometheusIngestView(APIView):
+    """POST exporter text: ``?cluster=NAME[&node=HOST][&source=dcgm|npu|auto]``.
+
+    Unseen nodes and accelerators are registered under the cluster; exporter-only metrics are
+    kept under their own names; the answer counts accepted, mapped and dropped-with-reason.
+    """
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "ingest"
+    parser_classes = [PrometheusTextParser]
+
+    def post(self, request: Request) -> Response:
+        params = request.query_params
+        if request.user.tenant_id is not None:
+            return Response(
+                {"detail": "exporter text is infrastructure data: use an operator-level token"},
+                status=403,
+            )
+        if not params.get("cluster"):
+            return Response({"detail": "cluster is required", "field": "cluster"}, status=400)
+        text = request.data if isinstance(request.data, str) else ""
+        digest = payload_digest(text.encode(), extra=request.get_full_path())
+        return ingestion_response(
+            request,
+            digest,
+            lambda: ingest_prometheus_text(
+                text=text,
+                cluster_name=params["cluster"],
+                node=params.get("node") or None,
+                source=params.get("source", "auto"),
+                scrape_time=time.time(),
+            ),
         )
 
 

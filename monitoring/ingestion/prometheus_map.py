@@ -155,7 +155,12 @@ class MappedSample:
 @dataclass
 class MappingReport:
     """Outcome of one exposition: ``accepted == mapped + unmapped_kept == len(samples)`` and
-    ``accepted + sum(dropped.values())`` is the number of parsed samples."""
+    ``accepted + sum(dropped.values())`` is the number of parsed samples.
+
+    Drop reasons: ``nan_value``, ``infinite_value``, ``dcgm_blank_sentinel``,
+    ``npu_collection_failed`` (-1 from npu-exporter) and ``no_entity`` (a chip metric without
+    ``UUID``/``gpu`` or ``id``/``vdie_id``).
+    """
 
     accepted: int = 0
     mapped: int = 0

@@ -148,7 +148,12 @@ class Accelerator(models.Model):
         UNKNOWN = -1, _("unknown")
 
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="accelerators")
-    index = models.PositiveIntegerField(_("index on node"))
+    index = models.PositiveIntegerField(
+        _("index on node"),
+        null=True,
+        blank=True,
+        help_text=_("Empty when the exporter gives none."),
+    )
     vendor_id = models.CharField(_("vendor id"), max_length=200)
     hardware_model = models.ForeignKey(
         HardwareModel, null=True, blank=True, on_delete=models.PROTECT

@@ -76,7 +76,7 @@ class DeviceRef:
     """An accelerator as an exporter describes it."""
 
     host: str
-    index: int
+    index: int | None
     vendor_id: str
     model_name: str = ""
     health: int | None = None
@@ -84,7 +84,7 @@ class DeviceRef:
 
     @property
     def key(self) -> str:
-        return f"{self.host}/{self.index}"
+        return f"{self.host}/{self.index if self.index is not None else self.vendor_id}"
 
 
 def devices_register(cluster: Cluster, devices: Iterable[DeviceRef]) -> dict[str, int]:
@@ -112,7 +112,7 @@ def devices_register(cluster: Cluster, devices: Iterable[DeviceRef]) -> dict[str
         ignore_conflicts=True,
     )
     accelerators = {
-        (a.node.hostname, a.index): a
+        (a.node.hostname, a.vendor_id): a
         for a in Accelerator.objects.filter(node__in=nodes.values()).select_related("node")
     }
     entities = _entity_ids(cluster, {(EntityKind.ACCELERATOR, key) for key in devices})
@@ -120,7 +120,7 @@ def devices_register(cluster: Cluster, devices: Iterable[DeviceRef]) -> dict[str
     for key, device in devices.items():
         if (EntityKind.ACCELERATOR, key) in entities:
             continue
-        accelerator = accelerators[(device.host, device.index)]
+        accelerator = accelerators[(device.host, device.vendor_id)]
         node = nodes[device.host]
         new_entities.append(
             Entity(

@@ -18,6 +18,7 @@ COMPARE_ROWS = (
     ("utilization_allocated_mean", "allocated utilization", "{:.1%}"),
     ("utilization_busy_mean", "busy utilization", "{:.1%}"),
     ("training_samples_per_s_mean", "training samples/s", "{:,.0f}"),
+    ("training_pflops_mean", "training PFLOP/s (useful)", "{:,.0f}"),
     ("mfu_mean", "MFU (running training)", "{:.1%}"),
     ("inference_p50_ms", "inference P50 (ms)", "{:,.0f}"),
     ("inference_p99_ms", "inference P99 (ms)", "{:,.0f}"),

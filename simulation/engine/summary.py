@@ -12,7 +12,7 @@ class Summary:
     """Accumulator stored in the engine state (plain floats only, so it pickles trivially)."""
 
     FIELDS = ("steps", "alloc", "busy", "samples", "mfu", "mfu_w", "req", "p50", "p99", "ttft",
-              "attain", "hbm_live", "core_req", "core_attain")
+              "attain", "hbm_live", "core_req", "core_attain", "train_flops")
 
     @staticmethod
     def empty() -> dict[str, float]:
@@ -41,6 +41,8 @@ class Summary:
         acc["core_req"] += float(req[core].sum())
         acc["core_attain"] += float((lat["attainment"] * req)[core].sum())
         acc["hbm_live"] += c["cluster_hbm_live_ratio"]
+        acc["train_flops"] = acc.get("train_flops", 0.0) + float(
+            (train["mfu"] * train["busy"] * train["cards"]).sum()) * eng.hw.peak_flops
 
     @staticmethod
     def finish(acc: dict[str, float], eng) -> dict[str, float]:
@@ -56,6 +58,7 @@ class Summary:
             "utilization_busy_mean": acc["busy"] / n,
             "training_samples_per_s_mean": acc["samples"] / n,
             "mfu_mean": acc["mfu"] / max(acc["mfu_w"], 1e-9),
+            "training_pflops_mean": acc.get("train_flops", 0.0) / n / 1e15,
             "inference_p50_ms": acc["p50"] / r * 1e3,
             "inference_p99_ms": acc["p99"] / r * 1e3,
             "ttft_p99_ms": acc["ttft"] / r * 1e3,

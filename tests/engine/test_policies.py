@@ -27,7 +27,8 @@ def runs() -> dict[str, dict]:
 def test_unified_allocates_more_than_split_on_diurnal_workload(runs):
     split, uni = runs["split"], runs["unified"]
     assert uni["utilization_allocated_mean"] > split["utilization_allocated_mean"] + 0.02
-    assert uni["training_samples_per_s_mean"] > split["training_samples_per_s_mean"]
+    # Samples of different models are not comparable, so compare useful training compute.
+    assert uni["training_pflops_mean"] > split["training_pflops_mean"]
 
 
 def test_core_business_slos_are_not_starved_under_unified(runs):
@@ -64,9 +65,9 @@ def test_night_window_gives_training_more_cards_at_night():
 
 def test_preemption_rolls_a_job_back_to_its_last_checkpoint(small_scenario):
     eng = Engine(small_scenario)
-    eng.run_until(3 * 3600)
+    eng.run_until(3 * 3600 + 600)  # checkpoints every 30 min: 10 min of work since the last
     st = eng.state
-    j = int(np.flatnonzero(st.job_state == 2)[0])
+    j = int(np.flatnonzero((st.job_state == 2) & (st.job_done > st.job_ckpt))[0])
     done, ckpt = st.job_done[j], st.job_ckpt[j]
     assert done > ckpt  # some work since the checkpoint
     lost0 = st.counters["lost_samples"]

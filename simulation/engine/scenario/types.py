@@ -285,6 +285,7 @@ class Policy:
     scale_down_hysteresis: float = 0.8
     kv_offload: bool = True
     reserve_fraction_split: float = 0.9
+    locality_wait_s: float = 1800.0
 
     def __post_init__(self) -> None:
         w = "Policy"
@@ -338,6 +339,8 @@ class Policy:
             self.resize_overhead_s,
         )
         _fraction(w, self, "scale_down_hysteresis", "reserve_fraction_split")
+        _check(self.locality_wait_s >= 0, w, "locality_wait_s", "must be >= 0",
+               self.locality_wait_s)
 
 
 @dataclass

@@ -10,6 +10,10 @@ when cards are short, training gives them back: elastic jobs shrink to their min
 whole gangs are preempted (lowest priority, most recently started first) and lose the work since
 their last checkpoint. Training takes everything else, elastically. With a night window,
 non-core services run at a higher target occupancy at night, freeing cards for training.
+
+Both policies place gangs inside one supernode when they fit, and otherwise wait up to
+``Policy.locality_wait_s`` for a compact slot before accepting a spread placement (delay
+scheduling); inference packs from the opposite end of the card range.
 A core service is never starved by training: it can always reclaim training cards.
 """
 
@@ -70,7 +74,7 @@ def schedule(eng, lam: np.ndarray, hour: float) -> None:
         k = min(need, len(free_inf) // tp)
         if k <= 0:
             continue
-        cards = np.concatenate([free_inf.take(tp) for _ in range(k)])
+        cards = np.concatenate([free_inf.take(tp, from_end=True) for _ in range(k)])
         st.owner[cards] = n_j + s
         st.svc_cards[s] = np.concatenate([st.svc_cards[s], cards])
         st.svc_new_replicas[s] = k
@@ -117,7 +121,14 @@ def _place_training(eng, free: FreeList) -> None:
             break
         g = int(jt.granule[j])
         if st.job_state[j] == 1 and st.job_active[j]:
-            size = min(int(jt.max_cards[j]), (len(free) // g) * g)
+            avail = len(free)
+            one_sn = free.best_supernode_free()
+            if jt.min_cards[j] <= one_sn:
+                avail = one_sn  # keep the gang inside one supernode when it can be
+            elif (jt.min_cards[j] <= idx.topo.cards_per_supernode
+                  and st.t - st.job_queued_since[j] < pol.locality_wait_s):
+                continue  # delay scheduling: wait a while for a compact slot
+            size = min(int(jt.max_cards[j]), (avail // g) * g)
             if size < jt.min_cards[j]:
                 continue  # backfill: smaller jobs behind may still fit
             cards = free.take(size)
@@ -128,10 +139,13 @@ def _place_training(eng, free: FreeList) -> None:
         elif st.job_state[j] == 2 and pol.elastic:
             have = st.job_cards[j].size
             room = int(jt.max_cards[j]) - have
-            grow = min(room, (len(free) // g) * g)
+            if room < g:
+                continue
+            near = free.count_near(st.job_cards[j])
+            grow = min(room, (near // g) * g)
             # Resizing costs a restart, so only grow by a meaningful step (>= 25% or to max).
             if grow >= g and (grow == room or grow >= 0.25 * have):
-                cards = free.take(grow)
+                cards = free.take_near(grow, st.job_cards[j])
                 st.owner[cards] = j
                 set_job_cards(st, idx, int(j), np.concatenate([st.job_cards[j], cards]))
                 st.job_overhead[j] = max(st.job_overhead[j], pol.resize_overhead_s)
