@@ -15,4 +15,11 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "schedule": 10.0,
         "options": {"expires": 10.0},
     },
+    # Raw per-accelerator rows dominate the store; pruning every 10 minutes keeps each delete
+    # small (about 10 minutes of data) instead of one huge delete a day.
+    "telemetry-retention": {
+        "task": "monitoring.telemetry_retention",
+        "schedule": 600.0,
+        "options": {"expires": 600.0},
+    },
 }

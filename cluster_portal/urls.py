@@ -3,11 +3,13 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from monitoring.api.prometheus_export import PrometheusMetricsView
 from monitoring.views import health
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("metrics", PrometheusMetricsView.as_view(), name="prometheus-metrics"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("monitoring.api.urls")),

@@ -8,6 +8,7 @@ from celery import shared_task
 from django.utils import timezone
 
 from monitoring.services.heartbeats import heartbeat_record
+from monitoring.telemetry.retention import RetentionPolicy, telemetry_prune
 
 
 @shared_task(
@@ -24,3 +25,15 @@ def heartbeat(self) -> dict:
     worker = self.request.hostname or f"worker@{socket.gethostname()}"
     record = heartbeat_record(kind="worker", name=worker)
     return {"worker": worker, "at": timezone.now().isoformat(), "beats": record.beats}
+
+
+@shared_task(
+    name="monitoring.telemetry_retention",
+    acks_late=True,
+    # Idempotent: a late or repeated run deletes what is expired at that moment, nothing more.
+    expires=600,
+    max_retries=0,
+)
+def telemetry_retention() -> dict[str, int]:
+    """Delete raw samples and rollups older than settings.TELEMETRY_RETENTION."""
+    return telemetry_prune(policy=RetentionPolicy.from_settings())

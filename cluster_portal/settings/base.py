@@ -148,6 +148,16 @@ CELERY_WORKER_ENABLE_REMOTE_CONTROL = not CELERY_BROKER_URL.startswith("filesyst
 # A worker or beat is shown as alive when it reported within this many seconds.
 HEARTBEAT_STALE_AFTER_SECONDS = env_int("HEARTBEAT_STALE_AFTER_SECONDS", 45)
 
+# How long telemetry is kept. Dashboards read rollups, so raw data only needs to cover the
+# shortest chart (1 h) with margin; per-accelerator raw rows are the bulk of the store.
+TELEMETRY_RETENTION = {
+    "raw_accelerator_hours": env_int("TELEMETRY_RAW_ACCELERATOR_HOURS", 6),
+    "raw_other_hours": env_int("TELEMETRY_RAW_OTHER_HOURS", 48),
+    "rollup_minute_days": env_int("TELEMETRY_ROLLUP_MINUTE_DAYS", 8),
+    "rollup_hour_days": env_int("TELEMETRY_ROLLUP_HOUR_DAYS", 90),
+    "rollup_day_days": env_int("TELEMETRY_ROLLUP_DAY_DAYS", 1100),
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -22,7 +22,7 @@ from monitoring.tasks import heartbeat
 ROOT = Path(__file__).resolve().parents[2]
 
 # Update deliberately when adding a task: a rename silently orphans queued messages.
-EXPECTED_TASKS = {"monitoring.heartbeat"}
+EXPECTED_TASKS = {"monitoring.heartbeat", "monitoring.telemetry_retention"}
 
 
 def project_tasks() -> set[str]:

@@ -1,0 +1,52 @@
+"""Retention: raw samples are short-lived (per-accelerator data most of all); rollups last."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from monitoring.models import EntityKind, Rollup, Sample
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    raw_accelerator: timedelta
+    raw_other: timedelta
+    rollup: dict[int, timedelta]
+
+    @classmethod
+    def from_settings(cls) -> RetentionPolicy:
+        cfg = settings.TELEMETRY_RETENTION
+        return cls(
+            raw_accelerator=timedelta(hours=cfg["raw_accelerator_hours"]),
+            raw_other=timedelta(hours=cfg["raw_other_hours"]),
+            rollup={
+                60: timedelta(days=cfg["rollup_minute_days"]),
+                3600: timedelta(days=cfg["rollup_hour_days"]),
+                86400: timedelta(days=cfg["rollup_day_days"]),
+            },
+        )
+
+
+def telemetry_prune(*, policy: RetentionPolicy, now: datetime | None = None) -> dict[str, int]:
+    """Delete data older than the policy allows; returns rows deleted per class."""
+    now = now or timezone.now()
+    deleted: dict[str, int] = {}
+    with transaction.atomic():
+        deleted["raw_accelerator"] = Sample.objects.filter(
+            entity__kind=EntityKind.ACCELERATOR, ts__lt=now - policy.raw_accelerator
+        ).delete()[0]
+        deleted["raw_other"] = (
+            Sample.objects.exclude(entity__kind=EntityKind.ACCELERATOR)
+            .filter(ts__lt=now - policy.raw_other)
+            .delete()[0]
+        )
+        for resolution, keep in policy.rollup.items():
+            deleted[f"rollup_{resolution}"] = Rollup.objects.filter(
+                resolution=resolution, bucket__lt=now - keep
+            ).delete()[0]
+    return deleted
