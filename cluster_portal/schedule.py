@@ -6,6 +6,8 @@ a stopped worker is dropped instead of replayed in a burst when it returns.
 
 from __future__ import annotations
 
+from django.conf import settings
+
 BEAT_SCHEDULE: dict[str, dict] = {
     # Proves a worker is consuming the queue; the status page shows workers whose last
     # heartbeat is older than HEARTBEAT_STALE_AFTER_SECONDS (45 s) as down. 10 s gives three
@@ -14,6 +16,13 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "task": "monitoring.heartbeat",
         "schedule": 10.0,
         "options": {"expires": 10.0},
+    },
+    # Advances every running digital-twin run by one tick. Expires after one interval: a tick
+    # queued behind a stopped worker is superseded by the next one instead of piling up.
+    "twin-ticks": {
+        "task": "simulation.schedule_ticks",
+        "schedule": float(settings.TWIN_TICK_SECONDS),
+        "options": {"expires": float(settings.TWIN_TICK_SECONDS)},
     },
     # Raw per-accelerator rows dominate the store; pruning every 10 minutes keeps each delete
     # small (about 10 minutes of data) instead of one huge delete a day.

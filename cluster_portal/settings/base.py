@@ -158,6 +158,11 @@ TELEMETRY_RETENTION = {
     "rollup_day_days": env_int("TELEMETRY_ROLLUP_DAY_DAYS", 1100),
 }
 
+# Wall-clock seconds between twin ticks (each tick advances steps_per_tick engine steps).
+TWIN_TICK_SECONDS = env_int("TWIN_TICK_SECONDS", 10)
+# Cards in the demo's unified twin cluster (make demo); SQLite keeps up with a few thousand.
+TWIN_DEMO_CARDS = env_int("TWIN_DEMO_CARDS", 2048)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -13,8 +13,8 @@ from monitoring.models import Tenant, User
 from monitoring.services.roles import ROLE_APPROVER, ROLE_CUSTOMER, ROLE_OPERATOR, roles_ensure
 
 DEMO_TENANTS: tuple[tuple[str, str], ...] = (
-    ("acme", "Acme Robotics"),
-    ("panda", "Panda Speech Cloud"),
+    ("acme-bank", "Acme Bank"),
+    ("zhiyuan-ai", "Zhiyuan AI"),
 )
 
 # (username, role, is_superuser); customers are added per tenant.

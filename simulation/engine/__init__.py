@@ -29,7 +29,20 @@ from .snapshot import Snapshot
 from .traces import TraceError
 
 __all__ = [
-    "Engine", "Faults", "HARDWARE", "HardwareSpec", "InferenceService", "METRICS", "MODELS",
-    "MetricSpec", "ModelSpec", "Policy", "Scenario", "Snapshot", "Topology", "TraceError",
-    "TrainingJob", "default_scenario",
+    "Engine",
+    "Faults",
+    "HARDWARE",
+    "HardwareSpec",
+    "InferenceService",
+    "METRICS",
+    "MODELS",
+    "MetricSpec",
+    "ModelSpec",
+    "Policy",
+    "Scenario",
+    "Snapshot",
+    "Topology",
+    "TraceError",
+    "TrainingJob",
+    "default_scenario",
 ]

@@ -1,9 +1,9 @@
 """Hardware and model catalogs for the digital twin.
 
-Figures come from DESIGN.md section 4. Every hardware entry carries a ``confidence`` field because
-several Ascend figures are press or roadmap numbers; where DESIGN.md says "n/a" we pick a documented
-assumption and mark it ``low``. Capacities written "80 GB" are treated as GiB (2**30 bytes), which is
-what device tools report for these parts.
+Figures come from DESIGN.md section 4. Every hardware entry carries a ``confidence`` field
+because several Ascend figures are press or roadmap numbers; where DESIGN.md says "n/a" we pick
+a documented assumption and mark it ``low``. Capacities written "80 GB" are treated as GiB
+(2**30 bytes), which is what device tools report for these parts.
 """
 
 from __future__ import annotations

@@ -79,8 +79,9 @@ def _trace(kind: str):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser (exposed for tests and docs)."""
-    ap = argparse.ArgumentParser(prog="python -m simulation.engine",
-                                 description="Cluster Portal digital twin")
+    ap = argparse.ArgumentParser(
+        prog="python -m simulation.engine", description="Cluster Portal digital twin"
+    )
     sub = ap.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compare", help="split vs unified on the same workload")
     c.add_argument("--cards", type=_positive_int, default=10240)
@@ -127,8 +128,10 @@ class _Bar:
             return
         self.last = pct
         fill = pct // 4
-        sys.stderr.write(f"\r{self.label} [{'#' * fill}{'.' * (25 - fill)}] {pct:3d}% "
-                         f"{time.monotonic() - self.t0:5.1f}s")
+        sys.stderr.write(
+            f"\r{self.label} [{'#' * fill}{'.' * (25 - fill)}] {pct:3d}% "
+            f"{time.monotonic() - self.t0:5.1f}s"
+        )
         if done >= total:
             sys.stderr.write("\n")
         sys.stderr.flush()
@@ -151,12 +154,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.cards < 64:
             ap.error("--cards: must be >= 64")
         try:
-            scen = build_compare_scenario(args.cards, args.hours, args.seed,
-                                          args.inference_trace, args.training_trace)
+            scen = build_compare_scenario(
+                args.cards, args.hours, args.seed, args.inference_trace, args.training_trace
+            )
         except ValueError as exc:
             ap.error(str(exc))
-        res = run_compare(scen, args.hours, _Bar("simulating"),
-                          parallel=False if args.serial else None)
+        res = run_compare(
+            scen, args.hours, _Bar("simulating"), parallel=False if args.serial else None
+        )
         out = sys.stderr if args.json == "-" else sys.stdout
         out.write(_table(res) + "\n")
         _emit_json(res, args.json)
@@ -166,8 +171,10 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             ap.error(str(exc))
         if args.json is None:
-            print(f"prefill {res['prefill_ms']:.1f} ms, decode {res['decode_ms_per_token']:.2f}"
-                  f" ms/token")
+            print(
+                f"prefill {res['prefill_ms']:.1f} ms, decode {res['decode_ms_per_token']:.2f}"
+                f" ms/token"
+            )
         _emit_json(res, args.json)
     else:
         try:

@@ -33,12 +33,18 @@ def apply_inference_trace(scen: Scenario, path: Path) -> Scenario:
         raise ValueError(f"{path}: trace has no requests")
     curve = tr.rate_curve(scen.step_seconds)
     cv = max(tr.interarrival_cv(), 0.1)
-    services = [dataclasses.replace(
-        s, prompt_tokens_mean=max(float(tr.prompt_tokens.mean()), 1.0),
-        output_tokens_mean=max(float(tr.output_tokens.mean()), 1.0), arrival_cv=cv)
-        for s in scen.services]
-    return dataclasses.replace(scen, services=services, demand_curve=curve,
-                               demand_curve_step_s=scen.step_seconds)
+    services = [
+        dataclasses.replace(
+            s,
+            prompt_tokens_mean=max(float(tr.prompt_tokens.mean()), 1.0),
+            output_tokens_mean=max(float(tr.output_tokens.mean()), 1.0),
+            arrival_cv=cv,
+        )
+        for s in scen.services
+    ]
+    return dataclasses.replace(
+        scen, services=services, demand_curve=curve, demand_curve_step_s=scen.step_seconds
+    )
 
 
 def apply_training_trace(scen: Scenario, path: Path, horizon_s: float) -> Scenario:
@@ -53,16 +59,24 @@ def apply_training_trace(scen: Scenario, path: Path, horizon_s: float) -> Scenar
         params = next(p for size, _, p in _JOB_SIZES if size >= min(cards, 512))
         params = min(params, 0.5 * hw.hbm_bytes * cards / 16.0)
         tok_s = 0.4 * cards * hw.peak_flops / (6 * params)
-        jobs.append(TrainingJob(
-            name=f"trace-{i:05d}", tenant=TENANTS[i % len(TENANTS)], params=float(params),
-            min_cards=cards, max_cards=cards,
-            work_samples=max(tok_s / 4096 * max(r.duration, 60.0), 1.0),
-            base_mfu=0.4, submit_time_s=float(r.timestamp)))
+        jobs.append(
+            TrainingJob(
+                name=f"trace-{i:05d}",
+                tenant=TENANTS[i % len(TENANTS)],
+                params=float(params),
+                min_cards=cards,
+                max_cards=cards,
+                work_samples=max(tok_s / 4096 * max(r.duration, 60.0), 1.0),
+                base_mfu=0.4,
+                submit_time_s=float(r.timestamp),
+            )
+        )
     return dataclasses.replace(scen, training_jobs=jobs)
 
 
-def build_compare_scenario(cards: int, hours: float, seed: int, inference_trace: Path | None,
-                           training_trace: Path | None) -> Scenario:
+def build_compare_scenario(
+    cards: int, hours: float, seed: int, inference_trace: Path | None, training_trace: Path | None
+) -> Scenario:
     """The shared workload for both policies."""
     scen = default_scenario(cards, seed, hours=hours)
     if inference_trace is not None:
@@ -72,8 +86,9 @@ def build_compare_scenario(cards: int, hours: float, seed: int, inference_trace:
     return scen
 
 
-def run_policy(scen: Scenario, policy: str, hours: float,
-               progress: Callable[[int, int], None] | None = None) -> dict:
+def run_policy(
+    scen: Scenario, policy: str, hours: float, progress: Callable[[int, int], None] | None = None
+) -> dict:
     """Run one policy for ``hours`` and return its summary."""
     s = dataclasses.replace(scen, policy=dataclasses.replace(scen.policy, name=policy))
     s = Scenario.from_dict(s.to_dict())  # re-validate after replace
@@ -93,9 +108,12 @@ def _worker(args: tuple) -> tuple[str, dict]:
     return policy, run_policy(Scenario.from_dict(scen_dict), policy, hours, cb)
 
 
-def run_compare(scen: Scenario, hours: float,
-                progress: Callable[[int, int], None] | None = None,
-                parallel: bool | None = None) -> dict[str, dict]:
+def run_compare(
+    scen: Scenario,
+    hours: float,
+    progress: Callable[[int, int], None] | None = None,
+    parallel: bool | None = None,
+) -> dict[str, dict]:
     """Both policies on ``scen``; ``progress(done, total)`` counts steps of both runs."""
     steps = max(math.ceil(hours * 3600.0 / scen.step_seconds - 1e-9), 0)
     total = 2 * steps
@@ -104,15 +122,20 @@ def run_compare(scen: Scenario, hours: float,
     if not parallel:
         out = {}
         for k, pol in enumerate(("split", "unified")):
-            out[pol] = run_policy(scen, pol, hours, None if progress is None else (
-                lambda i, n, k=k: progress(k * steps + i, total)))
+            out[pol] = run_policy(
+                scen,
+                pol,
+                hours,
+                None if progress is None else (lambda i, n, k=k: progress(k * steps + i, total)),
+            )
         return out
     ctx = mp.get_context("spawn")
     with ctx.Manager() as mgr:
         q = mgr.Queue()
         with ctx.Pool(2) as pool:
-            res = pool.map_async(_worker, [(scen.to_dict(), p, hours, q)
-                                           for p in ("split", "unified")])
+            res = pool.map_async(
+                _worker, [(scen.to_dict(), p, hours, q) for p in ("split", "unified")]
+            )
             done = {"split": 0, "unified": 0}
             while not res.ready() or not q.empty():
                 try:
@@ -123,4 +146,3 @@ def run_compare(scen: Scenario, hours: float,
                 except queue.Empty:
                     pass
             return dict(res.get())
-

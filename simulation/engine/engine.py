@@ -57,8 +57,10 @@ class Engine:
             st = EngineState(topo.cards, self.idx.n_links, self.jobs.n, self.svc.n, scenario.seed)
             st.temperature[:] = scenario.inlet_temp_celsius + 5.0
             st.caches, st.dram_caches = new_caches(
-                scenario.policy.kv_eviction, self.svc.n,
-                scenario.policy.kv_offload and scenario.policy.name == "unified")
+                scenario.policy.kv_eviction,
+                self.svc.n,
+                scenario.policy.kv_offload and scenario.policy.name == "unified",
+            )
             st.summary = Summary.empty()
             _state = st
         self.state = _state
@@ -74,11 +76,15 @@ class Engine:
             size = int(round(pol.inference_pool_fraction * n))
         else:
             # Size for the peak of each service's day (or replayed curve) at full traffic share.
-            peak = 1.0 + self.svc.amplitude if self._curve is None else np.full(
-                self.svc.n, self._curve.max())
+            peak = (
+                1.0 + self.svc.amplitude
+                if self._curve is None
+                else np.full(self.svc.n, self._curve.max())
+            )
             lam = self.svc.mean_rate * peak
-            reps = self.svc.target_replicas(lam, np.zeros(self.svc.n),
-                                            np.full(self.svc.n, pol.target_utilization))
+            reps = self.svc.target_replicas(
+                lam, np.zeros(self.svc.n), np.full(self.svc.n, pol.target_utilization)
+            )
             size = int((reps * self.svc.tp).sum())
         size = min(size, n)
         mask = np.zeros(n, dtype=bool)
@@ -147,12 +153,22 @@ class Engine:
 
     def workloads(self) -> list[dict]:
         """Workload listing: name, kind, tenant and (for services) model and criticality."""
-        out = [{"name": n, "kind": "training", "tenant": t}
-               for n, t in zip(self.jobs.names, self.jobs.tenants, strict=True)]
+        out = [
+            {"name": n, "kind": "training", "tenant": t}
+            for n, t in zip(self.jobs.names, self.jobs.tenants, strict=True)
+        ]
         for i, s in enumerate(self.scenario.services):
-            out.append({"name": s.name, "kind": "inference", "tenant": s.tenant,
-                        "model": s.model, "criticality": s.criticality,
-                        "tp": s.tp, "traffic_share": float(self.state.svc_share[i])})
+            out.append(
+                {
+                    "name": s.name,
+                    "kind": "inference",
+                    "tenant": s.tenant,
+                    "model": s.model,
+                    "criticality": s.criticality,
+                    "tp": s.tp,
+                    "traffic_share": float(self.state.svc_share[i]),
+                }
+            )
         return out
 
     # -- stepping ---------------------------------------------------------------------

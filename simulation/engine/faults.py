@@ -11,12 +11,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .sched.training import preempt_job
 
+if TYPE_CHECKING:  # annotations only: the engine imports this module
+    from .engine import Engine
 
-def step_faults(eng, dt: float) -> None:
+
+def step_faults(eng: Engine, dt: float) -> None:
     """Apply repairs and draw new card/link failures for the step ending at ``state.t``."""
     st, fs = eng.state, eng.scenario.faults
     if not fs.enabled:
@@ -48,9 +53,9 @@ def step_faults(eng, dt: float) -> None:
             s = o - n_j
             cards = st.svc_cards[s]
             q = int(np.flatnonzero(cards == c)[0]) // int(tp[s])
-            group = cards[q * tp[s]:(q + 1) * tp[s]]
+            group = cards[q * tp[s] : (q + 1) * tp[s]]
             st.owner[group] = -1
-            st.svc_cards[s] = np.concatenate([cards[:q * tp[s]], cards[(q + 1) * tp[s]:]])
+            st.svc_cards[s] = np.concatenate([cards[: q * tp[s]], cards[(q + 1) * tp[s] :]])
             st.counters["failovers"] += 1
     nl = st.link_up.size
     kl = rng.poisson(int(st.link_up.sum()) * dt / (fs.link_mtbf_hours * 3600.0))
@@ -63,7 +68,7 @@ def step_faults(eng, dt: float) -> None:
         st.counters["link_failures"] += 1
 
 
-def link_effects(eng, dt: float) -> np.ndarray | None:
+def link_effects(eng: Engine, dt: float) -> np.ndarray | None:
     """Per-job communication penalty from degraded uplinks; adds reroute stalls to overheads.
 
     Returns ``None`` when every link is up (the common case, kept cheap).

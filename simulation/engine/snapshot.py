@@ -9,10 +9,14 @@ constant, plus small sensor noise.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .metrics_catalog import METRICS
+
+if TYPE_CHECKING:  # annotations only: the engine imports this module
+    from .engine import Engine
 
 
 class Snapshot:
@@ -49,12 +53,11 @@ class Snapshot:
             keys = self._keys[kind]()
             arr = np.asarray(v, dtype=float)
             ok = ~np.isnan(arr)
-            for key, val in zip(np.asarray(keys, dtype=object)[ok], arr[ok].tolist(),
-                                strict=True):
+            for key, val in zip(np.asarray(keys, dtype=object)[ok], arr[ok].tolist(), strict=True):
                 yield (spec.name, kind, key, val)
 
 
-def build_snapshot(eng, lat: dict, train: dict, mem: dict, dt: float) -> Snapshot:
+def build_snapshot(eng: Engine, lat: dict, train: dict, mem: dict, dt: float) -> Snapshot:
     """Assemble the step's metrics from the scheduler, perf, memory and fault state."""
     st, idx, hw, svc, jt = eng.state, eng.idx, eng.hw, eng.svc, eng.jobs
     scen = eng.scenario
@@ -90,14 +93,12 @@ def build_snapshot(eng, lat: dict, train: dict, mem: dict, dt: float) -> Snapsho
     node_cards = np.bincount(idx.card_node, minlength=idx.n_nodes)
     # Link load: cards of multi-rack jobs push comm_share x cross-boundary fraction upward.
     jr = st.job_racks.astype(float)
-    w_link = np.concatenate([train["comm_share"] * (1 - 1 / np.maximum(jr, 1)),
-                             np.zeros(n_s + 1)])
+    w_link = np.concatenate([train["comm_share"] * (1 - 1 / np.maximum(jr, 1)), np.zeros(n_s + 1)])
     rack_load = per(idx.card_rack, w_link[oi], idx.n_racks) / rack_cards
     rack_load = rack_load * scen.topology.inter_rack_convergence
     up = scen.topology.uplinks_per_rack
     n_up = np.maximum(up - np.bincount(idx.link_rack[~st.link_up], minlength=idx.n_racks), 1)
-    link_util = np.where(st.link_up, np.minimum(1.0, (rack_load * up / n_up)[idx.link_rack]),
-                         0.0)
+    link_util = np.where(st.link_up, np.minimum(1.0, (rack_load * up / n_up)[idx.link_rack]), 0.0)
     rerouting = np.zeros(idx.n_links)
     for link, until in st.link_reroute_until.items():
         rerouting[link] = 1.0 if until > st.t - dt else 0.0
@@ -107,17 +108,18 @@ def build_snapshot(eng, lat: dict, train: dict, mem: dict, dt: float) -> Snapsho
     scards = np.array([c.size for c in st.svc_cards], dtype=float)
     w = {
         "workload_allocated_cards": np.concatenate([jcards, scards]),
-        "workload_traffic_share_ratio": np.concatenate([st.job_active.astype(float),
-                                                        st.svc_share]),
+        "workload_traffic_share_ratio": np.concatenate([st.job_active.astype(float), st.svc_share]),
         "training_samples_per_second": np.concatenate([train["samples_per_s"], nan_s]),
         "training_mfu_ratio": np.concatenate([train["mfu"], nan_s]),
         "training_communication_ratio": np.concatenate([train["comm_share"], nan_s]),
-        "training_progress_ratio": np.concatenate([np.minimum(st.job_done / jt.work, 1.0),
-                                                   nan_s]),
+        "training_progress_ratio": np.concatenate([np.minimum(st.job_done / jt.work, 1.0), nan_s]),
         "training_state": np.concatenate([st.job_state.astype(float), nan_s]),
-        "training_queue_wait_seconds_total": np.concatenate([
-            st.job_wait_total + np.where(st.job_state == 1, st.t - st.job_queued_since, 0.0),
-            nan_s]),
+        "training_queue_wait_seconds_total": np.concatenate(
+            [
+                st.job_wait_total + np.where(st.job_state == 1, st.t - st.job_queued_since, 0.0),
+                nan_s,
+            ]
+        ),
         "training_preemptions_total": np.concatenate([st.job_preemptions.astype(float), nan_s]),
         "inference_replicas": np.concatenate([nan_j, rep]),
         "inference_request_rate_per_second": np.concatenate([nan_j, lat["lam"]]),
@@ -170,12 +172,16 @@ def build_snapshot(eng, lat: dict, train: dict, mem: dict, dt: float) -> Snapsho
         "memory_pool_dram_total_bytes": agg["dram_total"],
         "memory_pool_dram_used_bytes": agg["dram_used"],
         "memory_pool_internal_fragmentation_ratio": np.where(
-            agg["kv_allocated"] > 0, agg["kv_internal_frag"] / np.maximum(agg["kv_allocated"],
-                                                                          1.0), 0.0),
+            agg["kv_allocated"] > 0,
+            agg["kv_internal_frag"] / np.maximum(agg["kv_allocated"], 1.0),
+            0.0,
+        ),
         "memory_pool_external_fragmentation_ratio": np.where(
-            agg["free"] > 0, agg["stranded"] / np.maximum(agg["free"], 1.0), 0.0),
-        "memory_pool_kv_hit_ratio": np.where(agg["lookups"] > 0, agg["hits"]
-                                             / np.maximum(agg["lookups"], 1e-9), 0.0),
+            agg["free"] > 0, agg["stranded"] / np.maximum(agg["free"], 1.0), 0.0
+        ),
+        "memory_pool_kv_hit_ratio": np.where(
+            agg["lookups"] > 0, agg["hits"] / np.maximum(agg["lookups"], 1e-9), 0.0
+        ),
         "memory_pool_kv_evictions_per_second": agg["evictions"] / dt,
         "memory_pool_allocation_failures_per_second": agg["alloc_failures"] / dt,
     }

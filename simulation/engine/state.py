@@ -62,11 +62,22 @@ class EngineState:
         self.last_latency: dict[str, np.ndarray] | None = None
         # Cumulative counters.
         self.counters: dict[str, float] = {
-            "preemptions": 0, "resizes": 0, "restarts": 0, "card_failures": 0,
-            "link_failures": 0, "lost_samples": 0.0, "completed_jobs": 0,
-            "kv_lookups": 0, "kv_hits": 0, "kv_evictions": 0.0, "kv_alloc_failures": 0.0,
-            "kv_offload_bytes": 0.0, "kv_onload_bytes": 0.0, "failovers": 0,
-            "energy_joules": 0.0, "requests": 0.0,
+            "preemptions": 0,
+            "resizes": 0,
+            "restarts": 0,
+            "card_failures": 0,
+            "link_failures": 0,
+            "lost_samples": 0.0,
+            "completed_jobs": 0,
+            "kv_lookups": 0,
+            "kv_hits": 0,
+            "kv_evictions": 0.0,
+            "kv_alloc_failures": 0.0,
+            "kv_offload_bytes": 0.0,
+            "kv_onload_bytes": 0.0,
+            "failovers": 0,
+            "energy_joules": 0.0,
+            "requests": 0.0,
         }
         self.summary: dict[str, float] = {}
         self.pool: dict[str, np.ndarray] = {}
@@ -75,8 +86,10 @@ class EngineState:
 def dump(scenario_dict: dict, state: EngineState) -> bytes:
     """Serialise scenario + state to the versioned byte format."""
     payload = {"version": FORMAT_VERSION, "scenario": scenario_dict, "state": state.__dict__}
-    return MAGIC + bytes([FORMAT_VERSION]) + zlib.compress(
-        pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL), 3
+    return (
+        MAGIC
+        + bytes([FORMAT_VERSION])
+        + zlib.compress(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL), 3)
     )
 
 
@@ -86,9 +99,8 @@ def load(data: bytes) -> tuple[dict, EngineState]:
         raise ValueError("state: not an engine state (bad magic)")
     version = data[len(MAGIC)]
     if version != FORMAT_VERSION:
-        raise ValueError(f"state: unsupported format version {version} (expected "
-                         f"{FORMAT_VERSION})")
-    payload = pickle.loads(zlib.decompress(bytes(data[len(MAGIC) + 1:])))
+        raise ValueError(f"state: unsupported format version {version} (expected {FORMAT_VERSION})")
+    payload = pickle.loads(zlib.decompress(bytes(data[len(MAGIC) + 1 :])))
     st = EngineState.__new__(EngineState)
     st.__dict__.update(payload["state"])
     return payload["scenario"], st

@@ -7,12 +7,32 @@ per-step quantiles is a documented approximation of it).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the engine imports this module
+    from .engine import Engine
+
 
 class Summary:
     """Accumulator stored in the engine state (plain floats only, so it pickles trivially)."""
 
-    FIELDS = ("steps", "alloc", "busy", "samples", "mfu", "mfu_w", "req", "p50", "p99", "ttft",
-              "attain", "hbm_live", "core_req", "core_attain", "train_flops")
+    FIELDS = (
+        "steps",
+        "alloc",
+        "busy",
+        "samples",
+        "mfu",
+        "mfu_w",
+        "req",
+        "p50",
+        "p99",
+        "ttft",
+        "attain",
+        "hbm_live",
+        "core_req",
+        "core_attain",
+        "train_flops",
+    )
 
     @staticmethod
     def empty() -> dict[str, float]:
@@ -20,7 +40,7 @@ class Summary:
         return {k: 0.0 for k in Summary.FIELDS}
 
     @staticmethod
-    def update(acc: dict[str, float], snap, lat: dict, train: dict, eng) -> None:
+    def update(acc: dict[str, float], snap, lat: dict, train: dict, eng: Engine) -> None:
         """Add one step."""
         c = snap.cluster
         dt = eng.scenario.step_seconds
@@ -41,11 +61,13 @@ class Summary:
         acc["core_req"] += float(req[core].sum())
         acc["core_attain"] += float((lat["attainment"] * req)[core].sum())
         acc["hbm_live"] += c["cluster_hbm_live_ratio"]
-        acc["train_flops"] = acc.get("train_flops", 0.0) + float(
-            (train["mfu"] * train["busy"] * train["cards"]).sum()) * eng.hw.peak_flops
+        acc["train_flops"] = (
+            acc.get("train_flops", 0.0)
+            + float((train["mfu"] * train["busy"] * train["cards"]).sum()) * eng.hw.peak_flops
+        )
 
     @staticmethod
-    def finish(acc: dict[str, float], eng) -> dict[str, float]:
+    def finish(acc: dict[str, float], eng: Engine) -> dict[str, float]:
         """Final figures (the keys ``compare`` prints and writes to JSON)."""
         n = max(acc["steps"], 1.0)
         r = max(acc["req"], 1e-9)

@@ -66,8 +66,9 @@ def _csv_rows(path: Path, header: list[str]):
             raise TraceError(path, 1, header[0], "empty file") from None
         got = [h.strip() for h in first]
         if got[: len(header)] != header:
-            missing = next((h for i, h in enumerate(header) if i >= len(got) or got[i] != h),
-                           header[0])
+            missing = next(
+                (h for i, h in enumerate(header) if i >= len(got) or got[i] != h), header[0]
+            )
             raise TraceError(path, 1, missing, f"expected header {','.join(header)}")
         for row in reader:
             if not row or all(not c.strip() for c in row):
@@ -90,8 +91,9 @@ class InferenceTrace:
         if self.t.size == 0:
             raise ValueError("trace: no requests")
         n = max(int(math.ceil((self.t.max() + 1e-9) / bin_seconds)), 1)
-        counts = np.bincount(np.minimum((self.t // bin_seconds).astype(int), n - 1),
-                             minlength=n).astype(float)
+        counts = np.bincount(
+            np.minimum((self.t // bin_seconds).astype(int), n - 1), minlength=n
+        ).astype(float)
         return (counts / counts.mean()).tolist()
 
     def interarrival_cv(self) -> float:
@@ -138,28 +140,33 @@ def read_mooncake(path: str | Path) -> list[MooncakeRequest]:
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise TraceError(path, line, f"char {exc.colno}", f"invalid JSON: {exc.msg}")\
-                    from None
+                raise TraceError(
+                    path, line, f"char {exc.colno}", f"invalid JSON: {exc.msg}"
+                ) from None
             if not isinstance(obj, dict):
                 raise TraceError(path, line, "-", "expected a JSON object")
             vals = {}
-            for col, kind in (("timestamp", float), ("input_length", int),
-                              ("output_length", int)):
+            for col, kind in (("timestamp", float), ("input_length", int), ("output_length", int)):
                 if col not in obj:
                     raise TraceError(path, line, col, "missing")
                 v = obj[col]
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or (
-                        kind is int and not float(v).is_integer()):
+                if (
+                    isinstance(v, bool)
+                    or not isinstance(v, (int, float))
+                    or (kind is int and not float(v).is_integer())
+                ):
                     raise TraceError(path, line, col, f"expected a number, got {v!r}")
                 if v < 0:
                     raise TraceError(path, line, col, f"must be >= 0, got {v!r}")
                 vals[col] = kind(v)
             ids = obj.get("hash_ids")
             if not isinstance(ids, list) or not all(
-                    isinstance(i, int) and not isinstance(i, bool) for i in ids):
+                isinstance(i, int) and not isinstance(i, bool) for i in ids
+            ):
                 raise TraceError(path, line, "hash_ids", "expected a list of integers")
-            out.append(MooncakeRequest(vals["timestamp"], vals["input_length"],
-                                       vals["output_length"], ids))
+            out.append(
+                MooncakeRequest(vals["timestamp"], vals["input_length"], vals["output_length"], ids)
+            )
     return out
 
 

@@ -22,7 +22,12 @@ from monitoring.tasks import heartbeat
 ROOT = Path(__file__).resolve().parents[2]
 
 # Update deliberately when adding a task: a rename silently orphans queued messages.
-EXPECTED_TASKS = {"monitoring.heartbeat", "monitoring.telemetry_retention"}
+EXPECTED_TASKS = {
+    "monitoring.heartbeat",
+    "monitoring.telemetry_retention",
+    "simulation.advance_run",
+    "simulation.schedule_ticks",
+}
 
 
 def project_tasks() -> set[str]:

@@ -13,13 +13,31 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "simulation.engine", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "simulation.engine", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_perf_prints_the_calibration_point_as_json():
-    r = _run("perf", "--model", "llama-2-70b", "--hardware", "h100-sxm", "--tp", "8",
-             "--batch", "1", "--prompt-tokens", "2048", "--json", "-")
+    r = _run(
+        "perf",
+        "--model",
+        "llama-2-70b",
+        "--hardware",
+        "h100-sxm",
+        "--tp",
+        "8",
+        "--batch",
+        "1",
+        "--prompt-tokens",
+        "2048",
+        "--json",
+        "-",
+    )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["prefill_ms"] == pytest.approx(137, rel=0.1)
@@ -31,13 +49,30 @@ def test_kvcache_replays_a_mooncake_trace_with_both_policies(tmp_path):
     lines = []
     for i in range(300):
         hot = [i % 7, 100 + i % 5]
-        lines.append(json.dumps({"timestamp": i * 10, "input_length": 2048,
-                                 "output_length": 8, "hash_ids": hot + [10_000 + i]}))
+        lines.append(
+            json.dumps(
+                {
+                    "timestamp": i * 10,
+                    "input_length": 2048,
+                    "output_length": 8,
+                    "hash_ids": hot + [10_000 + i],
+                }
+            )
+        )
     p.write_text("\n".join(lines) + "\n")
     res = {}
     for pol in ("lru", "lru-k"):
-        r = _run("kvcache", "--trace", f"mooncake:{p}", "--capacity-blocks", "8",
-                 "--policy", pol, "--json", "-")
+        r = _run(
+            "kvcache",
+            "--trace",
+            f"mooncake:{p}",
+            "--capacity-blocks",
+            "8",
+            "--policy",
+            pol,
+            "--json",
+            "-",
+        )
         assert r.returncode == 0, r.stderr
         res[pol] = json.loads(r.stdout)
         assert 0 <= res[pol]["hit_ratio"] <= 1 and res[pol]["evictions"] >= 0
@@ -46,14 +81,25 @@ def test_kvcache_replays_a_mooncake_trace_with_both_policies(tmp_path):
 
 def test_compare_writes_both_policies_with_every_required_key(tmp_path):
     out = tmp_path / "cmp.json"
-    r = _run("compare", "--cards", "512", "--hours", "1", "--seed", "7", "--json", str(out),
-             "--serial")
+    r = _run(
+        "compare", "--cards", "512", "--hours", "1", "--seed", "7", "--json", str(out), "--serial"
+    )
     assert r.returncode == 0, r.stderr
     data = json.loads(out.read_text())
-    keys = {"utilization_allocated_mean", "utilization_busy_mean",
-            "training_samples_per_s_mean", "mfu_mean", "inference_p50_ms", "inference_p99_ms",
-            "ttft_p99_ms", "slo_attainment", "hbm_live_fraction_mean", "kv_hit_ratio",
-            "preemptions", "energy_mwh"}
+    keys = {
+        "utilization_allocated_mean",
+        "utilization_busy_mean",
+        "training_samples_per_s_mean",
+        "mfu_mean",
+        "inference_p50_ms",
+        "inference_p99_ms",
+        "ttft_p99_ms",
+        "slo_attainment",
+        "hbm_live_fraction_mean",
+        "kv_hit_ratio",
+        "preemptions",
+        "energy_mwh",
+    }
     for pol in ("split", "unified"):
         assert keys <= set(data[pol])
     assert "split" in r.stdout and "unified" in r.stdout  # the side-by-side table
@@ -67,10 +113,24 @@ def test_compare_replays_azure_and_philly_traces_and_json_dash_goes_to_stdout(tm
         rows.append(f"2023-11-16 {10 + i // 60:02d}:{i % 60:02d}:03.9799600,{500 + i},{50 + i}")
     az.write_text("\n".join(rows) + "\n")
     ph = tmp_path / "ph.csv"
-    ph.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n"
-                  + "".join(f"{i * 60},7200,{8 * (1 + i % 4)},0,c\n" for i in range(30)))
-    r = _run("compare", "--cards", "512", "--hours", "1", "--json", "-", "--serial",
-             "--inference-trace", f"azure:{az}", "--training-trace", f"philly:{ph}")
+    ph.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n"
+        + "".join(f"{i * 60},7200,{8 * (1 + i % 4)},0,c\n" for i in range(30))
+    )
+    r = _run(
+        "compare",
+        "--cards",
+        "512",
+        "--hours",
+        "1",
+        "--json",
+        "-",
+        "--serial",
+        "--inference-trace",
+        f"azure:{az}",
+        "--training-trace",
+        f"philly:{ph}",
+    )
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert set(data) == {"split", "unified"}
@@ -96,8 +156,10 @@ def test_bad_arguments_are_argparse_errors(args, needle):
 
 def test_a_bad_trace_row_is_reported_with_file_and_line(tmp_path):
     p = tmp_path / "bad.jsonl"
-    p.write_text('{"timestamp": 1, "input_length": 5, "output_length": 1, "hash_ids": [1]}\n'
-                 '{"timestamp": 2, "input_length": -5, "output_length": 1, "hash_ids": [1]}\n')
+    p.write_text(
+        '{"timestamp": 1, "input_length": 5, "output_length": 1, "hash_ids": [1]}\n'
+        '{"timestamp": 2, "input_length": -5, "output_length": 1, "hash_ids": [1]}\n'
+    )
     r = _run("kvcache", "--trace", f"mooncake:{p}", "--capacity-blocks", "4")
     assert r.returncode == 2
     assert f"{p}:2:" in r.stderr and "input_length" in r.stderr

@@ -12,8 +12,15 @@ from simulation.engine.faults import link_effects
 
 def _faulty(card_mtbf: float, link_mtbf: float = 1e9) -> Engine:
     s = default_scenario(768, seed=9, n_training_jobs=20, n_services=8)
-    s = dataclasses.replace(s, faults=Faults(card_mtbf_hours=card_mtbf, card_repair_hours=0.5,
-                                             link_mtbf_hours=link_mtbf, link_repair_hours=0.5))
+    s = dataclasses.replace(
+        s,
+        faults=Faults(
+            card_mtbf_hours=card_mtbf,
+            card_repair_hours=0.5,
+            link_mtbf_hours=link_mtbf,
+            link_repair_hours=0.5,
+        ),
+    )
     return Engine(s)
 
 
@@ -38,8 +45,12 @@ def test_failed_cards_are_repaired_after_their_repair_time():
     failed = dict(eng.state.failed_until)
     assert failed
     eng.run_until(max(failed.values()) + 60)
-    assert all(eng.state.health[c] == 1 or c in eng.state.failed_until and
-               eng.state.failed_until[c] != failed[c] for c in failed)
+    assert all(
+        eng.state.health[c] == 1
+        or c in eng.state.failed_until
+        and eng.state.failed_until[c] != failed[c]
+        for c in failed
+    )
 
 
 def test_no_faults_means_no_failures():

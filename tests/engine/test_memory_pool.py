@@ -12,8 +12,11 @@ from simulation.engine import Engine, default_scenario
 def pools():
     out = {}
     for p in ("split", "unified"):
-        eng = Engine(default_scenario(768, seed=5, n_training_jobs=20, n_services=8,
-                                      policy=p, step_seconds=300.0))
+        eng = Engine(
+            default_scenario(
+                768, seed=5, n_training_jobs=20, n_services=8, policy=p, step_seconds=300.0
+            )
+        )
         eng.run_until(4 * 3600)
         out[p] = (eng, eng.snapshot())
     return out
@@ -22,10 +25,12 @@ def pools():
 def test_live_bytes_are_reported_separately_and_below_reserved(pools):
     for _, snap in pools.values():
         pool = snap.values["memory_pool"]
-        assert (pool["memory_pool_hbm_live_bytes"] <= pool["memory_pool_hbm_reserved_bytes"]
-                + 1).all()
-        assert (pool["memory_pool_kv_live_bytes"] <= pool["memory_pool_kv_allocated_bytes"]
-                + 1).all()
+        assert (
+            pool["memory_pool_hbm_live_bytes"] <= pool["memory_pool_hbm_reserved_bytes"] + 1
+        ).all()
+        assert (
+            pool["memory_pool_kv_live_bytes"] <= pool["memory_pool_kv_allocated_bytes"] + 1
+        ).all()
 
 
 def test_split_reserves_far_more_than_it_uses_and_unified_tracks_live_bytes(pools):
@@ -39,8 +44,11 @@ def test_split_reserves_far_more_than_it_uses_and_unified_tracks_live_bytes(pool
 def test_fragmentation_ratios_are_fractions_and_paged_kv_has_small_internal_waste(pools):
     for _, snap in pools.values():
         pool = snap.values["memory_pool"]
-        for k in ("memory_pool_internal_fragmentation_ratio",
-                  "memory_pool_external_fragmentation_ratio", "memory_pool_kv_hit_ratio"):
+        for k in (
+            "memory_pool_internal_fragmentation_ratio",
+            "memory_pool_external_fragmentation_ratio",
+            "memory_pool_kv_hit_ratio",
+        ):
             assert ((pool[k] >= 0) & (pool[k] <= 1)).all(), k
         used = pool["memory_pool_kv_allocated_bytes"] > 0
         assert (pool["memory_pool_internal_fragmentation_ratio"][used] < 0.05).all()
@@ -61,8 +69,9 @@ def test_prefix_hit_ratio_is_learned_from_the_sampled_cache(pools):
 
 
 def test_kv_allocation_failures_appear_when_replicas_are_starved_of_memory():
-    s = default_scenario(768, seed=5, n_training_jobs=20, n_services=8, policy="split",
-                         step_seconds=300.0)
+    s = default_scenario(
+        768, seed=5, n_training_jobs=20, n_services=8, policy="split", step_seconds=300.0
+    )
     for svc in s.services:
         svc.max_batch = 4096  # far more sequences than the KV room admits
     eng = Engine(s)

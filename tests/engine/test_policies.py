@@ -12,8 +12,9 @@ from simulation.engine.sched.training import preempt_job
 
 
 def _run(policy: str, **kw) -> Engine:
-    s = default_scenario(1536, seed=11, n_training_jobs=40, n_services=10, step_seconds=300.0,
-                         policy=policy, **kw)
+    s = default_scenario(
+        1536, seed=11, n_training_jobs=40, n_services=10, step_seconds=300.0, policy=policy, **kw
+    )
     eng = Engine(s)
     eng.run_until(24 * 3600)
     return eng
@@ -43,8 +44,9 @@ def test_only_unified_preempts_training_for_inference(runs):
 
 
 def test_split_keeps_training_out_of_the_inference_pool():
-    s = default_scenario(1536, seed=11, n_training_jobs=40, n_services=10, policy="split",
-                         step_seconds=300.0)
+    s = default_scenario(
+        1536, seed=11, n_training_jobs=40, n_services=10, policy="split", step_seconds=300.0
+    )
     eng = Engine(s)
     for _ in range(20):
         eng.step()
@@ -54,8 +56,15 @@ def test_split_keeps_training_out_of_the_inference_pool():
 
 def test_night_window_gives_training_more_cards_at_night():
     def training_cards(window):
-        s = default_scenario(1536, seed=11, n_training_jobs=40, n_services=10, policy="unified",
-                             step_seconds=300.0, night_window=window)
+        s = default_scenario(
+            1536,
+            seed=11,
+            n_training_jobs=40,
+            n_services=10,
+            policy="unified",
+            step_seconds=300.0,
+            night_window=window,
+        )
         eng = Engine(s)
         eng.run_until(3 * 3600)  # 00:00 -> 03:00
         return sum(c.size for c in eng.state.job_cards)
@@ -78,8 +87,9 @@ def test_preemption_rolls_a_job_back_to_its_last_checkpoint(small_scenario):
 
 
 def test_training_queue_waits_are_recorded_when_the_cluster_is_full():
-    s = default_scenario(1536, seed=11, n_training_jobs=40, n_services=10, policy="split",
-                         step_seconds=300.0)
+    s = default_scenario(
+        1536, seed=11, n_training_jobs=40, n_services=10, policy="split", step_seconds=300.0
+    )
     eng = Engine(s)
     eng.run_until(6 * 3600)
     snap = eng.snapshot()
@@ -95,3 +105,15 @@ def test_compare_uses_the_same_workload_for_both_policies():
     a = run_policy(s, "split", 2.0)
     b = run_policy(dataclasses.replace(s), "split", 2.0)
     assert a == b
+
+
+def test_parallel_compare_gives_the_same_figures_as_a_serial_one():
+    from simulation.engine.compare import run_compare
+
+    s = default_scenario(512, seed=4, n_training_jobs=10, n_services=4, step_seconds=600.0)
+    seen = []
+    par = run_compare(s, 2.0, progress=lambda d, n: seen.append((d, n)), parallel=True)
+    ser = run_compare(s, 2.0, parallel=False)
+    assert par == ser
+    assert par["split"] != par["unified"]
+    assert seen and seen[-1][0] == seen[-1][1]

@@ -26,22 +26,22 @@ def snapshot() -> list[tuple]:
 @pytest.mark.django_db
 def test_seed_demo_creates_tenants_and_users_of_every_role():
     call_command("seed_demo", "--password", "demo-pass-123", stdout=StringIO())
-    assert set(Tenant.objects.values_list("slug", flat=True)) == {"acme", "panda"}
+    assert set(Tenant.objects.values_list("slug", flat=True)) == {"acme-bank", "zhiyuan-ai"}
     by_name = {u.username: u for u in User.objects.all()}
     assert set(by_name) == {
         "admin",
         "operator",
         "approver1",
         "approver2",
-        "customer-acme",
-        "customer-panda",
+        "customer-acme-bank",
+        "customer-zhiyuan-ai",
     }
     assert by_name["admin"].is_superuser
     assert by_name["operator"].has_perm("monitoring.operate_cluster")
     assert not by_name["operator"].has_perm("monitoring.approve_migrations")
     assert by_name["approver2"].has_perm("monitoring.approve_migrations")
-    assert by_name["customer-panda"].tenant.slug == "panda"
-    assert not by_name["customer-panda"].has_perm("monitoring.view_all_tenants")
+    assert by_name["customer-zhiyuan-ai"].tenant.slug == "zhiyuan-ai"
+    assert not by_name["customer-zhiyuan-ai"].has_perm("monitoring.view_all_tenants")
     assert all(u.check_password("demo-pass-123") for u in by_name.values())
 
 

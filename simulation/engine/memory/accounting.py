@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .pool import SLICE_BYTES, simulate_prefix
+
+if TYPE_CHECKING:  # annotations only: the engine imports this module
+    from ..engine import Engine
 
 
 PREFIX_PERIOD_S = 300.0  # the sampled prefix caches run every 5 simulated minutes (cost)
 
 
-def memory_step(eng, seconds: float, force_prefix: bool = True) -> dict[str, np.ndarray]:
+def memory_step(eng: Engine, seconds: float, force_prefix: bool = True) -> dict[str, np.ndarray]:
     """Advance KV/prefix dynamics by ``seconds`` within the current placement; return arrays.
 
     The sampled prefix caches are advanced in batches of at least ``PREFIX_PERIOD_S`` seconds
@@ -67,17 +72,19 @@ def memory_step(eng, seconds: float, force_prefix: bool = True) -> dict[str, np.
     safe_cards = np.maximum(cards_s, 1.0)
     s_live = svc.weights_per_card + live_kv / safe_cards
     if unified:
-        s_res = np.minimum(0.95 * hbm, svc.weights_per_card
-                           + (alloc_kv + prefix_hbm) / safe_cards * 1.05)
+        s_res = np.minimum(
+            0.95 * hbm, svc.weights_per_card + (alloc_kv + prefix_hbm) / safe_cards * 1.05
+        )
     else:
         s_res = np.full(n_s, pol.reserve_fraction_split * hbm)
-    w_live[n_j:n_j + n_s] = s_live
-    w_res[n_j:n_j + n_s] = np.maximum(s_res, s_live)
-    w_kv[n_j:n_j + n_s] = live_kv / safe_cards
+    w_live[n_j : n_j + n_s] = s_live
+    w_res[n_j : n_j + n_s] = np.maximum(s_res, s_live)
+    w_kv[n_j : n_j + n_s] = live_kv / safe_cards
     if n_j:
         jcards = np.array([c.size for c in st.job_cards], dtype=float)
-        j_live = np.minimum(0.95 * hbm, jt.state_bytes / np.maximum(jcards, 1.0)
-                            + jt.activation_bytes)
+        j_live = np.minimum(
+            0.95 * hbm, jt.state_bytes / np.maximum(jcards, 1.0) + jt.activation_bytes
+        )
         w_live[:n_j] = j_live
         w_res[:n_j] = np.minimum(0.95 * hbm, j_live * 1.05) if unified else 0.95 * hbm
     oi = np.where(st.owner >= 0, st.owner, n_j + n_s)
@@ -121,8 +128,15 @@ def memory_step(eng, seconds: float, force_prefix: bool = True) -> dict[str, np.
             wb = svc.m.weight_bytes[sel][0]
             dram_w += present[sel].any(axis=0) * wb
     agg["dram_weights"] = np.minimum(dram_w, dram_total_sn)
-    agg["dram_used"] = np.minimum(agg["dram_weights"] + frac.T @ pr["dram_cached_bytes"],
-                                  dram_total_sn)
-    return {"card_live": card_live, "card_reserved": card_res, "agg": agg,
-            "svc_live_kv": live_kv, "svc_alloc_kv": alloc_kv, "svc_failures": failures,
-            "svc_prefix_hbm": prefix_hbm}
+    agg["dram_used"] = np.minimum(
+        agg["dram_weights"] + frac.T @ pr["dram_cached_bytes"], dram_total_sn
+    )
+    return {
+        "card_live": card_live,
+        "card_reserved": card_res,
+        "agg": agg,
+        "svc_live_kv": live_kv,
+        "svc_alloc_kv": alloc_kv,
+        "svc_failures": failures,
+        "svc_prefix_hbm": prefix_hbm,
+    }

@@ -24,9 +24,15 @@ What is modelled (per step, or per :meth:`Engine.step_memory_pool` call):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .cache import LRUCache, make_cache
+
+if TYPE_CHECKING:  # annotations only: the engine imports this module
+    from ..engine import Engine
+
 
 CHUNK_TOKENS = 512
 PREFIX_DOCS = 20_000  # assumed universe of reusable prefix documents per service
@@ -61,8 +67,13 @@ def new_caches(policy: str, n: int, offload: bool) -> tuple[list, list]:
     return hbm, dram
 
 
-def simulate_prefix(eng, seconds: float, lam: np.ndarray, hbm_cap_chunks: np.ndarray,
-                    dram_cap_chunks: np.ndarray) -> dict[str, np.ndarray]:
+def simulate_prefix(
+    eng: Engine,
+    seconds: float,
+    lam: np.ndarray,
+    hbm_cap_chunks: np.ndarray,
+    dram_cap_chunks: np.ndarray,
+) -> dict[str, np.ndarray]:
     """Run the sampled prefix caches for ``seconds``; update hit EMA and counters."""
     st, pm, svc = eng.state, eng.prefix, eng.svc
     rng = st.np_rng
@@ -112,7 +123,8 @@ def simulate_prefix(eng, seconds: float, lam: np.ndarray, hbm_cap_chunks: np.nda
         scale = lam[s] * seconds / n_real / pm.rate  # sampled events -> real events
         evict_real[s] = (cache.evictions - e0) * scale
         st.counters["kv_offload_bytes"] += (
-            (cache.evictions - e0) * scale * chunk_bytes[s] if dram is not None else 0.0)
+            (cache.evictions - e0) * scale * chunk_bytes[s] if dram is not None else 0.0
+        )
         st.counters["kv_onload_bytes"] += dram_hits * scale * chunk_bytes[s]
         if dl:
             w = min(1.0, dl / 32.0)  # EMA weight grows with evidence in the sample
@@ -123,7 +135,15 @@ def simulate_prefix(eng, seconds: float, lam: np.ndarray, hbm_cap_chunks: np.nda
     st.counters["kv_lookups"] += float(looks.sum())
     st.counters["kv_evictions"] += float(evict_real.sum())
     cached = np.array([len(c) for c in st.caches], dtype=float) / pm.rate * chunk_bytes
-    dram_cached = (np.array([len(c) for c in st.dram_caches], dtype=float) / pm.rate
-                   * chunk_bytes if st.dram_caches else np.zeros(n))
-    return {"hits": hits, "lookups": looks, "cached_bytes": cached,
-            "dram_cached_bytes": dram_cached, "evictions": evict_real}
+    dram_cached = (
+        np.array([len(c) for c in st.dram_caches], dtype=float) / pm.rate * chunk_bytes
+        if st.dram_caches
+        else np.zeros(n)
+    )
+    return {
+        "hits": hits,
+        "lookups": looks,
+        "cached_bytes": cached,
+        "dram_cached_bytes": dram_cached,
+        "evictions": evict_real,
+    }

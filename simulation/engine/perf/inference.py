@@ -103,12 +103,14 @@ def calibrated_efficiency() -> Efficiency:
     assert comm_s > 0
     link = _prefill_comm_bytes(m, c.prompt_tokens, c.batch, c.tp) / comm_s
     dec_mem = decode_bytes(m, c.batch, c.prompt_tokens) / (
-        c.tp * hw.hbm_bandwidth_bytes_per_s * ETA_BW)
+        c.tp * hw.hbm_bandwidth_bytes_per_s * ETA_BW
+    )
     dec_cmp = decode_flops(m, c.batch, c.prompt_tokens) / (c.tp * hw.peak_flops * ETA_MM)
     sync = (c.decode_s_per_token - max(dec_mem, dec_cmp)) / m.layers - KERNEL_S_PER_LAYER
     assert sync > 0
-    return Efficiency(ETA_MM, ETA_BW, KERNEL_S_PER_LAYER, float(link),
-                      float(sync / _sync_scale(c.tp)))
+    return Efficiency(
+        ETA_MM, ETA_BW, KERNEL_S_PER_LAYER, float(link), float(sync / _sync_scale(c.tp))
+    )
 
 
 def prefill_seconds(model, hw: HardwareSpec, tp, tokens, batch=1.0):
@@ -125,8 +127,7 @@ def decode_seconds_per_token(model, hw: HardwareSpec, tp, batch, context):
     e = calibrated_efficiency()
     memory = decode_bytes(model, batch, context) / (tp * hw.hbm_bandwidth_bytes_per_s * e.bw)
     compute = decode_flops(model, batch, context) / (tp * hw.peak_flops * e.mm)
-    overhead = model.layers * (e.kernel_s_per_layer
-                               + e.tp_sync_s_per_layer_at_8 * _sync_scale(tp))
+    overhead = model.layers * (e.kernel_s_per_layer + e.tp_sync_s_per_layer_at_8 * _sync_scale(tp))
     return np.maximum(memory, compute) + overhead
 
 

@@ -3,5 +3,13 @@
 from .defaults import TENANTS, default_scenario
 from .types import Faults, InferenceService, Policy, Scenario, Topology, TrainingJob
 
-__all__ = ["Faults", "InferenceService", "Policy", "Scenario", "TENANTS", "Topology",
-           "TrainingJob", "default_scenario"]
+__all__ = [
+    "Faults",
+    "InferenceService",
+    "Policy",
+    "Scenario",
+    "TENANTS",
+    "Topology",
+    "TrainingJob",
+    "default_scenario",
+]

@@ -19,12 +19,25 @@ import numpy as np
 from ..catalog import get_hardware, get_model, min_tensor_parallel
 from .types import Faults, InferenceService, Policy, Scenario, Topology, TrainingJob
 
-TENANTS = ("acme-bank", "zhiyuan-ai", "metro-gov", "starlight-media", "northwind-retail",
-           "internal-research")
+TENANTS = (
+    "acme-bank",
+    "zhiyuan-ai",
+    "metro-gov",
+    "starlight-media",
+    "northwind-retail",
+    "internal-research",
+)
 _SERVICE_MODELS = ("llama-3-8b", "llama-2-70b", "llama-2-70b", "bloom-176b", "gpt-3-175b")
 # (min cards, probability, parameters) for training gangs.
-_JOB_SIZES = ((8, 0.30, 7e9), (16, 0.20, 13e9), (32, 0.20, 13e9), (64, 0.15, 34e9),
-              (128, 0.10, 70e9), (256, 0.04, 70e9), (512, 0.01, 175e9))
+_JOB_SIZES = (
+    (8, 0.30, 7e9),
+    (16, 0.20, 13e9),
+    (32, 0.20, 13e9),
+    (64, 0.15, 34e9),
+    (128, 0.10, 70e9),
+    (256, 0.04, 70e9),
+    (512, 0.01, 175e9),
+)
 
 
 def default_scenario(
@@ -45,8 +58,9 @@ def default_scenario(
     if not isinstance(cards, int) or cards < 64:
         raise ValueError(f"cards: must be an int >= 64 (got {cards!r})")
     if not 0.0 < inference_peak_fraction < 1.0:
-        raise ValueError(f"inference_peak_fraction: must be in (0, 1) (got "
-                         f"{inference_peak_fraction!r})")
+        raise ValueError(
+            f"inference_peak_fraction: must be in (0, 1) (got {inference_peak_fraction!r})"
+        )
     rnd = random.Random(seed)
     hw = get_hardware(hardware)
     scale = cards / 10240
@@ -59,21 +73,23 @@ def default_scenario(
     for i in range(n_svc):
         model = get_model(_SERVICE_MODELS[i % len(_SERVICE_MODELS)])
         code = i % 3 == 2
-        services.append(InferenceService(
-            name=f"{'code' if code else 'chat'}-{model.id}-{i:03d}",
-            tenant=TENANTS[i % len(TENANTS)],
-            model=model.id,
-            tp=min_tensor_parallel(model, hw),
-            mean_rate_rps=1.0,  # replaced below from the perf model
-            criticality="core" if i % 5 in (0, 3) else "non-core",
-            prompt_tokens_mean=float(rnd.choice((512, 1024, 2048))) * (2 if code else 1),
-            output_tokens_mean=float(rnd.choice((128, 256, 512))) / (2 if code else 1),
-            prefix_share=rnd.uniform(0.2, 0.6),
-            max_batch=32,
-            peak_to_trough=rnd.uniform(7.0, 9.0) if code else rnd.uniform(2.2, 2.8),
-            peak_hour=rnd.uniform(10.0, 16.0),
-            arrival_cv=2.0 if code else 1.0,
-        ))
+        services.append(
+            InferenceService(
+                name=f"{'code' if code else 'chat'}-{model.id}-{i:03d}",
+                tenant=TENANTS[i % len(TENANTS)],
+                model=model.id,
+                tp=min_tensor_parallel(model, hw),
+                mean_rate_rps=1.0,  # replaced below from the perf model
+                criticality="core" if i % 5 in (0, 3) else "non-core",
+                prompt_tokens_mean=float(rnd.choice((512, 1024, 2048))) * (2 if code else 1),
+                output_tokens_mean=float(rnd.choice((128, 256, 512))) / (2 if code else 1),
+                prefix_share=rnd.uniform(0.2, 0.6),
+                max_batch=32,
+                peak_to_trough=rnd.uniform(7.0, 9.0) if code else rnd.uniform(2.2, 2.8),
+                peak_hour=rnd.uniform(10.0, 16.0),
+                arrival_cv=2.0 if code else 1.0,
+            )
+        )
     # Request rates from the perf model: peak replicas fill the requested share of the cluster.
     from ..sched.inference import ServiceTable  # local import: avoids a package cycle
 
@@ -104,20 +120,22 @@ def default_scenario(
         tok_s = mfu * size * hw.peak_flops / (6 * params)
         # Long jobs: the backlog must outlast the horizon so spare cards always find work.
         hours_at_min = rnd.uniform(12.0, 96.0) * max(hours, 1.0) / 24.0
-        jobs.append(TrainingJob(
-            name=f"train-{i:04d}",
-            tenant=TENANTS[(i * 7) % len(TENANTS)],
-            params=float(params),
-            min_cards=size,
-            max_cards=size * 2 if elastic else size,
-            work_samples=tok_s / 4096 * hours_at_min * 3600.0,
-            seq_len=4096,
-            priority=rnd.choice((0, 0, 1, 1, 2, 3)),
-            checkpoint_interval_s=1800.0,
-            base_mfu=mfu,
-            comm_share=rnd.uniform(0.05, 0.12),
-            submit_time_s=0.0 if rnd.random() < 0.4 else rnd.uniform(0.0, horizon),
-        ))
+        jobs.append(
+            TrainingJob(
+                name=f"train-{i:04d}",
+                tenant=TENANTS[(i * 7) % len(TENANTS)],
+                params=float(params),
+                min_cards=size,
+                max_cards=size * 2 if elastic else size,
+                work_samples=tok_s / 4096 * hours_at_min * 3600.0,
+                seq_len=4096,
+                priority=rnd.choice((0, 0, 1, 1, 2, 3)),
+                checkpoint_interval_s=1800.0,
+                base_mfu=mfu,
+                comm_share=rnd.uniform(0.05, 0.12),
+                submit_time_s=0.0 if rnd.random() < 0.4 else rnd.uniform(0.0, horizon),
+            )
+        )
     return Scenario(
         topology=Topology(cards=cards, hardware=hardware),
         training_jobs=jobs,

@@ -339,8 +339,9 @@ class Policy:
             self.resize_overhead_s,
         )
         _fraction(w, self, "scale_down_hysteresis", "reserve_fraction_split")
-        _check(self.locality_wait_s >= 0, w, "locality_wait_s", "must be >= 0",
-               self.locality_wait_s)
+        _check(
+            self.locality_wait_s >= 0, w, "locality_wait_s", "must be >= 0", self.locality_wait_s
+        )
 
 
 @dataclass
@@ -422,6 +423,14 @@ class Scenario:
                 "demand_curve",
                 "must be a non-empty list of finite numbers >= 0",
                 dc[:5],
+            )
+        for j in self.training_jobs:
+            _check(
+                j.min_cards <= self.topology.cards,
+                w,
+                "training_jobs",
+                f"job {j.name!r} needs more cards than the cluster has",
+                j.min_cards,
             )
         for s in self.services:
             _check(

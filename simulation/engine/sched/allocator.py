@@ -15,8 +15,9 @@ from ..topology import TopologyIndex
 class FreeList:
     """Sorted free card indices of one pool, consumed by successive ``take`` calls."""
 
-    def __init__(self, owner: np.ndarray, health: np.ndarray, pool: np.ndarray | None,
-                 idx: TopologyIndex) -> None:
+    def __init__(
+        self, owner: np.ndarray, health: np.ndarray, pool: np.ndarray | None, idx: TopologyIndex
+    ) -> None:
         mask = (owner < 0) & (health > 0)
         if pool is not None:
             mask &= pool
@@ -27,14 +28,12 @@ class FreeList:
     def best_supernode_free(self) -> int:
         """Most free cards available inside a single supernode."""
         if self._counts is None:
-            self._counts = np.bincount(self.idx.card_sn[self.free],
-                                       minlength=self.idx.n_supernodes)
+            self._counts = np.bincount(self.idx.card_sn[self.free], minlength=self.idx.n_supernodes)
         return int(self._counts.max()) if self._counts.size else 0
 
     def _taken(self, chosen: np.ndarray) -> np.ndarray:
         if self._counts is not None and chosen.size:
-            self._counts -= np.bincount(self.idx.card_sn[chosen],
-                                        minlength=self.idx.n_supernodes)
+            self._counts -= np.bincount(self.idx.card_sn[chosen], minlength=self.idx.n_supernodes)
         return chosen
 
     def __len__(self) -> int:
@@ -64,12 +63,12 @@ class FreeList:
                     lo = hi - k
                 else:
                     lo = np.searchsorted(sn, best, "left")
-                chosen = free[lo:lo + k]
-                self.free = np.concatenate([free[:lo], free[lo + k:]])
+                chosen = free[lo : lo + k]
+                self.free = np.concatenate([free[:lo], free[lo + k :]])
                 return self._taken(chosen)
         if from_end:
-            chosen = free[free.size - k:]
-            self.free = free[:free.size - k]
+            chosen = free[free.size - k :]
+            self.free = free[: free.size - k]
         else:
             chosen = free[:k]
             self.free = free[k:]

@@ -28,9 +28,7 @@ from ..scenario.types import InferenceService, Policy
 class ServiceTable:
     """Static per-service arrays derived from the scenario (not part of saved state)."""
 
-    def __init__(
-        self, services: list[InferenceService], hw: HardwareSpec, policy: Policy
-    ) -> None:
+    def __init__(self, services: list[InferenceService], hw: HardwareSpec, policy: Policy) -> None:
         self.n = len(services)
         self.names = [s.name for s in services]
         self.tenants = [s.tenant for s in services]
@@ -65,8 +63,9 @@ class ServiceTable:
         kv_room = self.tp * hw.hbm_bytes * policy.reserve_fraction_split - self.m.weight_bytes
         for i, s in enumerate(services):
             if kv_room[i] <= 0:
-                need = math.ceil(self.m.weight_bytes[i] / (hw.hbm_bytes
-                                                          * policy.reserve_fraction_split))
+                need = math.ceil(
+                    self.m.weight_bytes[i] / (hw.hbm_bytes * policy.reserve_fraction_split)
+                )
                 raise ValueError(
                     f"InferenceService {s.name!r}: field 'tp' too small: {s.model} weights do "
                     f"not fit on {s.tp} x {hw.id} (need tp >= {need})"
@@ -88,8 +87,9 @@ class ServiceTable:
         """(prefill s0, mean decode time s1) per request at the given occupancy ``batch``."""
         tokens = np.maximum(self.prompt * (1.0 - hit), 1.0)
         s0 = prefill_seconds(self.m, self.hw, self.tp, tokens)
-        tpot = decode_seconds_per_token(self.m, self.hw, self.tp, np.maximum(batch, 1.0),
-                                        self.context)
+        tpot = decode_seconds_per_token(
+            self.m, self.hw, self.tp, np.maximum(batch, 1.0), self.context
+        )
         return s0, self.output * tpot
 
     def target_replicas(
@@ -99,8 +99,9 @@ class ServiceTable:
         s0, s1 = self.times(hit, self.batch * target_util)
         slots = lam * (s0 + s1) / target_util
         need = np.ceil(slots / self.batch - 1e-9).astype(np.int64)
-        return np.maximum(need, np.where(lam > 0, np.maximum(self.min_replicas, 1),
-                                         self.min_replicas))
+        return np.maximum(
+            need, np.where(lam > 0, np.maximum(self.min_replicas, 1), self.min_replicas)
+        )
 
     def latency(
         self, lam: np.ndarray, replicas: np.ndarray, hit: np.ndarray, dt: float
@@ -117,8 +118,9 @@ class ServiceTable:
         servers = np.floor(rep * self.batch)
         q = ggc_latency(lam, np.maximum(servers, 1), s0, s1, self.ca2)
         es = s0 + s1
-        rho = np.where(servers > 0, lam * es / np.maximum(servers, 1), np.where(lam > 0, np.inf,
-                                                                                0.0))
+        rho = np.where(
+            servers > 0, lam * es / np.maximum(servers, 1), np.where(lam > 0, np.inf, 0.0)
+        )
         sat = rho >= 0.999
         # Saturated queues grow through the step: a request waits on average half the backlog.
         backlog_wait = np.where(np.isfinite(rho), (1.0 - 1.0 / np.maximum(rho, 1.0)) * dt / 2, dt)
@@ -135,11 +137,20 @@ class ServiceTable:
         tokens_s = served * (self.output + self.prompt)
         flops = served * 2.0 * self.m.params * (self.output + self.prompt * (1.0 - hit))
         return {
-            "lam": lam, "served": served, "rho": np.where(np.isfinite(rho), rho, 0.0),
-            "p50": p50, "p99": p99, "ttft_p99": ttft, "attainment": attain,
-            "tokens_per_s": tokens_s, "output_tokens_per_s": served * self.output,
-            "flops": flops, "inflight": inflight,
+            "lam": lam,
+            "served": served,
+            "rho": np.where(np.isfinite(rho), rho, 0.0),
+            "p50": p50,
+            "p99": p99,
+            "ttft_p99": ttft,
+            "attainment": attain,
+            "tokens_per_s": tokens_s,
+            "output_tokens_per_s": served * self.output,
+            "flops": flops,
+            "inflight": inflight,
             # Card busy ratio: chance a replica has at least one request in flight (M/G/inf).
             "busy": np.where(rep > 0, 1.0 - np.exp(-per_replica), 0.0),
-            "s0": s0, "s1": s1, "batch": b,
+            "s0": s0,
+            "s1": s1,
+            "batch": b,
         }

@@ -19,10 +19,15 @@ A core service is never starved by training: it can always reclaim training card
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .allocator import FreeList
 from .training import preempt_job, set_job_cards, shrink_job
+
+if TYPE_CHECKING:  # annotations only: the engine imports this module
+    from ..engine import Engine
 
 
 def in_window(hour: float, window: tuple[float, float] | None) -> bool:
@@ -33,7 +38,7 @@ def in_window(hour: float, window: tuple[float, float] | None) -> bool:
     return (a <= hour < b) if a <= b else (hour >= a or hour < b)
 
 
-def schedule(eng, lam: np.ndarray, hour: float) -> None:
+def schedule(eng: Engine, lam: np.ndarray, hour: float) -> None:
     """Place inference replicas and training jobs for the coming step."""
     st, svc, jt, idx, pol = eng.state, eng.svc, eng.jobs, eng.idx, eng.scenario.policy
     unified = pol.name == "unified"
@@ -81,7 +86,7 @@ def schedule(eng, lam: np.ndarray, hour: float) -> None:
     _place_training(eng, free_tr)
 
 
-def _reclaim(eng, free: FreeList, short: int) -> None:
+def _reclaim(eng: Engine, free: FreeList, short: int) -> None:
     """Free at least ``short`` training cards: shrink elastic jobs, then preempt gangs."""
     st, jt, idx, pol = eng.state, eng.jobs, eng.idx, eng.scenario.policy
     running = np.flatnonzero(st.job_state == 2)
@@ -113,7 +118,7 @@ def _reclaim(eng, free: FreeList, short: int) -> None:
         got += out.size
 
 
-def _place_training(eng, free: FreeList) -> None:
+def _place_training(eng: Engine, free: FreeList) -> None:
     """Grow elastic jobs, then admit queued jobs (priority, FIFO, with backfill)."""
     st, jt, idx, pol = eng.state, eng.jobs, eng.idx, eng.scenario.policy
     for j in jt.order:
@@ -125,8 +130,10 @@ def _place_training(eng, free: FreeList) -> None:
             one_sn = free.best_supernode_free()
             if jt.min_cards[j] <= one_sn:
                 avail = one_sn  # keep the gang inside one supernode when it can be
-            elif (jt.min_cards[j] <= idx.topo.cards_per_supernode
-                  and st.t - st.job_queued_since[j] < pol.locality_wait_s):
+            elif (
+                jt.min_cards[j] <= idx.topo.cards_per_supernode
+                and st.t - st.job_queued_since[j] < pol.locality_wait_s
+            ):
                 continue  # delay scheduling: wait a while for a compact slot
             size = min(int(jt.max_cards[j]), (avail // g) * g)
             if size < jt.min_cards[j]:

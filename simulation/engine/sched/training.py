@@ -92,13 +92,20 @@ def shrink_job(st: EngineState, idx: TopologyIndex, j: int, keep: int, overhead:
     return out
 
 
-def progress(st: EngineState, jt: JobTable, topo: Topology, peak_flops: float, dt: float,
-             link_penalty: np.ndarray | None) -> dict[str, np.ndarray]:
+def progress(
+    st: EngineState,
+    jt: JobTable,
+    topo: Topology,
+    peak_flops: float,
+    dt: float,
+    link_penalty: np.ndarray | None,
+) -> dict[str, np.ndarray]:
     """Advance running jobs by ``dt``: samples, checkpoints, completions. Returns per-job rates."""
     running = st.job_state == 2
     cards = np.array([c.size for c in st.job_cards], dtype=float) if jt.n else np.zeros(0)
-    factor = communication_factor(st.job_racks, st.job_sns, topo.inter_rack_convergence,
-                                  topo.inter_supernode_convergence)
+    factor = communication_factor(
+        st.job_racks, st.job_sns, topo.inter_rack_convergence, topo.inter_supernode_convergence
+    )
     if link_penalty is not None:
         factor = factor * link_penalty
     mfu, comm = effective_mfu(jt.base_mfu, jt.comm_share, factor)
@@ -116,6 +123,10 @@ def progress(st: EngineState, jt: JobTable, topo: Topology, peak_flops: float, d
         st.counters["completed_jobs"] += 1
         release_job(st, int(j))
     rate = np.where(running, tok / jt.seq_len * useful / dt, 0.0)
-    return {"samples_per_s": rate, "mfu": np.where(running, mfu, 0.0),
-            "comm_share": np.where(running, comm, 0.0), "cards": np.where(running, cards, 0.0),
-            "busy": np.where(running, useful / dt, 0.0)}
+    return {
+        "samples_per_s": rate,
+        "mfu": np.where(running, mfu, 0.0),
+        "comm_share": np.where(running, comm, 0.0),
+        "cards": np.where(running, cards, 0.0),
+        "busy": np.where(running, useful / dt, 0.0),
+    }

@@ -1,0 +1,55 @@
+"""Admin for twin runs: pause, resume and speed."""
+
+from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
+
+from simulation.models import TwinRun, TwinTick
+
+
+@admin.register(TwinRun)
+class TwinRunAdmin(admin.ModelAdmin):
+    list_display = (
+        "name",
+        "cluster",
+        "status",
+        "steps_per_tick",
+        "tick_seq",
+        "sim_time",
+        "last_tick_at",
+        "last_tick_ms",
+    )
+    fields = (
+        "name",
+        "cluster",
+        "status",
+        "steps_per_tick",
+        "tick_seq",
+        "sim_time",
+        "last_tick_at",
+        "last_tick_ms",
+    )
+    readonly_fields = ("name", "cluster", "tick_seq", "sim_time", "last_tick_at", "last_tick_ms")
+    actions = ["pause", "resume"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # runs are created with `manage.py seed_twin` (they build inventory)
+
+    @admin.action(description=_("Pause selected runs"))
+    def pause(self, request, queryset) -> None:
+        queryset.update(status=TwinRun.Status.PAUSED)
+
+    @admin.action(description=_("Resume selected runs"))
+    def resume(self, request, queryset) -> None:
+        queryset.update(status=TwinRun.Status.RUNNING)
+
+
+@admin.register(TwinTick)
+class TwinTickAdmin(admin.ModelAdmin):
+    list_display = ("run", "seq", "sim_time", "samples", "duration_ms", "committed_at")
+    list_filter = ("run",)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -1,0 +1,82 @@
+"""Twin ticks write the engine's metrics through the store, exactly once per sequence number."""
+
+from __future__ import annotations
+
+import pytest
+
+from monitoring.models import Accelerator, Entity, Sample, Workload
+from simulation.engine import Engine
+from simulation.models import TwinRun, TwinTick
+from simulation.services import twin_tick
+
+
+@pytest.mark.django_db
+def test_creating_a_run_registers_the_twins_inventory_and_workloads(twin_run):
+    engine = Engine.load_state(bytes(twin_run.state))
+    listing = engine.topology()
+    cluster = twin_run.cluster
+    assert Accelerator.objects.filter(node__cluster=cluster).count() == len(listing["cards"])
+    assert Entity.objects.filter(cluster=cluster, kind="accelerator").count() == len(
+        listing["cards"]
+    )
+    names = {w["name"] for w in engine.workloads()}
+    assert set(Workload.objects.filter(cluster=cluster).values_list("name", flat=True)) == names
+    assert not Entity.objects.filter(cluster=cluster, kind="workload", tenant__isnull=True).exists()
+
+
+@pytest.mark.django_db
+def test_a_tick_commits_the_steps_metrics_and_moves_the_sequence(twin_run):
+    outcome = twin_tick(run_id=twin_run.pk, expected_seq=0)
+    assert outcome.committed and outcome.seq == 1
+    twin_run.refresh_from_db()
+    assert twin_run.tick_seq == 1 and twin_run.sim_time == 60.0
+    assert Sample.objects.count() == outcome.samples > 0
+    assert Sample.objects.filter(metric__name="accelerator_utilization_ratio").count() == 256
+    assert TwinTick.objects.get(run=twin_run).samples == outcome.samples
+
+
+@pytest.mark.django_db
+def test_the_same_tick_delivered_twice_writes_one_set_of_telemetry(twin_run):
+    first = twin_tick(run_id=twin_run.pk, expected_seq=0)
+    again = twin_tick(run_id=twin_run.pk, expected_seq=0)
+    assert first.committed and not again.committed
+    assert again.reason == "already committed"
+    assert Sample.objects.count() == first.samples
+    assert TwinTick.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_tick_that_fails_midway_leaves_no_telemetry_and_no_progress(twin_run, monkeypatch):
+    from simulation import services
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("worker lost mid-tick")
+
+    monkeypatch.setattr(services.TwinTick.objects, "create", crash)
+    with pytest.raises(RuntimeError):
+        twin_tick(run_id=twin_run.pk, expected_seq=0)
+    twin_run.refresh_from_db()
+    assert twin_run.tick_seq == 0 and twin_run.sim_time == 0.0
+    assert not Sample.objects.exists()
+    monkeypatch.undo()
+    assert twin_tick(run_id=twin_run.pk, expected_seq=0).committed
+
+
+@pytest.mark.django_db
+def test_ticks_continue_the_engine_exactly_as_an_uninterrupted_run(twin_run):
+    reference = Engine.load_state(bytes(twin_run.state))
+    for seq in range(3):
+        twin_tick(run_id=twin_run.pk, expected_seq=seq)
+        reference.step()
+    twin_run.refresh_from_db()
+    resumed = Engine.load_state(bytes(twin_run.state))
+    assert resumed.t == reference.t == 180.0
+    assert resumed.summary() == reference.summary()
+    assert list(resumed.step().rows()) == list(reference.step().rows())
+
+
+@pytest.mark.django_db
+def test_a_paused_run_does_not_tick(twin_run):
+    TwinRun.objects.filter(pk=twin_run.pk).update(status=TwinRun.Status.PAUSED)
+    assert twin_tick(run_id=twin_run.pk, expected_seq=0).reason == "paused"
+    assert not Sample.objects.exists()
