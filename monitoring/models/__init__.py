@@ -1,5 +1,7 @@
 """Monitoring models, one module per concern."""
 
+from monitoring.models.alerts import Alert, AlertRule, Severity
+from monitoring.models.exporters import ExporterTarget
 from monitoring.models.heartbeats import Heartbeat
 from monitoring.models.inventory import (
     Accelerator,
@@ -25,6 +27,10 @@ from monitoring.models.tokens import IntegrationToken
 
 __all__ = [
     "Accelerator",
+    "Alert",
+    "AlertRule",
+    "ExporterTarget",
+    "Severity",
     "Cluster",
     "Confidence",
     "Entity",

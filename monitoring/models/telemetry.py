@@ -20,6 +20,7 @@ class EntityKind(models.TextChoices):
     MEMORY_POOL = "memory_pool", _("memory pool")
     WORKLOAD = "workload", _("workload")
     CLUSTER = "cluster", _("cluster")
+    EXPORTER = "exporter", _("exporter target")
 
 
 class MetricDefinition(models.Model):

@@ -13,26 +13,43 @@ import queue
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from .catalog import get_hardware
 from .engine import Engine
-from .scenario.defaults import _JOB_SIZES, TENANTS, default_scenario
+from .scenario.defaults import _JOB_SIZES, TENANTS, default_scenario, size_services
 from .scenario.types import Scenario, TrainingJob
+from .sched.inference import ServiceTable
 from .traces import read_azure, read_philly
 
 MAX_TRACE_JOBS = 20_000
 
 
-def apply_inference_trace(scen: Scenario, path: Path) -> Scenario:
-    """Replace the diurnal curves by the trace's binned arrival rate (mean 1, wrapped).
+def apply_inference_trace(scen: Scenario, path: Path, smooth_s: float = 900.0) -> Scenario:
+    """Replace the diurnal curves by the trace's arrival-rate shape (mean 1, wrapped).
 
-    The trace sets the shape and burstiness; each service keeps its mean rate (sized for the
-    cluster), and takes the trace's mean prompt/output lengths.
+    The trace sets the shape (binned per step, smoothed over ``smooth_s`` because a sampled
+    trace's per-minute counts are dominated by sampling noise, not demand), the burstiness
+    (inter-arrival CV) and the mean prompt/output lengths. Each service keeps the card budget
+    it had at its peak, so rates and SLOs are re-derived from the perf model for the new
+    lengths (:func:`size_services`).
     """
     tr = read_azure(path)
     if tr.t.size == 0:
         raise ValueError(f"{path}: trace has no requests")
-    curve = tr.rate_curve(scen.step_seconds)
+    raw = np.asarray(tr.rate_curve(scen.step_seconds))
+    w = max(int(round(smooth_s / scen.step_seconds)), 1)
+    if w > 1 and raw.size > w:
+        padded = np.concatenate([raw[-(w // 2) :], raw, raw[: w - 1 - w // 2]])  # wrap around
+        raw = np.convolve(padded, np.ones(w) / w, mode="valid")
+    curve = raw / raw.mean()
     cv = max(tr.interarrival_cv(), 0.1)
+    hw = get_hardware(scen.topology.hardware)
+    old = ServiceTable(scen.services, hw, scen.policy)
+    s0, s1 = old.times(np.zeros(old.n), old.batch * scen.policy.target_utilization)
+    peak_rate = old.mean_rate * (1.0 + old.amplitude)
+    budget = np.ceil(peak_rate * (s0 + s1) / (old.batch * scen.policy.target_utilization))
+    budget = budget * old.tp
     services = [
         dataclasses.replace(
             s,
@@ -42,8 +59,12 @@ def apply_inference_trace(scen: Scenario, path: Path) -> Scenario:
         )
         for s in scen.services
     ]
+    size_services(services, hw, scen.policy, budget, np.full(len(services), curve.max()))
     return dataclasses.replace(
-        scen, services=services, demand_curve=curve, demand_curve_step_s=scen.step_seconds
+        scen,
+        services=services,
+        demand_curve=curve.tolist(),
+        demand_curve_step_s=scen.step_seconds,
     )
 
 

@@ -54,6 +54,7 @@ class EngineState:
         self.svc_share = np.ones(n_services)
         self.svc_hit = np.zeros(n_services)  # EMA of prefix-cache hit ratio
         self.svc_new_replicas = np.zeros(n_services, dtype=np.int64)
+        self.svc_low_since = np.full(n_services, np.nan)  # start of low demand (cooldown)
         self.caches: list[Any] = []
         self.dram_caches: list[Any] = []
         self.cache_seq = 0

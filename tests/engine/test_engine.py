@@ -55,7 +55,7 @@ def test_save_load_continue_is_bit_identical_to_an_uninterrupted_run(small_scena
 
 def _same(x, y) -> bool:
     if isinstance(x, np.ndarray):
-        return x.dtype == y.dtype and np.array_equal(x, y)
+        return x.dtype == y.dtype and np.array_equal(x, y, equal_nan=x.dtype.kind == "f")
     if isinstance(x, (list, tuple)):
         return len(x) == len(y) and all(_same(p, q) for p, q in zip(x, y, strict=True))
     if isinstance(x, dict):

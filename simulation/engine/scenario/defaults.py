@@ -16,7 +16,7 @@ import random
 
 import numpy as np
 
-from ..catalog import get_hardware, get_model, min_tensor_parallel
+from ..catalog import HardwareSpec, get_hardware, get_model, min_tensor_parallel
 from .types import Faults, InferenceService, Policy, Scenario, Topology, TrainingJob
 
 TENANTS = (
@@ -38,6 +38,34 @@ _JOB_SIZES = (
     (256, 0.04, 70e9),
     (512, 0.01, 175e9),
 )
+
+
+def size_services(
+    services: list[InferenceService],
+    hw: HardwareSpec,
+    policy: Policy,
+    budget_cards: np.ndarray,
+    peak_multiplier: np.ndarray,
+) -> None:
+    """Set each service's mean rate and SLOs from the perf model (in place).
+
+    At the demand peak (``peak_multiplier`` x mean rate) the service needs about
+    ``budget_cards`` cards at the policy's target occupancy. SLOs are what an operator would
+    set from measured performance: 1.5x the model's P99 service time at that occupancy
+    (prefill + exponential decode tail), TTFT 4x prefill (at least 500 ms).
+    """
+    from ..sched.inference import ServiceTable  # local import: avoids a package cycle
+
+    tbl = ServiceTable(services, hw, policy)
+    peak_reps = np.maximum(np.floor(budget_cards / tbl.tp), 1)
+    s0, s1 = tbl.times(np.zeros(tbl.n), tbl.batch * policy.target_utilization)
+    peak_rate = peak_reps * tbl.batch * policy.target_utilization / (s0 + s1)
+    mean_rate = peak_rate / np.asarray(peak_multiplier, dtype=float)
+    p99_service = s0 + s1 * math.log(100.0)
+    for s, r, p99, pre in zip(services, mean_rate, p99_service, s0, strict=True):
+        s.mean_rate_rps = float(r)
+        s.slo_p99_ms = float(math.ceil(1.5 * p99 * 10.0) * 100.0)
+        s.slo_ttft_ms = float(max(500.0, math.ceil(4.0 * pre * 100.0) * 10.0))
 
 
 def default_scenario(
@@ -91,22 +119,10 @@ def default_scenario(
             )
         )
     # Request rates from the perf model: peak replicas fill the requested share of the cluster.
-    from ..sched.inference import ServiceTable  # local import: avoids a package cycle
-
-    tbl = ServiceTable(services, hw, pol)
     weights = np.array([rnd.uniform(0.5, 1.5) for _ in services])
     budget = inference_peak_fraction * cards * weights / weights.sum()
-    peak_reps = np.maximum(np.floor(budget / tbl.tp), 1)
-    s0, s1 = tbl.times(np.zeros(tbl.n), tbl.batch * pol.target_utilization)
-    peak_rate = peak_reps * tbl.batch * pol.target_utilization / (s0 + s1)
-    mean_rate = peak_rate / (1.0 + tbl.amplitude)
-    # SLOs an operator would set from measured performance: 1.5x the model's P99 service
-    # time at the target occupancy (prefill + exponential decode tail), TTFT 4x prefill.
-    p99_service = s0 + s1 * math.log(100.0)
-    for s, r, p99, pre in zip(services, mean_rate, p99_service, s0, strict=True):
-        s.mean_rate_rps = float(r)
-        s.slo_p99_ms = float(math.ceil(1.5 * p99 * 10.0) * 100.0)
-        s.slo_ttft_ms = float(max(500.0, math.ceil(4.0 * pre * 100.0) * 10.0))
+    amplitude = np.array([(s.peak_to_trough - 1) / (s.peak_to_trough + 1) for s in services])
+    size_services(services, hw, pol, budget, 1.0 + amplitude)
 
     jobs = []
     probs = [p for _, p, _ in _JOB_SIZES]

@@ -286,6 +286,7 @@ class Policy:
     kv_offload: bool = True
     reserve_fraction_split: float = 0.9
     locality_wait_s: float = 1800.0
+    scale_down_delay_s: float = 600.0
 
     def __post_init__(self) -> None:
         w = "Policy"
@@ -339,6 +340,13 @@ class Policy:
             self.resize_overhead_s,
         )
         _fraction(w, self, "scale_down_hysteresis", "reserve_fraction_split")
+        _check(
+            self.scale_down_delay_s >= 0,
+            w,
+            "scale_down_delay_s",
+            "must be >= 0",
+            self.scale_down_delay_s,
+        )
         _check(
             self.locality_wait_s >= 0, w, "locality_wait_s", "must be >= 0", self.locality_wait_s
         )

@@ -49,7 +49,13 @@ def schedule(eng: Engine, lam: np.ndarray, hour: float) -> None:
     target = svc.target_replicas(lam, st.svc_hit, tu)
     current = np.array([c.size for c in st.svc_cards], dtype=np.int64) // svc.tp
     # Scale down only when clearly over-provisioned (hysteresis avoids churn).
-    shrink = target < np.floor(current * pol.scale_down_hysteresis)
+    below = target < np.floor(current * pol.scale_down_hysteresis)
+    # ...and only after demand stayed low for scale_down_delay_s (cooldown): releasing a
+    # replica that is needed again a minute later would preempt training for nothing.
+    st.svc_low_since = np.where(
+        below, np.where(np.isnan(st.svc_low_since), st.t, st.svc_low_since), np.nan
+    )
+    shrink = below & (st.t - np.nan_to_num(st.svc_low_since, nan=st.t) >= pol.scale_down_delay_s)
     want = np.where(shrink, target, np.maximum(target, current))
     for s in np.flatnonzero(want < current):
         cards = st.svc_cards[s]

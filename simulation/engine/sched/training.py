@@ -103,7 +103,8 @@ def progress(
     """Advance running jobs by ``dt``: samples, checkpoints, completions. Returns per-job rates."""
     running = st.job_state == 2
     cards = np.array([c.size for c in st.job_cards], dtype=float) if jt.n else np.zeros(0)
-    factor = communication_factor(
+    # base comm_share is measured on a 1:1 rack; an oversubscribed rack scales all of it.
+    factor = topo.in_rack_convergence * communication_factor(
         st.job_racks, st.job_sns, topo.inter_rack_convergence, topo.inter_supernode_convergence
     )
     if link_penalty is not None:
