@@ -24,11 +24,25 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "schedule": float(settings.TWIN_TICK_SECONDS),
         "options": {"expires": float(settings.TWIN_TICK_SECONDS)},
     },
+    # The memory pool ticks between scheduler ticks (KV-cache dynamics within a placement).
+    "twin-pool-ticks": {
+        "task": "simulation.schedule_pool_ticks",
+        "schedule": float(settings.TWIN_POOL_TICK_SECONDS),
+        "options": {"expires": float(settings.TWIN_POOL_TICK_SECONDS)},
+    },
     # Raw per-accelerator rows dominate the store; pruning every 10 minutes keeps each delete
     # small (about 10 minutes of data) instead of one huge delete a day.
     "telemetry-retention": {
         "task": "monitoring.telemetry_retention",
         "schedule": 600.0,
         "options": {"expires": 600.0},
+    },
+    # Scrape mode: checks which exporter targets are due and fans out one scrape each. 5 s is
+    # the smallest target interval allowed, so no target waits more than 5 s past its own
+    # interval; the check itself is one small query. Expires after one period like the rest.
+    "exporter-scrapes": {
+        "task": "monitoring.scrape_due_targets",
+        "schedule": 5.0,
+        "options": {"expires": 5.0},
     },
 }

@@ -7,8 +7,10 @@ import socket
 from celery import shared_task
 from django.utils import timezone
 
+from monitoring.selectors.exporters import exporter_targets_due
 from monitoring.services.heartbeats import heartbeat_record
 from monitoring.telemetry.retention import RetentionPolicy, telemetry_prune
+from monitoring.telemetry.scrape import exporter_scrape, exporter_target_claim
 
 
 @shared_task(
@@ -37,3 +39,39 @@ def heartbeat(self) -> dict:
 def telemetry_retention() -> dict[str, int]:
     """Delete raw samples and rollups older than settings.TELEMETRY_RETENTION."""
     return telemetry_prune(policy=RetentionPolicy.from_settings())
+
+
+@shared_task(
+    name="monitoring.scrape_due_targets",
+    acks_late=True,
+    # Beat sends this every 5 s; a copy that waited longer than that is superseded by the
+    # next one, and replaying a backlog would only fan out duplicates the claim then skips.
+    expires=5,
+    # The next beat is the retry: retrying a fan-out would only race the schedule.
+    max_retries=0,
+)
+def scrape_due_targets() -> dict[str, int]:
+    """Dispatch one ``monitoring.scrape_target`` per enabled target that is due."""
+    due = exporter_targets_due()
+    for target_id in due:
+        scrape_target.delay(target_id)
+    return {"dispatched": len(due)}
+
+
+@shared_task(
+    name="monitoring.scrape_target",
+    acks_late=True,
+    # A scrape queued behind a stopped worker for 30 s is stale; the next beat dispatches a
+    # fresh one. Several queued copies for one target are harmless: the claim lets one run.
+    expires=30,
+    # A failed scrape is recorded on the target and the next interval is the retry; retrying
+    # at once would hammer a struggling exporter and skew the interval.
+    max_retries=0,
+)
+def scrape_target(target_id: int) -> dict:
+    """Claim the target (skip if another worker holds it or it is no longer due), scrape it."""
+    now = timezone.now()
+    target = exporter_target_claim(target_id=target_id, now=now)
+    if target is None:
+        return {"target_id": target_id, "skipped": True}
+    return exporter_scrape(target=target, now=now.timestamp())

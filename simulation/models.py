@@ -33,11 +33,18 @@ class TwinRun(models.Model):
         validators=[MinValueValidator(1), MaxValueValidator(60)],
         help_text=_("Speed-up: how many engine steps one beat tick advances."),
     )
+    fan_out = models.BooleanField(
+        _("fan out per supernode"),
+        default=False,
+        help_text=_("Spread each tick's telemetry work over workers, one task per supernode."),
+    )
     tick_seq = models.PositiveBigIntegerField(_("committed ticks"), default=0)
+    pool_seq = models.PositiveBigIntegerField(_("committed memory-pool ticks"), default=0)
     sim_time = models.FloatField(_("simulated seconds"), default=0.0)
     wall_start = models.DateTimeField(_("wall-clock time of simulated t=0"))
     last_tick_at = models.DateTimeField(_("last tick"), null=True, blank=True)
     last_tick_ms = models.FloatField(_("last tick duration (ms)"), null=True, blank=True)
+    last_pool_tick_at = models.DateTimeField(_("last memory-pool tick"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
@@ -50,9 +57,14 @@ class TwinRun(models.Model):
 
 
 class TwinTick(models.Model):
-    """One committed tick. Unique per (run, seq): a second commit of the same tick fails."""
+    """One committed tick. Unique per (run, kind, seq): a second commit of a tick fails."""
+
+    class Kind(models.TextChoices):
+        SCHEDULER = "scheduler", _("scheduler")
+        POOL = "pool", _("memory pool")
 
     run = models.ForeignKey(TwinRun, on_delete=models.CASCADE, related_name="ticks")
+    kind = models.CharField(_("kind"), max_length=10, choices=Kind.choices, default=Kind.SCHEDULER)
     seq = models.PositiveBigIntegerField(_("sequence"))
     sim_time = models.FloatField(_("simulated seconds at end"))
     samples = models.PositiveIntegerField(_("samples written"))
@@ -60,10 +72,33 @@ class TwinTick(models.Model):
     committed_at = models.DateTimeField(_("committed at"), auto_now_add=True)
 
     class Meta:
-        ordering = ["run", "-seq"]
+        ordering = ["run", "-committed_at"]
         verbose_name = _("twin tick")
         verbose_name_plural = _("twin ticks")
-        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="twintick_unique_seq")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "kind", "seq"], name="twintick_unique_seq")
+        ]
 
     def __str__(self) -> str:
-        return f"{self.run.name}#{self.seq}"
+        return f"{self.run.name}#{self.kind}{self.seq}"
+
+
+class StagedSample(models.Model):
+    """A fanned-out tick's samples, staged per supernode until the join commits them at once.
+
+    Staging keeps a tick invisible until every part is ready: readers never see half a tick.
+    """
+
+    run = models.ForeignKey(TwinRun, on_delete=models.CASCADE, related_name="+")
+    seq = models.PositiveBigIntegerField()
+    part = models.PositiveIntegerField()
+    metric_id = models.IntegerField()
+    entity_id = models.BigIntegerField()
+    ts = models.FloatField()
+    value = models.FloatField()
+
+    class Meta:
+        indexes = [models.Index(fields=["run", "seq", "part"], name="staged_run_seq_part")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}#{self.seq}/{self.part}"

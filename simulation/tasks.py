@@ -1,26 +1,48 @@
-"""Twin tick tasks. Every task states its delivery options explicitly."""
+"""Twin tick tasks. Every task states its delivery options explicitly.
+
+All tick tasks are ``acks_late`` with ``reject_on_worker_lost``: a worker killed mid-tick leaves
+the message unacknowledged, it is redelivered, and the tick (which committed nothing) runs
+again. Sequence numbers make duplicate deliveries no-ops.
+"""
 
 from __future__ import annotations
 
-from celery import shared_task
+import time
+
+from celery import group, shared_task
 from django.conf import settings
 
 from simulation.models import TwinRun
-from simulation.services import twin_tick
-
-
-@shared_task(
-    name="simulation.advance_run",
-    acks_late=True,
-    # A worker killed mid-tick leaves the message unacknowledged: it is redelivered and the
-    # tick (which committed nothing) runs again. Sequence checks make duplicates no-ops.
-    reject_on_worker_lost=True,
-    expires=300,
-    max_retries=3,
-    autoretry_for=(ConnectionError,),
-    retry_backoff=True,
+from simulation.services import (
+    tick_commit_staged,
+    tick_stage_part,
+    twin_pool_tick,
+    twin_tick,
 )
+from simulation.services.lag import tick_lag_record
+
+TICK_OPTIONS = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    # Older than a few intervals, a tick message is superseded by the next beat's.
+    "expires": 300,
+    "max_retries": 3,
+    "autoretry_for": (ConnectionError,),
+    "retry_backoff": True,
+}
+
+
+@shared_task(name="simulation.advance_run", **TICK_OPTIONS)
 def advance_run(run_id: int, expected_seq: int) -> dict:
+    """One scheduler tick: in this task, or fanned out per supernode for large runs."""
+    run = TwinRun.objects.select_related("cluster").get(pk=run_id)
+    if run.fan_out:
+        parts = run.cluster.supernodes.count()
+        tick_time = time.time()
+        group(
+            stage_tick_part.s(run_id, expected_seq, part, tick_time, parts) for part in range(parts)
+        ).apply_async()
+        return {"fanned_out": parts, "seq": expected_seq}
     outcome = twin_tick(run_id=run_id, expected_seq=expected_seq)
     return {
         "committed": outcome.committed,
@@ -30,6 +52,36 @@ def advance_run(run_id: int, expected_seq: int) -> dict:
     }
 
 
+@shared_task(name="simulation.stage_tick_part", **TICK_OPTIONS)
+def stage_tick_part(
+    run_id: int, expected_seq: int, part: int, tick_time: float, parts: int
+) -> dict:
+    """Stage one supernode's share; the last part to finish asks for the commit (the join)."""
+    complete = tick_stage_part(
+        run_id=run_id, expected_seq=expected_seq, part=part, tick_time=tick_time
+    )
+    if complete:
+        commit_tick.delay(run_id, expected_seq, parts)
+    return {"part": part, "complete": complete}
+
+
+@shared_task(name="simulation.commit_tick", **TICK_OPTIONS)
+def commit_tick(run_id: int, expected_seq: int, parts: int) -> dict:
+    outcome = tick_commit_staged(run_id=run_id, expected_seq=expected_seq, parts=parts)
+    return {
+        "committed": outcome.committed,
+        "seq": outcome.seq,
+        "samples": outcome.samples,
+        "reason": outcome.reason,
+    }
+
+
+@shared_task(name="simulation.advance_pool", **TICK_OPTIONS)
+def advance_pool(run_id: int, expected_seq: int) -> dict:
+    outcome = twin_pool_tick(run_id=run_id, expected_seq=expected_seq)
+    return {"committed": outcome.committed, "seq": outcome.seq, "reason": outcome.reason}
+
+
 @shared_task(
     name="simulation.schedule_ticks",
     acks_late=True,
@@ -37,8 +89,24 @@ def advance_run(run_id: int, expected_seq: int) -> dict:
     max_retries=0,
 )
 def schedule_ticks() -> int:
-    """Queue one tick for every running twin run, at its current sequence number."""
-    runs = TwinRun.objects.filter(status=TwinRun.Status.RUNNING).values_list("id", "tick_seq")
-    for run_id, seq in runs:
-        advance_run.delay(run_id, seq)
+    """Queue one scheduler tick per running run at its current sequence; record tick lag."""
+    runs = list(TwinRun.objects.filter(status=TwinRun.Status.RUNNING))
+    for run in runs:
+        tick_lag_record(run=run)
+        advance_run.delay(run.pk, run.tick_seq)
     return len(runs)
+
+
+@shared_task(
+    name="simulation.schedule_pool_ticks",
+    acks_late=True,
+    expires=settings.TWIN_POOL_TICK_SECONDS,
+    max_retries=0,
+)
+def schedule_pool_ticks() -> int:
+    """Queue one memory-pool tick per running run at its current pool sequence."""
+    runs = TwinRun.objects.filter(status=TwinRun.Status.RUNNING, tick_seq__gt=0)
+    pairs = list(runs.values_list("id", "pool_seq"))
+    for run_id, seq in pairs:
+        advance_pool.delay(run_id, seq)
+    return len(pairs)

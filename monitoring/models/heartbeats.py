@@ -7,7 +7,7 @@ from django.utils.translation import gettext_lazy as _
 
 
 class Heartbeat(models.Model):
-    """The last time a worker or the beat scheduler proved it was running.
+    """The last time a worker, the beat scheduler or a kind of twin tick proved it was running.
 
     Kept in the database rather than asked of the broker so it works on the embedded
     filesystem broker too (which cannot broadcast ``inspect ping``).
@@ -16,6 +16,7 @@ class Heartbeat(models.Model):
     class Kind(models.TextChoices):
         WORKER = "worker", _("worker")
         BEAT = "beat", _("beat")
+        TICK = "tick", _("twin tick")
 
     kind = models.CharField(_("kind"), max_length=16, choices=Kind.choices)
     name = models.CharField(_("name"), max_length=200)

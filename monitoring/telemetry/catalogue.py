@@ -26,6 +26,22 @@ CORE_METRICS: tuple[tuple[str, str, str, str, str], ...] = (
         "gauge",
         "1 healthy, 0 unhealthy, -1 unknown.",
     ),
+    # Written by scrape mode (monitoring.telemetry.scrape) once per scrape of a target, so
+    # alert rules and dashboards can see a failing exporter like any other metric.
+    (
+        "exporter_scrape_up",
+        "",
+        "exporter",
+        "gauge",
+        "1 when the last scrape of the exporter target succeeded, 0 when it failed.",
+    ),
+    (
+        "exporter_scrape_duration_seconds",
+        "seconds",
+        "exporter",
+        "gauge",
+        "Wall time of one scrape of the exporter target, fetch and ingestion included.",
+    ),
 )
 
 

@@ -24,9 +24,15 @@ ROOT = Path(__file__).resolve().parents[2]
 # Update deliberately when adding a task: a rename silently orphans queued messages.
 EXPECTED_TASKS = {
     "monitoring.heartbeat",
+    "monitoring.scrape_due_targets",
+    "monitoring.scrape_target",
     "monitoring.telemetry_retention",
+    "simulation.advance_pool",
     "simulation.advance_run",
+    "simulation.commit_tick",
+    "simulation.schedule_pool_ticks",
     "simulation.schedule_ticks",
+    "simulation.stage_tick_part",
 }
 
 

@@ -47,12 +47,10 @@ def test_the_same_tick_delivered_twice_writes_one_set_of_telemetry(twin_run):
 
 @pytest.mark.django_db
 def test_a_tick_that_fails_midway_leaves_no_telemetry_and_no_progress(twin_run, monkeypatch):
-    from simulation import services
-
     def crash(*args, **kwargs):
         raise RuntimeError("worker lost mid-tick")
 
-    monkeypatch.setattr(services.TwinTick.objects, "create", crash)
+    monkeypatch.setattr(TwinTick.objects, "create", crash)
     with pytest.raises(RuntimeError):
         twin_tick(run_id=twin_run.pk, expected_seq=0)
     twin_run.refresh_from_db()
@@ -80,3 +78,33 @@ def test_a_paused_run_does_not_tick(twin_run):
     TwinRun.objects.filter(pk=twin_run.pk).update(status=TwinRun.Status.PAUSED)
     assert twin_tick(run_id=twin_run.pk, expected_seq=0).reason == "paused"
     assert not Sample.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_pool_tick_writes_pool_metrics_and_keeps_its_own_sequence(twin_run):
+    from simulation.services import twin_pool_tick
+
+    assert twin_pool_tick(run_id=twin_run.pk, expected_seq=0).reason == "paused or not started"
+    twin_tick(run_id=twin_run.pk, expected_seq=0)
+    before = Sample.objects.filter(entity__kind="memory_pool").count()
+    outcome = twin_pool_tick(run_id=twin_run.pk, expected_seq=0)
+    assert outcome.committed
+    assert twin_pool_tick(run_id=twin_run.pk, expected_seq=0).reason == "already committed"
+    twin_run.refresh_from_db()
+    assert (twin_run.tick_seq, twin_run.pool_seq) == (1, 1)
+    pool_samples = Sample.objects.filter(entity__kind="memory_pool").count() - before
+    assert pool_samples == outcome.samples > 0
+    assert TwinTick.objects.filter(run=twin_run, kind="pool").count() == 1
+
+
+@pytest.mark.django_db
+def test_tick_lag_is_recorded_as_telemetry(twin_run):
+    from datetime import timedelta
+
+    from simulation.services.lag import tick_lag_record
+
+    twin_tick(run_id=twin_run.pk, expected_seq=0)
+    twin_run.refresh_from_db()
+    later = twin_run.last_tick_at + timedelta(seconds=45)
+    assert tick_lag_record(run=twin_run, now=later.timestamp()) == pytest.approx(35.0)
+    assert Sample.objects.get(metric__name="twin_tick_lag_seconds").value == pytest.approx(35.0)

@@ -34,7 +34,12 @@ class Command(BaseCommand):
             },
         )
         self.stdout.write(f"Creating twin run {DEMO_CLUSTER!r} with {cards} cards …")
-        run = twin_run_create(name=DEMO_CLUSTER, cluster=cluster, scenario=scenario)
+        run = twin_run_create(
+            name=DEMO_CLUSTER,
+            cluster=cluster,
+            scenario=scenario,
+            fan_out=cards >= settings.TWIN_FANOUT_MIN_CARDS,
+        )
         self.stdout.write(
             f"Twin run {run.name!r} created: {cluster.supernodes.count()} supernodes, "
             f"{cluster.nodes.count()} nodes; beat advances it every {settings.TWIN_TICK_SECONDS} s."

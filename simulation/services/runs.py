@@ -1,11 +1,7 @@
-"""Creating twin runs (with their inventory) and advancing them exactly once per tick."""
+"""Creating twin runs (with the inventory their topology describes) and controlling them."""
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
-
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -21,11 +17,8 @@ from monitoring.models import (
     Workload,
 )
 from monitoring.telemetry.catalogue import catalogue_sync
-from monitoring.telemetry.registry import entities_resolve, metrics_by_name
-from monitoring.telemetry.store import samples_write
-from rollout.selectors import traffic_shares_for_cluster
 from simulation.engine import METRICS, Engine, Scenario
-from simulation.models import TwinRun, TwinTick
+from simulation.models import TwinRun
 
 
 def engine_catalogue_sync() -> None:
@@ -45,7 +38,9 @@ def engine_catalogue_sync() -> None:
 
 
 @transaction.atomic
-def twin_run_create(*, name: str, cluster: Cluster, scenario: Scenario) -> TwinRun:
+def twin_run_create(
+    *, name: str, cluster: Cluster, scenario: Scenario, fan_out: bool = False
+) -> TwinRun:
     """Create a run and the cluster inventory its topology describes."""
     engine = Engine(scenario)
     engine_catalogue_sync()
@@ -56,6 +51,7 @@ def twin_run_create(*, name: str, cluster: Cluster, scenario: Scenario) -> TwinR
         scenario=scenario.to_dict(),
         state=engine.save_state(),
         wall_start=timezone.now(),
+        fan_out=fan_out,
     )
 
 
@@ -149,63 +145,26 @@ def _inventory_from_topology(cluster: Cluster, engine: Engine) -> None:
     Entity.objects.bulk_create(entities, ignore_conflicts=True, batch_size=2000)
 
 
-@dataclass(frozen=True)
-class TickOutcome:
-    committed: bool
-    seq: int
-    samples: int = 0
-    reason: str = ""
+@transaction.atomic
+def twin_run_control(*, run_id: int, action: str, steps_per_tick: int | None = None) -> TwinRun:
+    """Start, pause, reset or change the speed of a run, under the run's row lock.
 
-
-def twin_tick(*, run_id: int, expected_seq: int) -> TickOutcome:
-    """Advance ``run_id`` by one tick if it is still at ``expected_seq``; exactly once.
-
-    The run row is locked for the whole tick and the telemetry, the new engine state, the
-    sequence number and the TwinTick row commit together: a duplicate delivery or a second
-    beat finds the sequence moved on and does nothing; a worker killed mid-tick commits
-    nothing, and the redelivered task performs the tick.
+    Reset restores the scenario's initial engine state; sequence numbers keep counting so
+    ticks already committed stay unique.
     """
-    started = time.perf_counter()
-    with transaction.atomic():
-        run = TwinRun.objects.select_for_update().get(pk=run_id)
-        if run.tick_seq != expected_seq:
-            return TickOutcome(False, run.tick_seq, reason="already committed")
-        if run.status != TwinRun.Status.RUNNING:
-            return TickOutcome(False, run.tick_seq, reason="paused")
-        engine = Engine.load_state(bytes(run.state))
-        for name, share in traffic_shares_for_cluster(cluster_id=run.cluster_id).items():
-            engine.set_traffic_share(name, share)
-        rows = []
-        now = time.time()
-        steps = run.steps_per_tick
-        for i in range(steps):
-            snapshot = engine.step()
-            # Stamped at wall-clock time, spread over the tick interval: the twin runs faster
-            # than real time, and charts of the last hour should show what it simulated.
-            ts = now - (steps - 1 - i) * settings.TWIN_TICK_SECONDS / steps
-            rows.extend(_snapshot_rows(run, snapshot, ts))
-        samples_write(rows)
-        run.state = engine.save_state()
-        run.sim_time = engine.t
-        run.tick_seq = expected_seq + 1
-        run.last_tick_at = timezone.now()
-        run.last_tick_ms = (time.perf_counter() - started) * 1000
-        run.save()
-        TwinTick.objects.create(
-            run=run,
-            seq=run.tick_seq,
-            sim_time=run.sim_time,
-            samples=len(rows),
-            duration_ms=run.last_tick_ms,
-        )
-    return TickOutcome(True, expected_seq + 1, samples=len(rows))
-
-
-def _snapshot_rows(run: TwinRun, snapshot, ts: float) -> list[tuple[int, int, float, float]]:
-    raw = list(snapshot.rows())
-    metrics = metrics_by_name({r[0] for r in raw})
-    if len(metrics) < len({r[0] for r in raw}):
-        engine_catalogue_sync()
-        metrics = metrics_by_name({r[0] for r in raw})
-    entities = entities_resolve(run.cluster, {(r[1], r[2]) for r in raw})
-    return [(metrics[m].id, entities[(kind, key)], ts, float(v)) for m, kind, key, v in raw]
+    run = TwinRun.objects.select_for_update().get(pk=run_id)
+    if action == "start":
+        run.status = TwinRun.Status.RUNNING
+    elif action == "pause":
+        run.status = TwinRun.Status.PAUSED
+    elif action == "reset":
+        run.state = Engine(Scenario.from_dict(run.scenario)).save_state()
+        run.sim_time = 0.0
+    elif action == "speed":
+        if steps_per_tick is None or not 1 <= steps_per_tick <= 60:
+            raise ValueError("steps_per_tick must be between 1 and 60")
+        run.steps_per_tick = steps_per_tick
+    else:
+        raise ValueError(f"unknown action {action!r}; use start, pause, reset or speed")
+    run.save()
+    return run

@@ -1,0 +1,196 @@
+"""Advancing a twin run exactly once per tick: the scheduler tick and the memory-pool tick.
+
+Both kinds lock the run row for their whole duration, so they never mutate a run's state at
+the same time, and each commits its telemetry, the new engine state, its sequence number and
+its TwinTick row in one transaction: a duplicate delivery or a second beat finds the sequence
+moved on and does nothing; a worker killed mid-tick commits nothing and the redelivered task
+performs the tick.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from monitoring.services.heartbeats import heartbeat_record
+from monitoring.telemetry.registry import entities_resolve, metrics_by_name
+from monitoring.telemetry.store import samples_write
+from rollout.selectors import traffic_shares_for_cluster
+from simulation.engine import Engine
+from simulation.models import TwinRun, TwinTick
+from simulation.services.runs import engine_catalogue_sync
+
+Row = tuple[str, str, str, float]  # (metric, entity kind, entity key, value)
+
+
+@dataclass(frozen=True)
+class TickOutcome:
+    committed: bool
+    seq: int
+    samples: int = 0
+    reason: str = ""
+
+
+def load_engine(run: TwinRun) -> Engine:
+    engine = Engine.load_state(bytes(run.state))
+    for name, share in traffic_shares_for_cluster(cluster_id=run.cluster_id).items():
+        engine.set_traffic_share(name, share)
+    return engine
+
+
+def step_rows(run: TwinRun, engine: Engine, tick_time: float) -> list[tuple[float, Row]]:
+    """Step ``steps_per_tick`` times; each step's rows with their timestamp.
+
+    Timestamps are wall-clock, spread over the tick interval: the twin runs faster than real
+    time and charts of the last hour should show what it simulated.
+    """
+    steps = run.steps_per_tick
+    out: list[tuple[float, Row]] = []
+    for i in range(steps):
+        snapshot = engine.step()
+        ts = tick_time - (steps - 1 - i) * settings.TWIN_TICK_SECONDS / steps
+        out.extend((ts, row) for row in snapshot.rows())
+    return out
+
+
+def resolve_rows(
+    run: TwinRun, rows: list[tuple[float, Row]]
+) -> list[tuple[int, int, float, float]]:
+    """Map metric names and entity keys to ids (registering new entities) in bulk."""
+    names = {row[0] for _, row in rows}
+    metrics = metrics_by_name(names)
+    if len(metrics) < len(names):
+        engine_catalogue_sync()
+        metrics = metrics_by_name(names)
+    entities = entities_resolve(run.cluster, {(row[1], row[2]) for _, row in rows})
+    return [(metrics[m].id, entities[(kind, key)], ts, float(v)) for ts, (m, kind, key, v) in rows]
+
+
+def _fault_injection_pause() -> None:
+    # Lets the kill-mid-tick test SIGKILL a worker after the telemetry is written but before
+    # the commit; zero (no pause) everywhere else.
+    if settings.TWIN_TICK_FAULT_PAUSE_SECONDS:
+        time.sleep(settings.TWIN_TICK_FAULT_PAUSE_SECONDS)
+
+
+def twin_tick(*, run_id: int, expected_seq: int, tick_time: float | None = None) -> TickOutcome:
+    """Advance ``run_id`` by one scheduler tick if it is still at ``expected_seq``."""
+    started = time.perf_counter()
+    tick_time = tick_time if tick_time is not None else time.time()
+    with transaction.atomic():
+        run = TwinRun.objects.select_for_update().select_related("cluster").get(pk=run_id)
+        if run.tick_seq != expected_seq:
+            return TickOutcome(False, run.tick_seq, reason="already committed")
+        if run.status != TwinRun.Status.RUNNING:
+            return TickOutcome(False, run.tick_seq, reason="paused")
+        engine = load_engine(run)
+        rows = resolve_rows(run, step_rows(run, engine, tick_time))
+        samples_write(rows)
+        _fault_injection_pause()
+        tick_finish(run, engine, rows_written=len(rows), started=started)
+    return TickOutcome(True, expected_seq + 1, samples=len(rows))
+
+
+def tick_finish(run: TwinRun, engine: Engine, *, rows_written: int, started: float) -> None:
+    """Save the engine state, move the sequence on and record the tick (inside the lock)."""
+    run.state = engine.save_state()
+    run.sim_time = engine.t
+    run.tick_seq += 1
+    run.last_tick_at = timezone.now()
+    run.last_tick_ms = (time.perf_counter() - started) * 1000
+    run.save()
+    TwinTick.objects.create(
+        run=run,
+        kind=TwinTick.Kind.SCHEDULER,
+        seq=run.tick_seq,
+        sim_time=run.sim_time,
+        samples=rows_written,
+        duration_ms=run.last_tick_ms,
+    )
+    heartbeat_record(kind="tick", name=f"scheduler:{run.name}")
+
+
+# Memory-pool aggregates (per supernode) → catalogue metrics. Ratios need two arrays.
+_POOL_BYTES = {
+    "hbm_reserved": "memory_pool_hbm_reserved_bytes",
+    "hbm_live": "memory_pool_hbm_live_bytes",
+    "free": "memory_pool_hbm_free_bytes",
+    "kv_live": "memory_pool_kv_live_bytes",
+    "kv_allocated": "memory_pool_kv_allocated_bytes",
+    "prefix_cache": "memory_pool_prefix_cache_bytes",
+    "dram_used": "memory_pool_dram_used_bytes",
+}
+
+
+def pool_rows(engine: Engine, aggregates: dict[str, np.ndarray], seconds: float) -> list[Row]:
+    keys = [engine.idx.supernode_key(s) for s in range(engine.idx.n_supernodes)]
+    rows: list[Row] = []
+    for source, metric in _POOL_BYTES.items():
+        rows += [
+            (metric, "memory_pool", k, float(v))
+            for k, v in zip(keys, aggregates[source], strict=True)
+        ]
+    for key, hits, lookups, failures, evictions in zip(
+        keys,
+        aggregates["hits"],
+        aggregates["lookups"],
+        aggregates["alloc_failures"],
+        aggregates["evictions"],
+        strict=True,
+    ):
+        if lookups > 0:
+            rows.append(("memory_pool_kv_hit_ratio", "memory_pool", key, float(hits / lookups)))
+        rows.append(
+            (
+                "memory_pool_allocation_failures_per_second",
+                "memory_pool",
+                key,
+                float(failures / seconds),
+            )
+        )
+        rows.append(
+            ("memory_pool_kv_evictions_per_second", "memory_pool", key, float(evictions / seconds))
+        )
+    return rows
+
+
+def twin_pool_tick(*, run_id: int, expected_seq: int) -> TickOutcome:
+    """Advance only the memory pool of ``run_id`` (KV-cache dynamics within the placement)."""
+    started = time.perf_counter()
+    with transaction.atomic():
+        run = TwinRun.objects.select_for_update().select_related("cluster").get(pk=run_id)
+        if run.pool_seq != expected_seq:
+            return TickOutcome(False, run.pool_seq, reason="already committed")
+        if run.status != TwinRun.Status.RUNNING or run.tick_seq == 0:
+            # Before the first scheduler tick nothing is placed, so there is no pool to tick.
+            return TickOutcome(False, run.pool_seq, reason="paused or not started")
+        engine = Engine.load_state(bytes(run.state))
+        seconds = (
+            run.steps_per_tick
+            * engine.scenario.step_seconds
+            * settings.TWIN_POOL_TICK_SECONDS
+            / settings.TWIN_TICK_SECONDS
+        )
+        rows = pool_rows(engine, engine.step_memory_pool(seconds), seconds)
+        now = time.time()
+        resolved = resolve_rows(run, [(now, row) for row in rows])
+        samples_write(resolved)
+        run.state = engine.save_state()
+        run.pool_seq += 1
+        run.last_pool_tick_at = timezone.now()
+        run.save(update_fields=["state", "pool_seq", "last_pool_tick_at"])
+        TwinTick.objects.create(
+            run=run,
+            kind=TwinTick.Kind.POOL,
+            seq=run.pool_seq,
+            sim_time=run.sim_time,
+            samples=len(resolved),
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+        heartbeat_record(kind="tick", name=f"pool:{run.name}")
+    return TickOutcome(True, expected_seq + 1, samples=len(resolved))
