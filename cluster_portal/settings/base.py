@@ -132,6 +132,12 @@ REST_FRAMEWORK = {
 
 # --- Celery -----------------------------------------------------------------------------------
 CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS, BROKER_DESCRIPTION = resolve_broker(VAR_DIR)
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # An unacknowledged message (its worker died) is redelivered after this many seconds.
+    # Ticks take seconds, so a few minutes is plenty and recovers a lost tick quickly.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 300)
+    }
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None
 CELERY_TASK_ACKS_LATE = True

@@ -64,8 +64,9 @@ def _age(moment: datetime | None, now: datetime) -> float | None:
 def exporter_target_rows(*, now: datetime | None = None) -> list[ExporterTargetRow]:
     """Every target with its state and the ages operators read at a glance."""
     now = now or timezone.now()
+    targets = ExporterTarget.objects.select_related("cluster").order_by("cluster__name", "name")
     rows = []
-    for target in ExporterTarget.objects.select_related("cluster").order_by("cluster__name", "name"):
+    for target in targets:
         dropped = (target.last_counts or {}).get("dropped")
         dropped = dropped if isinstance(dropped, dict) else None
         rows.append(
