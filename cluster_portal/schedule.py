@@ -37,6 +37,14 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "schedule": 600.0,
         "options": {"expires": 600.0},
     },
+    # Alert rules over the store. 30 s keeps detection within one rule window's fraction
+    # while each run stays a handful of grouped queries per rule; it expires after one period
+    # because the next run re-evaluates everything anyway.
+    "alert-evaluation": {
+        "task": "monitoring.evaluate_alerts",
+        "schedule": 30.0,
+        "options": {"expires": 30.0},
+    },
     # Scrape mode: checks which exporter targets are due and fans out one scrape each. 5 s is
     # the smallest target interval allowed, so no target waits more than 5 s past its own
     # interval; the check itself is one small query. Expires after one period like the rest.

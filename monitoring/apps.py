@@ -10,10 +10,12 @@ class MonitoringConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
+        from monitoring.alerting.defaults import alert_rules_ensure_after_migrate
         from monitoring.services.roles import roles_ensure_after_migrate
 
         post_migrate.connect(roles_ensure_after_migrate, sender=self)
         post_migrate.connect(_catalogue_after_migrate, sender=self)
+        post_migrate.connect(alert_rules_ensure_after_migrate, sender=self)
 
 
 def _catalogue_after_migrate(**_: object) -> None:

@@ -7,6 +7,7 @@ import socket
 from celery import shared_task
 from django.utils import timezone
 
+from monitoring.alerting.evaluate import alerts_evaluate
 from monitoring.selectors.exporters import exporter_targets_due
 from monitoring.services.heartbeats import heartbeat_record
 from monitoring.telemetry.retention import RetentionPolicy, telemetry_prune
@@ -75,3 +76,18 @@ def scrape_target(target_id: int) -> dict:
     if target is None:
         return {"target_id": target_id, "skipped": True}
     return exporter_scrape(target=target, now=now.timestamp())
+
+
+@shared_task(
+    name="monitoring.evaluate_alerts",
+    acks_late=True,
+    # Each run evaluates every rule from scratch, so a run queued behind a stopped worker for
+    # longer than the beat period (30 s) is superseded by the next one: drop it.
+    expires=30,
+    # The next beat is the retry; retrying at once would overlap it. Overlapping runs are safe
+    # anyway (open alerts are unique per rule and entity), just wasted work.
+    max_retries=0,
+)
+def evaluate_alerts() -> dict:
+    """Open, refresh and resolve alerts from the enabled rules (see monitoring.alerting)."""
+    return alerts_evaluate()

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from monitoring.api import readings, telemetry, views
+from monitoring.api import alerts, readings, telemetry, views
 
 app_name = "api"
 
@@ -16,4 +16,5 @@ urlpatterns = [
     path("metrics/", telemetry.MetricCatalogueView.as_view(), name="metric-catalogue"),
     path("telemetry/series/", readings.SeriesView.as_view(), name="telemetry-series"),
     path("accelerators/", readings.AcceleratorListView.as_view(), name="accelerators"),
+    path("alerts/", alerts.AlertListView.as_view(), name="alerts"),
 ]

@@ -1,0 +1,87 @@
+"""Read API over alerts: ``GET /api/v1/alerts/?state=&severity=``, paginated and scoped."""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext as _
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.generics import ListAPIView
+from rest_framework.permissions import IsAuthenticated
+
+from monitoring.api.permissions import HasRequiredScope
+from monitoring.models import Alert
+from monitoring.selectors.alerts import (
+    SEVERITY_FILTERS,
+    STATE_FILTERS,
+    alerts_for_triage,
+    alerts_visible_to,
+)
+
+
+class AlertSerializer(serializers.ModelSerializer):
+    rule = serializers.CharField(source="rule.name")
+    title = serializers.CharField(source="rule.title")
+    metric = serializers.CharField(source="rule.metric")
+    comparator = serializers.CharField(source="rule.comparator")
+    threshold = serializers.FloatField(source="rule.threshold")
+    runbook = serializers.CharField(source="rule.runbook")
+    cluster = serializers.CharField(source="entity.cluster.name")
+    entity_kind = serializers.CharField(source="entity.kind")
+    entity = serializers.CharField(source="entity.key")
+    tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    acknowledged_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    resolved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = Alert
+        fields = [
+            "id",
+            "rule",
+            "title",
+            "severity",
+            "state",
+            "cluster",
+            "entity_kind",
+            "entity",
+            "tenant",
+            "metric",
+            "value",
+            "comparator",
+            "threshold",
+            "message",
+            "runbook",
+            "first_seen",
+            "last_seen",
+            "acknowledged_by",
+            "acknowledged_at",
+            "resolved_by",
+            "resolved_at",
+        ]
+
+
+class AlertListView(ListAPIView):
+    """Alerts, open ones first. Staff and operator-level tokens see all; customers and
+    tenant-bound tokens only alerts on their tenant's workloads.
+
+    ``?state=`` one of open, firing, acknowledged, resolved; ``?severity=`` one of info,
+    warning, critical. An unknown value is a 400, not an empty list.
+    """
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+    serializer_class = AlertSerializer
+
+    def get_queryset(self):
+        params = self.request.query_params
+        errors = {}
+        state = params.get("state") or None
+        severity = params.get("severity") or None
+        if state and state not in STATE_FILTERS:
+            errors["state"] = _("one of %(choices)s") % {"choices": ", ".join(STATE_FILTERS)}
+        if severity and severity not in SEVERITY_FILTERS:
+            errors["severity"] = _("one of %(choices)s") % {"choices": ", ".join(SEVERITY_FILTERS)}
+        if errors:
+            raise ValidationError(errors)
+        return alerts_for_triage(
+            alerts_visible_to(self.request.user), state=state, severity=severity
+        )

@@ -1,0 +1,467 @@
+"""Alerts: default rules, evaluation over the store, triage actions, the page, CSV and the API."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from monitoring.alerting import evaluate as evaluate_module
+from monitoring.alerting.actions import AlertTransitionError, alert_acknowledge, alert_resolve
+from monitoring.alerting.defaults import DEFAULT_RULES, alert_rules_ensure
+from monitoring.alerting.evaluate import alerts_evaluate
+from monitoring.models import Alert, AlertRule, Entity, MetricDefinition
+from monitoring.tasks import evaluate_alerts
+from monitoring.telemetry.store import samples_write
+from tests.access import ApiAccessCases, PageAccessCases
+
+# Not minute-aligned on purpose: the rollup window is widened to whole minutes.
+NOW = datetime(2026, 6, 1, 12, 0, 30, tzinfo=UTC)
+MIN = timedelta(minutes=1)
+
+EXTRA_METRICS = {
+    "link_status": "link",
+    "memory_pool_allocation_failures_per_second": "memory_pool",
+    "inference_slo_attainment_ratio": "workload",
+}
+
+
+@pytest.fixture
+def rules(db) -> dict[str, AlertRule]:
+    alert_rules_ensure()
+    for name, kind in EXTRA_METRICS.items():
+        MetricDefinition.objects.get_or_create(name=name, defaults={"entity_kind": kind})
+    return {rule.name: rule for rule in AlertRule.objects.all()}
+
+
+@pytest.fixture
+def cards(cluster) -> list[Entity]:
+    return [
+        Entity.objects.create(cluster=cluster, kind="accelerator", key=f"sn0/r0/n0/c{i}")
+        for i in range(3)
+    ]
+
+
+def write(metric: str, entity: Entity, points: list[tuple[datetime, float]]) -> None:
+    metric_id = MetricDefinition.objects.get(name=metric).id
+    with transaction.atomic():
+        samples_write([(metric_id, entity.id, ts.timestamp(), value) for ts, value in points])
+
+
+def every_30s(value: float, *, end: datetime = NOW, minutes: int = 5) -> list:
+    return [(end - timedelta(seconds=30 * i), value) for i in range(minutes * 2)]
+
+
+def alerts_of(rule: str, entity: Entity):
+    return Alert.objects.filter(rule__name=rule, entity=entity)
+
+
+# --- default rules ----------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_default_rules_cover_the_playbook_and_install_idempotently(rules):
+    by_metric = {r.metric: r for r in rules.values()}
+    assert by_metric["twin_tick_lag_seconds"].entity_kind == "cluster"
+    assert by_metric["exporter_scrape_up"].entity_kind == "exporter"
+    assert by_metric["link_status"].severity == "critical"
+    allocation = rules["hbm-allocation-failures"].runbook
+    assert "fragmentation" in allocation and "pre-allocation" in allocation
+    assert "CXL/UB" in allocation
+    latency = rules["link-congested"].runbook
+    assert all(w in latency for w in ("optical module", "routing table", "congestion"))
+    throughput = rules["training-communication-high"].runbook
+    assert all(w in throughput for w in ("MTU", "flow control", "PCIe"))
+    burn = rules["slo-fast-burn"].runbook
+    assert all(w in burn for w in ("hot-spot", "prefetch", "NUMA"))
+
+    # An operator tunes a threshold and someone edits the runbook; a re-run keeps the tuning
+    # and restores the shipped text, and creates nothing new.
+    AlertRule.objects.filter(name="link-congested").update(threshold=0.7, runbook="x")
+    assert alert_rules_ensure() == {"created": 0, "updated": 1}
+    assert alert_rules_ensure() == {"created": 0, "updated": 0}
+    tuned = AlertRule.objects.get(name="link-congested")
+    assert tuned.threshold == 0.7 and tuned.runbook == latency
+    assert AlertRule.objects.filter(name__in=[r.name for r in DEFAULT_RULES]).count() == len(
+        DEFAULT_RULES
+    )
+
+
+# --- evaluation -------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_hot_card_opens_warning_and_critical_alerts_with_runbooks(rules, cards):
+    hot, cool, _ = cards
+    write("accelerator_temperature_celsius", hot, every_30s(97.0))
+    write("accelerator_temperature_celsius", cool, every_30s(60.0))
+    result = alerts_evaluate(now=NOW)
+
+    assert result["opened"] == 2
+    warning = alerts_of("accelerator-temperature-high", hot).get()
+    assert (warning.severity, warning.state) == ("warning", "firing")
+    assert warning.value == pytest.approx(97.0)
+    assert warning.first_seen == warning.last_seen == NOW
+    assert warning.tenant is None
+    assert "sn0/r0/n0/c0" in warning.message and "97" in warning.message
+    assert "85" in warning.message
+    assert "cooling" in warning.rule.runbook
+    critical = alerts_of("accelerator-temperature-critical", hot).get()
+    assert critical.severity == "critical"
+    assert not Alert.objects.filter(entity=cool).exists()
+
+
+@pytest.mark.django_db
+def test_re_evaluation_refreshes_the_open_alert_instead_of_duplicating(rules, cards):
+    hot = cards[0]
+    write("accelerator_temperature_celsius", hot, every_30s(97.0))
+    alerts_evaluate(now=NOW)
+    later = NOW + timedelta(seconds=30)
+    write("accelerator_temperature_celsius", hot, [(later, 99.0)])
+    result = alerts_evaluate(now=later)
+
+    alert = alerts_of("accelerator-temperature-critical", hot).get()
+    assert result["opened"] == 0 and result["refreshed"] == 2
+    assert alert.first_seen == NOW and alert.last_seen == later
+    assert alert.value == pytest.approx(99.0)
+    assert "99" in alert.message
+
+
+@pytest.mark.django_db
+def test_an_alert_resolves_when_the_value_recovers(rules, cards):
+    hot = cards[0]
+    write("accelerator_temperature_celsius", hot, every_30s(97.0))
+    alerts_evaluate(now=NOW)
+    alert_acknowledge(alert=alerts_of("accelerator-temperature-high", hot).get(), user=None)
+    recovered_at = NOW + timedelta(minutes=10)
+    write("accelerator_temperature_celsius", hot, every_30s(70.0, end=recovered_at))
+    result = alerts_evaluate(now=recovered_at)
+
+    assert result["resolved"] == 2
+    for alert in Alert.objects.filter(entity=hot):
+        assert alert.state == "resolved"  # the acknowledged one too
+        assert alert.resolved_at == recovered_at and alert.resolved_by is None
+    # Still cool later: nothing reopens.
+    assert alerts_evaluate(now=recovered_at + timedelta(seconds=30))["opened"] == 0
+
+
+@pytest.mark.django_db
+def test_no_data_in_the_window_changes_nothing_and_opens_nothing(rules, cards):
+    hot, silent, _ = cards
+    write("accelerator_temperature_celsius", hot, every_30s(97.0))
+    alerts_evaluate(now=NOW)
+    # An hour later the card reports nothing: its alert stays open, as it was.
+    result = alerts_evaluate(now=NOW + timedelta(hours=1))
+    alert = alerts_of("accelerator-temperature-high", hot).get()
+    assert (alert.state, alert.last_seen, alert.value) == ("firing", NOW, pytest.approx(97.0))
+    assert result["resolved"] == 0 and result["refreshed"] == 0
+    # A card whose only hot data is older than the window gets no alert either.
+    write("accelerator_temperature_celsius", silent, every_30s(99.0, end=NOW - timedelta(hours=2)))
+    alerts_evaluate(now=NOW)
+    assert not Alert.objects.filter(entity=silent).exists()
+
+
+@pytest.mark.django_db
+def test_last_value_rules_use_the_newest_sample(rules, cluster):
+    flapped = Entity.objects.create(cluster=cluster, kind="link", key="sn0/r0/up0")
+    healed = Entity.objects.create(cluster=cluster, kind="link", key="sn0/r0/up1")
+    write("link_status", flapped, [(NOW - timedelta(seconds=100), 1.0), (NOW, 0.0)])
+    write("link_status", healed, [(NOW - timedelta(seconds=100), 0.0), (NOW, 1.0)])
+    alerts_evaluate(now=NOW)
+    down = alerts_of("link-down", flapped).get()
+    assert (down.severity, down.value) == ("critical", 0.0)
+    assert "optical module" in down.rule.runbook
+    assert not alerts_of("link-down", healed).exists()
+
+
+@pytest.mark.django_db
+def test_mean_rules_average_the_window_and_copy_the_workload_tenant(rules, cluster, workloads):
+    pool = Entity.objects.create(cluster=cluster, kind="memory_pool", key="sn0")
+    write(
+        "memory_pool_allocation_failures_per_second",
+        pool,
+        [(NOW - timedelta(seconds=60 * i), 2.0 if i == 2 else 0.0) for i in range(5)],
+    )
+    chat = Entity.objects.create(
+        cluster=cluster,
+        kind="workload",
+        key="acme-chat",
+        workload=workloads["chat"],
+        tenant=workloads["chat"].tenant,
+    )
+    write("inference_slo_attainment_ratio", chat, every_30s(0.80))
+    alerts_evaluate(now=NOW)
+
+    allocation = alerts_of("hbm-allocation-failures", pool).get()
+    assert allocation.value == pytest.approx(0.4)  # one bad minute in five
+    assert allocation.severity == "critical"
+    burn = alerts_of("slo-fast-burn", chat).get()
+    assert burn.tenant.slug == "acme" and burn.severity == "critical"
+
+
+@pytest.mark.django_db
+def test_evaluation_runs_a_constant_number_of_queries_whatever_the_entity_count(rules, cluster):
+    def run(count: int, prefix: str) -> tuple[int, int]:
+        entities = [
+            Entity.objects.create(cluster=cluster, kind="accelerator", key=f"{prefix}/c{i}")
+            for i in range(count)
+        ]
+        metric_id = MetricDefinition.objects.get(name="accelerator_temperature_celsius").id
+        rows = [(metric_id, e.id, ts.timestamp(), v) for e in entities for ts, v in every_30s(97)]
+        with transaction.atomic():
+            samples_write(rows)
+        with CaptureQueriesContext(connection) as opening:
+            alerts_evaluate(now=NOW)
+        with CaptureQueriesContext(connection) as refreshing:
+            alerts_evaluate(now=NOW)
+        Alert.objects.all().delete()
+        Entity.objects.filter(key__startswith=prefix).delete()
+        return len(opening), len(refreshing)
+
+    assert run(3, "small") == run(40, "large")
+
+
+@pytest.mark.django_db
+def test_a_racing_evaluation_updates_the_alert_it_collides_with(rules, cards, monkeypatch):
+    hot = cards[0]
+    write("accelerator_temperature_celsius", hot, every_30s(97.0))
+    alerts_evaluate(now=NOW)
+    later = NOW + timedelta(seconds=30)
+    write("accelerator_temperature_celsius", hot, [(later, 100.0)])
+
+    # Simulate the race: this run reads the open alerts before the other run's commit, so it
+    # believes none is open and tries to insert a second one.
+    real = evaluate_module._open_alert_ids
+    calls: list[str] = []
+
+    def stale_first_read(rule):
+        calls.append(rule.name)
+        if rule.name == "accelerator-temperature-critical" and calls.count(rule.name) == 1:
+            return {}
+        return real(rule)
+
+    monkeypatch.setattr(evaluate_module, "_open_alert_ids", stale_first_read)
+    alerts_evaluate(now=later)
+
+    alert = alerts_of("accelerator-temperature-critical", hot).get()  # still exactly one
+    assert alert.first_seen == NOW and alert.last_seen == later
+    assert alert.value == pytest.approx(100.0)
+
+
+@pytest.mark.django_db
+def test_a_rule_whose_metric_is_unknown_is_skipped(rules):
+    AlertRule.objects.filter(name="twin-tick-lag").update(metric="no_such_metric")
+    assert "twin-tick-lag" in alerts_evaluate(now=NOW)["skipped"]
+
+
+@pytest.mark.django_db
+def test_the_beat_task_evaluates(rules, cards):
+    write("accelerator_temperature_celsius", cards[0], every_30s(97.0, end=datetime.now(tz=UTC)))
+    result = evaluate_alerts.apply().get()
+    assert result["opened"] == 2
+    assert alerts_of("accelerator-temperature-critical", cards[0]).exists()
+
+
+# --- acknowledge / resolve --------------------------------------------------------------------
+
+
+def make_alert(rule: AlertRule, entity: Entity, **fields) -> Alert:
+    values = {
+        "severity": rule.severity,
+        "value": 1.0,
+        "message": f"{entity.key}: test",
+        "first_seen": NOW,
+        "last_seen": NOW,
+        "tenant": entity.tenant,
+    }
+    values.update(fields)
+    return Alert.objects.create(rule=rule, entity=entity, **values)
+
+
+@pytest.mark.django_db
+def test_acknowledge_and_resolve_follow_the_legal_transitions(rules, cards, users):
+    operator = users["operator"]
+    alert = make_alert(rules["accelerator-temperature-high"], cards[0])
+
+    acknowledged = alert_acknowledge(alert=alert, user=operator)
+    assert acknowledged.state == "acknowledged" and acknowledged.acknowledged_by == operator
+    assert acknowledged.acknowledged_at is not None
+    with pytest.raises(AlertTransitionError, match="already acknowledged"):
+        alert_acknowledge(alert=alert, user=operator)
+
+    resolved = alert_resolve(alert=alert, user=operator)
+    assert resolved.state == "resolved" and resolved.resolved_by == operator
+    with pytest.raises(AlertTransitionError, match="already resolved"):
+        alert_resolve(alert=alert, user=operator)
+    with pytest.raises(AlertTransitionError, match="cannot be acknowledged"):
+        alert_acknowledge(alert=alert, user=operator)
+    alert.refresh_from_db()
+    assert alert.acknowledged_by == operator and alert.resolved_by == operator
+
+
+@pytest.mark.django_db
+def test_a_hand_resolved_alert_whose_condition_holds_reopens_as_a_new_alert(rules, cards, users):
+    write("accelerator_temperature_celsius", cards[0], every_30s(97.0))
+    alerts_evaluate(now=NOW)
+    alert_resolve(alert=alerts_of("accelerator-temperature-high", cards[0]).get(), user=None)
+    alerts_evaluate(now=NOW + timedelta(seconds=30))
+    states = sorted(alerts_of("accelerator-temperature-high", cards[0]).values_list("state", flat=True))
+    assert states == ["firing", "resolved"]
+
+
+# --- page, actions, CSV -----------------------------------------------------------------------
+
+
+class TestAlertsPage(PageAccessCases):
+    url = "/alerts/"
+    allowed_roles = ("operator", "approver")
+
+
+class TestAlertsApi(ApiAccessCases):
+    url = "/api/v1/alerts/"
+
+
+@pytest.fixture
+def triage(rules, cards, cluster, workloads) -> dict[str, Alert]:
+    chat = Entity.objects.create(
+        cluster=cluster, kind="workload", key="acme-chat", tenant=workloads["chat"].tenant
+    )
+    asr = Entity.objects.create(
+        cluster=cluster, kind="workload", key="panda-asr", tenant=workloads["asr"].tenant
+    )
+    return {
+        "hot": make_alert(
+            rules["accelerator-temperature-critical"], cards[0], value=97.0, last_seen=NOW + 3 * MIN
+        ),
+        "warm": make_alert(
+            rules["accelerator-temperature-high"], cards[1], value=88.0, last_seen=NOW + MIN
+        ),
+        "old": make_alert(
+            rules["accelerator-temperature-high"],
+            cards[2],
+            state="resolved",
+            resolved_at=NOW,
+            last_seen=NOW + timedelta(hours=1),  # newest, but closed: still listed last
+        ),
+        "chat": make_alert(rules["slo-fast-burn"], chat, value=0.8, last_seen=NOW + 2 * MIN),
+        "asr": make_alert(rules["slo-slow-burn"], asr, value=0.97),
+    }
+
+
+@pytest.mark.django_db
+def test_page_lists_open_alerts_first_with_runbook_and_operator_buttons(client_as, triage):
+    page = client_as("operator").get("/alerts/").content.decode()
+    positions = [page.index(f'id="alert-{triage[k].pk}"') for k in ("hot", "warm", "old")]
+    assert positions == sorted(positions)
+    assert "<details>" in page and "drain the card" in page
+    assert "97 &gt; 95" in page or "97 > 95" in page
+    assert f'action="/alerts/{triage["hot"].pk}/acknowledge/"' in page
+    assert f'action="/alerts/{triage["old"].pk}/resolve/"' not in page
+
+    approver_page = client_as("approver").get("/alerts/").content.decode()
+    assert f'id="alert-{triage["hot"].pk}"' in approver_page
+    assert "/acknowledge/" not in approver_page
+
+
+@pytest.mark.django_db
+def test_page_filters_by_state_and_severity(client_as, triage):
+    client = client_as("operator")
+    critical = client.get("/alerts/?severity=critical").content.decode()
+    assert f'id="alert-{triage["hot"].pk}"' in critical
+    assert f'id="alert-{triage["warm"].pk}"' not in critical
+    resolved = client.get("/alerts/?state=resolved").content.decode()
+    assert f'id="alert-{triage["old"].pk}"' in resolved
+    assert f'id="alert-{triage["hot"].pk}"' not in resolved
+
+
+@pytest.mark.django_db
+def test_operator_acknowledges_and_resolves_through_the_page(client_as, triage):
+    client = client_as("operator")
+    hot = triage["hot"]
+    response = client.post(f"/alerts/{hot.pk}/acknowledge/", {"next": "/alerts/?state=open"})
+    assert response.status_code == 302 and response["Location"] == "/alerts/?state=open"
+    hot.refresh_from_db()
+    assert hot.state == "acknowledged" and hot.acknowledged_by.username == "op"
+    client.post(f"/alerts/{hot.pk}/resolve/")
+    hot.refresh_from_db()
+    assert hot.state == "resolved"
+    # An illegal transition is reported, not applied.
+    page = client.post(f"/alerts/{hot.pk}/resolve/", follow=True).content.decode()
+    assert "already resolved" in page
+    assert client.get(f"/alerts/{hot.pk}/resolve/").status_code == 405
+    # An off-site "next" is ignored.
+    other = client.post(f"/alerts/{triage['warm'].pk}/acknowledge/", {"next": "https://evil.example/"})
+    assert other["Location"] == "/alerts/"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", ["approver", "customer"])
+def test_only_operators_may_post_actions(client_as, triage, role):
+    hot = triage["hot"]
+    for action in ("acknowledge", "resolve"):
+        assert client_as(role).post(f"/alerts/{hot.pk}/{action}/").status_code == 403
+    hot.refresh_from_db()
+    assert hot.state == "firing"
+
+
+@pytest.mark.django_db
+def test_actions_enforce_csrf(users, triage):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(users["operator"])
+    assert client.post(f"/alerts/{triage['hot'].pk}/acknowledge/").status_code == 403
+    triage["hot"].refresh_from_db()
+    assert triage["hot"].state == "firing"
+
+
+@pytest.mark.django_db
+def test_csv_export_contains_the_filtered_rows(client_as, triage):
+    response = client_as("operator").get("/alerts/?format=csv&state=open")
+    assert response["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert [r["id"] for r in rows] == [
+        str(triage[k].pk) for k in ("hot", "chat", "warm", "asr")
+    ]  # open only; critical first, then warning; newest first within a severity
+    hot = rows[0]
+    assert (hot["entity"], hot["severity"], hot["rule"]) == (
+        "sn0/r0/n0/c0",
+        "critical",
+        "accelerator-temperature-critical",
+    )
+    assert float(hot["value"]) == 97.0 and float(hot["threshold"]) == 95.0
+    assert rows[1]["tenant"] == "acme"
+
+
+# --- API --------------------------------------------------------------------------------------
+
+
+def api_ids(client, query: str = "") -> list[int]:
+    response = client.get(f"/api/v1/alerts/{query}")
+    assert response.status_code == 200, response.content
+    return [row["id"] for row in response.json()["results"]]
+
+
+@pytest.mark.django_db
+def test_api_scopes_alerts_to_the_customers_tenant(client_as, triage):
+    assert api_ids(client_as("customer")) == [triage["chat"].pk]
+    assert api_ids(client_as("other_customer")) == [triage["asr"].pk]
+    assert set(api_ids(client_as("approver"))) == {a.pk for a in triage.values()}
+
+
+@pytest.mark.django_db
+def test_api_filters_and_describes_alerts(client_as, triage):
+    client = client_as("operator")
+    assert api_ids(client, "?severity=critical&state=open") == [
+        triage["hot"].pk,
+        triage["chat"].pk,
+    ]
+    assert api_ids(client, "?state=resolved") == [triage["old"].pk]
+    row = client.get(f"/api/v1/alerts/?severity=warning&state=firing").json()["results"][0]
+    assert row["entity"] == "sn0/r0/n0/c1" and row["rule"] == "accelerator-temperature-high"
+    assert row["threshold"] == 85.0 and "cooling" in row["runbook"]
+    bad = client.get("/api/v1/alerts/?state=sleeping&severity=loud")
+    assert bad.status_code == 400 and set(bad.json()) == {"state", "severity"}
