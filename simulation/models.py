@@ -83,22 +83,23 @@ class TwinTick(models.Model):
         return f"{self.run.name}#{self.kind}{self.seq}"
 
 
-class StagedSample(models.Model):
-    """A fanned-out tick's samples, staged per supernode until the join commits them at once.
+class StagedPart(models.Model):
+    """One supernode's share of a fanned-out tick, staged until the join commits the tick.
 
     Staging keeps a tick invisible until every part is ready: readers never see half a tick.
+    ``payload`` is the part's rows and frame slices, serialised by ``simulation.services``.
     """
 
     run = models.ForeignKey(TwinRun, on_delete=models.CASCADE, related_name="+")
     seq = models.PositiveBigIntegerField()
     part = models.PositiveIntegerField()
-    metric_id = models.IntegerField()
-    entity_id = models.BigIntegerField()
-    ts = models.FloatField()
-    value = models.FloatField()
+    payload = models.BinaryField()
+    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        indexes = [models.Index(fields=["run", "seq", "part"], name="staged_run_seq_part")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "seq", "part"], name="stagedpart_unique")
+        ]
 
     def __str__(self) -> str:
         return f"{self.run_id}#{self.seq}/{self.part}"

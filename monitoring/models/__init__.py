@@ -2,6 +2,7 @@
 
 from monitoring.models.alerts import Alert, AlertRule, Severity
 from monitoring.models.exporters import ExporterTarget
+from monitoring.models.frames import Frame, FrameLayout
 from monitoring.models.heartbeats import Heartbeat
 from monitoring.models.inventory import (
     Accelerator,
@@ -30,6 +31,8 @@ __all__ = [
     "Alert",
     "AlertRule",
     "ExporterTarget",
+    "Frame",
+    "FrameLayout",
     "Severity",
     "Cluster",
     "Confidence",

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from django.db.models import Max, Q, QuerySet, Sum
 
 from monitoring.models import Entity, MetricDefinition, Rollup, Sample
+from monitoring.selectors.frames import frame_buckets, frame_means, latest_frame_values
 
 TARGET_POINTS = 600
 MIN_POINTS = 300
@@ -59,15 +60,11 @@ def series_read(
     *, metric: MetricDefinition, entity: Entity, start: datetime, end: datetime
 ) -> Series:
     source, resolution, step = choose_source(start, end)
-    buckets: dict[int, list[float]] = defaultdict(lambda: [0, 0.0, math.inf, -math.inf])
+    buckets: dict[int, list[float]] = {}
     if source == "raw":
         rows = Sample.objects.filter(metric=metric, entity=entity, ts__gte=start, ts__lt=end)
         for ts, value in rows.values_list("ts", "value").iterator():
-            agg = buckets[int(ts.timestamp() // step * step)]
-            agg[0] += 1
-            agg[1] += value
-            agg[2] = min(agg[2], value)
-            agg[3] = max(agg[3], value)
+            _fold(buckets, int(ts.timestamp() // step * step), 1, value, value, value)
     else:
         rows = Rollup.objects.filter(
             metric=metric, entity=entity, resolution=resolution, bucket__gte=start, bucket__lt=end
@@ -75,11 +72,17 @@ def series_read(
         for bucket, count, total, low, high in rows.values_list(
             "bucket", "count", "sum", "min", "max"
         ).iterator():
-            agg = buckets[int(bucket.timestamp() // step * step)]
-            agg[0] += count
-            agg[1] += total
-            agg[2] = min(agg[2], low)
-            agg[3] = max(agg[3], high)
+            _fold(buckets, int(bucket.timestamp() // step * step), count, total, low, high)
+    # Dense sources (the twin's per-card data) live in frames; fold them into the same buckets.
+    frame_buckets(
+        metric=metric,
+        entity=entity,
+        start=start,
+        end=end,
+        resolution=resolution,
+        step=step,
+        buckets=buckets,
+    )
     points = [
         SeriesPoint(
             ts=datetime.fromtimestamp(key, tz=UTC),
@@ -91,6 +94,14 @@ def series_read(
         for key, agg in sorted(buckets.items())
     ]
     return Series(metric.name, entity.key, source, step, points)
+
+
+def _fold(buckets: dict, key: int, count: int, total: float, low: float, high: float) -> None:
+    agg = buckets.setdefault(key, [0, 0.0, math.inf, -math.inf])
+    agg[0] += count
+    agg[1] += total
+    agg[2] = min(agg[2], low)
+    agg[3] = max(agg[3], high)
 
 
 def latest_values(
@@ -106,16 +117,17 @@ def latest_values(
         .values("entity_id", "metric_id")
         .annotate(last=Max("ts"))
     )
-    if not newest:
-        return {}
-    condition = Q()
-    for row in newest:
-        condition |= Q(entity_id=row["entity_id"], metric_id=row["metric_id"], ts=row["last"])
     result: dict[int, dict[str, float]] = defaultdict(dict)
-    for entity_id, name, value in Sample.objects.filter(condition).values_list(
-        "entity_id", "metric__name", "value"
-    ):
-        result[entity_id][name] = value
+    if newest:
+        condition = Q()
+        for row in newest:
+            condition |= Q(entity_id=row["entity_id"], metric_id=row["metric_id"], ts=row["last"])
+        for entity_id, name, value in Sample.objects.filter(condition).values_list(
+            "entity_id", "metric__name", "value"
+        ):
+            result[entity_id][name] = value
+    for entity_id, values in latest_frame_values(entity_ids, since=cutoff).items():
+        result[entity_id].update(values)
     return dict(result)
 
 
@@ -123,17 +135,33 @@ def top_entities(
     *, metric: MetricDefinition, cluster_id: int, since: datetime, limit: int = 10
 ) -> list[tuple[str, float]]:
     """Entities with the highest mean of ``metric`` since ``since`` (minute rollups)."""
+    means = _entity_means(metric=metric, cluster_id=cluster_id, since=since)
+    ranked = sorted(means.items(), key=lambda item: -item[1])[:limit]
+    keys = dict(Entity.objects.filter(pk__in=[e for e, _ in ranked]).values_list("pk", "key"))
+    return [(keys[entity_id], mean) for entity_id, mean in ranked]
+
+
+def _entity_means(
+    *, metric: MetricDefinition, cluster_id: int, since: datetime
+) -> dict[int, float]:
+    """Mean per entity since ``since`` from minute rollups, rows and frames alike."""
+    sums: dict[int, list[float]] = {}
     rows = (
         Rollup.objects.filter(
             metric=metric, resolution=60, bucket__gte=since, entity__cluster_id=cluster_id
         )
-        .values("entity__key")
+        .values("entity_id")
         .annotate(total=Sum("sum"), n=Sum("count"))
     )
-    ranked = sorted(
-        ((r["entity__key"], r["total"] / r["n"]) for r in rows if r["n"]), key=lambda x: -x[1]
-    )
-    return ranked[:limit]
+    for row in rows:
+        sums[row["entity_id"]] = [row["total"], row["n"]]
+    for entity_id, (total, count) in frame_means(
+        metric=metric, cluster_id=cluster_id, since=since
+    ).items():
+        agg = sums.setdefault(entity_id, [0.0, 0])
+        agg[0] += total
+        agg[1] += count
+    return {entity_id: total / n for entity_id, (total, n) in sums.items() if n}
 
 
 def aggregate_by(
@@ -141,17 +169,22 @@ def aggregate_by(
 ) -> dict[str, float]:
     """Mean of ``metric`` per rack, supernode, cluster or tenant since ``since``."""
     field = {
-        "rack": "entity__rack__name",
-        "supernode": "entity__supernode__name",
-        "cluster": "entity__cluster__name",
-        "tenant": "entity__tenant__slug",
+        "rack": "rack__name",
+        "supernode": "supernode__name",
+        "cluster": "cluster__name",
+        "tenant": "tenant__slug",
     }[group]
-    rows = (
-        Rollup.objects.filter(
-            metric=metric, resolution=60, bucket__gte=since, entity__cluster_id=cluster_id
+    means = _entity_means(metric=metric, cluster_id=cluster_id, since=since)
+    groups = dict(
+        Entity.objects.filter(pk__in=list(means), **{f"{field}__isnull": False}).values_list(
+            "pk", field
         )
-        .exclude(**{f"{field}__isnull": True})
-        .values(field)
-        .annotate(total=Sum("sum"), n=Sum("count"))
     )
-    return {r[field]: r["total"] / r["n"] for r in rows if r["n"]}
+    totals: dict[str, list[float]] = {}
+    for entity_id, mean in means.items():
+        if entity_id in groups:
+            agg = totals.setdefault(groups[entity_id], [0.0, 0])
+            agg[0] += mean
+            agg[1] += 1
+    # Mean of entity means: each card counts once however many samples it reported.
+    return {name: total / n for name, (total, n) in totals.items()}

@@ -33,6 +33,10 @@ class Snapshot:
                 return vals[metric]
         raise KeyError(metric)
 
+    def keys(self, kind: str) -> list[str]:
+        """Entity keys of ``kind`` in the order of the per-entity arrays."""
+        return list(self._keys[kind]())
+
     @property
     def cluster(self) -> dict[str, float]:
         """Cluster-level scalar metrics."""

@@ -18,14 +18,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from monitoring.services.heartbeats import heartbeat_record
-from monitoring.telemetry.registry import entities_resolve, metrics_by_name
-from monitoring.telemetry.store import samples_write
 from rollout.selectors import traffic_shares_for_cluster
 from simulation.engine import Engine
 from simulation.models import TwinRun, TwinTick
-from simulation.services.runs import engine_catalogue_sync
-
-Row = tuple[str, str, str, float]  # (metric, entity kind, entity key, value)
+from simulation.services.tickdata import Row, StepData, engine_steps, step_data_write
 
 
 @dataclass(frozen=True)
@@ -41,34 +37,6 @@ def load_engine(run: TwinRun) -> Engine:
     for name, share in traffic_shares_for_cluster(cluster_id=run.cluster_id).items():
         engine.set_traffic_share(name, share)
     return engine
-
-
-def step_rows(run: TwinRun, engine: Engine, tick_time: float) -> list[tuple[float, Row]]:
-    """Step ``steps_per_tick`` times; each step's rows with their timestamp.
-
-    Timestamps are wall-clock, spread over the tick interval: the twin runs faster than real
-    time and charts of the last hour should show what it simulated.
-    """
-    steps = run.steps_per_tick
-    out: list[tuple[float, Row]] = []
-    for i in range(steps):
-        snapshot = engine.step()
-        ts = tick_time - (steps - 1 - i) * settings.TWIN_TICK_SECONDS / steps
-        out.extend((ts, row) for row in snapshot.rows())
-    return out
-
-
-def resolve_rows(
-    run: TwinRun, rows: list[tuple[float, Row]]
-) -> list[tuple[int, int, float, float]]:
-    """Map metric names and entity keys to ids (registering new entities) in bulk."""
-    names = {row[0] for _, row in rows}
-    metrics = metrics_by_name(names)
-    if len(metrics) < len(names):
-        engine_catalogue_sync()
-        metrics = metrics_by_name(names)
-    entities = entities_resolve(run.cluster, {(row[1], row[2]) for _, row in rows})
-    return [(metrics[m].id, entities[(kind, key)], ts, float(v)) for ts, (m, kind, key, v) in rows]
 
 
 def _fault_injection_pause() -> None:
@@ -89,11 +57,10 @@ def twin_tick(*, run_id: int, expected_seq: int, tick_time: float | None = None)
         if run.status != TwinRun.Status.RUNNING:
             return TickOutcome(False, run.tick_seq, reason="paused")
         engine = load_engine(run)
-        rows = resolve_rows(run, step_rows(run, engine, tick_time))
-        samples_write(rows)
+        written = step_data_write(run.cluster, engine_steps(engine, run.steps_per_tick, tick_time))
         _fault_injection_pause()
-        tick_finish(run, engine, rows_written=len(rows), started=started)
-    return TickOutcome(True, expected_seq + 1, samples=len(rows))
+        tick_finish(run, engine, rows_written=written, started=started)
+    return TickOutcome(True, expected_seq + 1, samples=written)
 
 
 def tick_finish(run: TwinRun, engine: Engine, *, rows_written: int, started: float) -> None:
@@ -176,10 +143,9 @@ def twin_pool_tick(*, run_id: int, expected_seq: int) -> TickOutcome:
             * settings.TWIN_POOL_TICK_SECONDS
             / settings.TWIN_TICK_SECONDS
         )
-        rows = pool_rows(engine, engine.step_memory_pool(seconds), seconds)
-        now = time.time()
-        resolved = resolve_rows(run, [(now, row) for row in rows])
-        samples_write(resolved)
+        data = StepData(ts=time.time())
+        data.rows = pool_rows(engine, engine.step_memory_pool(seconds), seconds)
+        written = step_data_write(run.cluster, [data])
         run.state = engine.save_state()
         run.pool_seq += 1
         run.last_pool_tick_at = timezone.now()
@@ -189,8 +155,8 @@ def twin_pool_tick(*, run_id: int, expected_seq: int) -> TickOutcome:
             kind=TwinTick.Kind.POOL,
             seq=run.pool_seq,
             sim_time=run.sim_time,
-            samples=len(resolved),
+            samples=written,
             duration_ms=(time.perf_counter() - started) * 1000,
         )
         heartbeat_record(kind="tick", name=f"pool:{run.name}")
-    return TickOutcome(True, expected_seq + 1, samples=len(resolved))
+    return TickOutcome(True, expected_seq + 1, samples=written)

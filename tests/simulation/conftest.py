@@ -15,3 +15,42 @@ def twin_run(db):
     return twin_run_create(
         name="small", cluster=cluster, scenario=default_scenario(cards=256, seed=3)
     )
+
+
+def stored_values(cluster) -> int:
+    """Raw values stored for ``cluster``: sample rows plus non-missing values in raw frames."""
+    import numpy as np
+
+    from monitoring.models import Frame, Sample
+
+    frames = Frame.objects.filter(layout__cluster=cluster, resolution=0).values_list(
+        "values", flat=True
+    )
+    dense = sum(
+        int(np.count_nonzero(~np.isnan(np.frombuffer(bytes(v), np.float32)))) for v in frames
+    )
+    return Sample.objects.filter(entity__cluster=cluster).count() + dense
+
+
+def telemetry(cluster) -> list[tuple]:
+    """Everything stored for ``cluster``, comparable across clusters (keys, not ids)."""
+    from monitoring.models import Frame, Sample
+
+    rows = sorted(
+        Sample.objects.filter(entity__cluster=cluster).values_list(
+            "metric__name", "entity__kind", "entity__key", "ts", "value"
+        )
+    )
+    frames = sorted(
+        (
+            f.metric.name,
+            f.layout.kind,
+            f.resolution,
+            f.ts,
+            bytes(f.values or b""),
+            bytes(f.count or b""),
+            bytes(f.sum or b""),
+        )
+        for f in Frame.objects.filter(layout__cluster=cluster).select_related("metric", "layout")
+    )
+    return rows + frames

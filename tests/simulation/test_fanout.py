@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from monitoring.models import Cluster, Sample
+from monitoring.models import Cluster
 from simulation.engine import default_scenario
-from simulation.models import StagedSample, TwinRun
+from simulation.models import StagedPart, TwinRun
 from simulation.services import tick_commit_staged, tick_stage_part, twin_run_create, twin_tick
+from tests.simulation.conftest import stored_values
+from tests.simulation.conftest import telemetry as stored
 
 TICK_TIME = 1_780_000_000.0
 
@@ -18,11 +20,7 @@ def make_run(name: str) -> TwinRun:
 
 
 def telemetry(run: TwinRun) -> list[tuple]:
-    return sorted(
-        Sample.objects.filter(entity__cluster=run.cluster).values_list(
-            "metric__name", "entity__kind", "entity__key", "value"
-        )
-    )
+    return stored(run.cluster)
 
 
 @pytest.mark.django_db
@@ -32,7 +30,7 @@ def test_fanned_out_tick_equals_the_single_worker_tick():
     assert parts >= 2
     for seq in range(2):
         twin_tick(run_id=single.pk, expected_seq=seq, tick_time=TICK_TIME + 10 * seq)
-        visible_before = Sample.objects.filter(entity__cluster=fanned.cluster).count()
+        visible_before = stored_values(fanned.cluster)
         complete = [
             tick_stage_part(
                 run_id=fanned.pk, expected_seq=seq, part=p, tick_time=TICK_TIME + 10 * seq
@@ -41,13 +39,13 @@ def test_fanned_out_tick_equals_the_single_worker_tick():
         ]
         assert complete[:-1] == [False] * (parts - 1) and complete[-1] is True
         # Nothing of the tick is visible before the join commits it.
-        assert Sample.objects.filter(entity__cluster=fanned.cluster).count() == visible_before
+        assert stored_values(fanned.cluster) == visible_before
         assert tick_commit_staged(run_id=fanned.pk, expected_seq=seq, parts=parts).committed
     assert telemetry(fanned) == telemetry(single)
     single.refresh_from_db()
     fanned.refresh_from_db()
     assert fanned.tick_seq == single.tick_seq == 2
-    assert not StagedSample.objects.exists()
+    assert not StagedPart.objects.exists()
 
 
 @pytest.mark.django_db
@@ -60,7 +58,7 @@ def test_a_restaged_part_and_a_repeated_commit_change_nothing():
     first = tick_commit_staged(run_id=run.pk, expected_seq=0, parts=parts)
     again = tick_commit_staged(run_id=run.pk, expected_seq=0, parts=parts)
     assert first.committed and not again.committed
-    assert Sample.objects.filter(entity__cluster=run.cluster).count() == first.samples
+    assert stored_values(run.cluster) == first.samples
 
 
 @pytest.mark.django_db
@@ -70,4 +68,4 @@ def test_a_commit_waits_until_every_part_is_staged():
     tick_stage_part(run_id=run.pk, expected_seq=0, part=0, tick_time=TICK_TIME)
     outcome = tick_commit_staged(run_id=run.pk, expected_seq=0, parts=parts)
     assert outcome.reason == "parts missing"
-    assert not Sample.objects.filter(entity__cluster=run.cluster).exists()
+    assert stored_values(run.cluster) == 0

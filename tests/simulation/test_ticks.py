@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from monitoring.models import Accelerator, Entity, Sample, Workload
+from monitoring.models import Accelerator, Entity, Frame, Sample, Workload
 from simulation.engine import Engine
 from simulation.models import TwinRun, TwinTick
 from simulation.services import twin_tick
+from tests.simulation.conftest import stored_values
 
 
 @pytest.mark.django_db
@@ -30,8 +31,9 @@ def test_a_tick_commits_the_steps_metrics_and_moves_the_sequence(twin_run):
     assert outcome.committed and outcome.seq == 1
     twin_run.refresh_from_db()
     assert twin_run.tick_seq == 1 and twin_run.sim_time == 60.0
-    assert Sample.objects.count() == outcome.samples > 0
-    assert Sample.objects.filter(metric__name="accelerator_utilization_ratio").count() == 256
+    assert stored_values(twin_run.cluster) == outcome.samples > 0
+    util = Frame.objects.get(metric__name="accelerator_utilization_ratio", resolution=0)
+    assert util.layout.size == 256 and util.layout.kind == "accelerator"
     assert TwinTick.objects.get(run=twin_run).samples == outcome.samples
 
 
@@ -41,7 +43,7 @@ def test_the_same_tick_delivered_twice_writes_one_set_of_telemetry(twin_run):
     again = twin_tick(run_id=twin_run.pk, expected_seq=0)
     assert first.committed and not again.committed
     assert again.reason == "already committed"
-    assert Sample.objects.count() == first.samples
+    assert stored_values(twin_run.cluster) == first.samples
     assert TwinTick.objects.count() == 1
 
 
@@ -55,7 +57,8 @@ def test_a_tick_that_fails_midway_leaves_no_telemetry_and_no_progress(twin_run, 
         twin_tick(run_id=twin_run.pk, expected_seq=0)
     twin_run.refresh_from_db()
     assert twin_run.tick_seq == 0 and twin_run.sim_time == 0.0
-    assert not Sample.objects.exists()
+    assert stored_values(twin_run.cluster) == 0
+    assert not Frame.objects.exists()
     monkeypatch.undo()
     assert twin_tick(run_id=twin_run.pk, expected_seq=0).committed
 
@@ -77,7 +80,7 @@ def test_ticks_continue_the_engine_exactly_as_an_uninterrupted_run(twin_run):
 def test_a_paused_run_does_not_tick(twin_run):
     TwinRun.objects.filter(pk=twin_run.pk).update(status=TwinRun.Status.PAUSED)
     assert twin_tick(run_id=twin_run.pk, expected_seq=0).reason == "paused"
-    assert not Sample.objects.exists()
+    assert stored_values(twin_run.cluster) == 0
 
 
 @pytest.mark.django_db

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from cluster_portal.celery import app
-from monitoring.models import Cluster, Sample
+from monitoring.models import Cluster
 from simulation.engine import default_scenario
 from simulation.models import TwinRun, TwinTick
 from simulation.services import twin_run_create
 from simulation.tasks import advance_run
 from tests.cluster_portal.test_celery import database_url_for_subprocess, redis_broker_url, wait_for
+from tests.simulation.conftest import stored_values
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -100,7 +101,7 @@ def test_a_worker_killed_mid_tick_leaves_nothing_and_the_tick_completes_exactly_
         wait_for(lambda: first.saw("simulation.advance_run"), 30, "the tick to be received")
         time.sleep(4)  # inside the fault-injection pause: telemetry written, not committed
         first.stop(signal.SIGKILL)
-        assert not Sample.objects.filter(entity__cluster=cluster).exists()
+        assert stored_values(cluster) == 0
         run.refresh_from_db()
         assert run.tick_seq == 0
 
@@ -114,5 +115,5 @@ def test_a_worker_killed_mid_tick_leaves_nothing_and_the_tick_completes_exactly_
     run.refresh_from_db()
     assert run.tick_seq == 1
     tick = TwinTick.objects.get(run=run)
-    assert Sample.objects.filter(entity__cluster=cluster).count() == tick.samples > 0
+    assert stored_values(cluster) == tick.samples > 0
     assert TwinRun.objects.get(pk=run.pk).sim_time == 60.0

@@ -1,0 +1,95 @@
+"""What one tick produces, in the two shapes the store takes: sparse rows and dense frames.
+
+Per-card, per-link and per-node metrics are arrays over thousands of entities: they go to
+frames. Everything else (cluster, supernode, rack, memory pool, workload metrics) is a few
+thousand rows. Both are written in the tick's transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.conf import settings
+
+from monitoring.models import Cluster
+from monitoring.telemetry.frames import frames_write, layout_for_keys
+from monitoring.telemetry.registry import entities_resolve, metrics_by_name
+from monitoring.telemetry.store import samples_write
+from simulation.engine import METRICS, Engine
+from simulation.services.runs import engine_catalogue_sync
+
+DENSE_KINDS = ("accelerator", "link", "node")
+SPARSE_KINDS = tuple(sorted({m.entity_kind for m in METRICS} - set(DENSE_KINDS)))
+Row = tuple[str, str, str, float]  # (metric, entity kind, entity key, value)
+
+
+@dataclass
+class StepData:
+    """One engine step's telemetry at wall-clock time ``ts``."""
+
+    ts: float
+    rows: list[Row] = field(default_factory=list)
+    # kind -> (entity keys, {metric name: values aligned with the keys})
+    dense: dict[str, tuple[list[str], dict[str, np.ndarray]]] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        dense = sum(
+            int(np.count_nonzero(~np.isnan(v)))
+            for _, arrays in self.dense.values()
+            for v in arrays.values()
+        )
+        return len(self.rows) + dense
+
+
+def engine_steps(engine: Engine, steps: int, tick_time: float) -> list[StepData]:
+    """Step ``steps`` times, stamping each step at wall-clock time within the tick interval.
+
+    The twin runs faster than real time; charts of the last hour show what it simulated.
+    """
+    out = []
+    for i in range(steps):
+        snapshot = engine.step()
+        data = StepData(ts=tick_time - (steps - 1 - i) * settings.TWIN_TICK_SECONDS / steps)
+        data.rows = list(snapshot.rows(kinds=SPARSE_KINDS))
+        for kind in DENSE_KINDS:
+            arrays = {
+                name: np.asarray(value, dtype=float)
+                for name, value in snapshot.values.get(kind, {}).items()
+            }
+            if arrays:
+                data.dense[kind] = (snapshot.keys(kind), arrays)
+        out.append(data)
+    return out
+
+
+def step_data_write(cluster: Cluster, steps: list[StepData]) -> int:
+    """Write the steps' rows and frames (caller holds the transaction); returns values."""
+    names = {row[0] for data in steps for row in data.rows} | {
+        name for data in steps for _, arrays in data.dense.values() for name in arrays
+    }
+    metrics = metrics_by_name(names)
+    if len(metrics) < len(names):
+        engine_catalogue_sync()
+        metrics = metrics_by_name(names)
+    entity_refs = {(row[1], row[2]) for data in steps for row in data.rows}
+    entities = entities_resolve(cluster, entity_refs)
+    rows = [
+        (metrics[m].id, entities[(kind, key)], data.ts, float(v))
+        for data in steps
+        for m, kind, key, v in data.rows
+    ]
+    samples_write(rows)
+    layouts: dict[tuple[str, int], object] = {}
+    for data in steps:
+        for kind, (keys, arrays) in data.dense.items():
+            cache_key = (kind, len(keys))
+            if cache_key not in layouts:
+                layouts[cache_key] = layout_for_keys(cluster, kind, keys)
+            frames_write(
+                layout=layouts[cache_key],
+                values={metrics[name].id: values for name, values in arrays.items()},
+                ts=data.ts,
+            )
+    return sum(data.size for data in steps)
