@@ -299,7 +299,9 @@ def alert_rules_ensure(rules: tuple[RuleSpec, ...] = DEFAULT_RULES) -> dict[str,
     ``runbook`` are refreshed on existing rules: the condition, severity and ``enabled`` are
     operator-tunable, and a deploy must not silently undo an operator's tuning.
     """
-    existing = {rule.name: rule for rule in AlertRule.objects.filter(name__in=[r.name for r in rules])}
+    existing = {
+        rule.name: rule for rule in AlertRule.objects.filter(name__in=[r.name for r in rules])
+    }
     created = updated = 0
     for spec in rules:
         rule = existing.get(spec.name)

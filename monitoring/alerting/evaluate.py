@@ -117,8 +117,12 @@ def window_readings(
         if rule.aggregation == AlertRule.Aggregation.MEAN:
             annotated = grouped.annotate(total=Sum("sum"), n=Sum("count"))
             rows = (
-                (r["entity_id"], r["total"] / r["n"] if r["n"] else math.nan, r["entity__key"],
-                 r["entity__tenant_id"])
+                (
+                    r["entity_id"],
+                    r["total"] / r["n"] if r["n"] else math.nan,
+                    r["entity__key"],
+                    r["entity__tenant_id"],
+                )
                 for r in annotated
             )
         else:
@@ -144,7 +148,9 @@ def alerts_evaluate(*, now: datetime | None = None) -> dict:
     if timezone.is_naive(now):
         raise ValueError("now must be timezone-aware")
     rules = list(AlertRule.objects.filter(enabled=True))
-    metrics = {m.name: m for m in MetricDefinition.objects.filter(name__in={r.metric for r in rules})}
+    metrics = {
+        m.name: m for m in MetricDefinition.objects.filter(name__in={r.metric for r in rules})
+    }
     totals = EvaluationTotals()
     for rule in rules:
         metric = metrics.get(rule.metric)
@@ -243,7 +249,9 @@ def _insert(rule: AlertRule, new: list[Alert]) -> dict[int, int]:
         rest = [alert for alert in new if alert.entity_id not in taken]
         # A third evaluation racing here too leaves its own alert, computed from the same data.
         Alert.objects.bulk_create(rest, ignore_conflicts=True)
-        return {alert.entity_id: taken[alert.entity_id] for alert in new if alert.entity_id in taken}
+        return {
+            alert.entity_id: taken[alert.entity_id] for alert in new if alert.entity_id in taken
+        }
 
 
 _PG_REFRESH = """

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Count, Sum
+from django.db.models import Count
 from django.http import HttpResponse
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
@@ -21,8 +21,16 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from monitoring.api.permissions import HasRequiredScope
-from monitoring.models import Accelerator, Heartbeat, IngestionBatch, Rollup, Sample
+from monitoring.models import (
+    Accelerator,
+    Cluster,
+    Heartbeat,
+    IngestionBatch,
+    MetricDefinition,
+    Sample,
+)
 from monitoring.selectors.scoping import principal_sees_all
+from monitoring.selectors.telemetry import aggregate_by
 
 
 class PortalCollector:
@@ -44,21 +52,20 @@ class PortalCollector:
 
         utilization = GaugeMetricFamily(
             "portal_cluster_utilization_ratio",
-            "Mean accelerator utilization over the last 5 minutes (minute rollups)",
+            "Mean accelerator utilization over the last 5 minutes (mean of per-card means)",
             labels=["cluster"],
         )
-        rows = (
-            Rollup.objects.filter(
-                metric__name="accelerator_utilization_ratio",
-                resolution=60,
-                bucket__gte=now - timedelta(minutes=5),
-            )
-            .values("entity__cluster__name")
-            .annotate(total=Sum("sum"), n=Sum("count"))
-        )
-        for row in rows:
-            if row["n"]:
-                utilization.add_metric([row["entity__cluster__name"]], row["total"] / row["n"])
+        metric = MetricDefinition.objects.filter(name="accelerator_utilization_ratio").first()
+        if metric is not None:
+            for cluster in Cluster.objects.all():
+                means = aggregate_by(
+                    metric=metric,
+                    cluster_id=cluster.pk,
+                    since=now - timedelta(minutes=5),
+                    group="cluster",
+                )
+                if cluster.name in means:
+                    utilization.add_metric([cluster.name], means[cluster.name])
         yield utilization
 
         recent = GaugeMetricFamily(

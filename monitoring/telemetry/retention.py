@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from monitoring.models import EntityKind, Rollup, Sample
+from monitoring.models import EntityKind, Frame, Rollup, Sample
 
 
 @dataclass(frozen=True)
@@ -48,5 +48,14 @@ def telemetry_prune(*, policy: RetentionPolicy, now: datetime | None = None) -> 
         for resolution, keep in policy.rollup.items():
             deleted[f"rollup_{resolution}"] = Rollup.objects.filter(
                 resolution=resolution, bucket__lt=now - keep
+            ).delete()[0]
+        # Frames hold dense per-entity data (cards, links, nodes): raw frames follow the
+        # per-accelerator raw policy, rollup frames the rollup policy.
+        deleted["frames_raw"] = Frame.objects.filter(
+            resolution=0, ts__lt=now - policy.raw_accelerator
+        ).delete()[0]
+        for resolution, keep in policy.rollup.items():
+            deleted[f"frames_{resolution}"] = Frame.objects.filter(
+                resolution=resolution, ts__lt=now - keep
             ).delete()[0]
     return deleted
