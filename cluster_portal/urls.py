@@ -13,5 +13,6 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("monitoring.api.urls")),
+    path("twin/", include("simulation.urls")),
     path("", include("monitoring.urls")),
 ]

@@ -13,6 +13,10 @@ def portal(request: HttpRequest) -> dict:
     if user is not None and user.is_authenticated:
         nav.append((str(_("Home")), reverse("home")))
         if getattr(user, "sees_all_tenants", False):
+            # Pages of other apps are linked by URL name only: monitoring imports none of them.
+            nav.append((str(_("Alerts")), reverse("alerts")))
+            nav.append((str(_("Exporters")), reverse("exporters")))
+            nav.append((str(_("Digital twin")), reverse("twin")))
             nav.append((str(_("Status")), reverse("status")))
             if user.is_staff:
                 nav.append((str(_("Admin")), reverse("admin:index")))

@@ -1,0 +1,46 @@
+"""Reads for the twin control page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.utils import timezone
+
+from simulation.models import TwinRun
+from simulation.services.lag import tick_lag_seconds
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    run: TwinRun
+    cards: int
+    scheduler_lag_s: float
+    pool_age_s: float | None
+    simulated_hours_per_wall_hour: float
+    sim_clock: str
+
+
+def _age(moment: datetime | None, now: datetime) -> float | None:
+    return None if moment is None else max(0.0, (now - moment).total_seconds())
+
+
+def run_statuses() -> list[RunStatus]:
+    now = timezone.now()
+    result = []
+    for run in TwinRun.objects.select_related("cluster").order_by("name"):
+        step_seconds = float(run.scenario.get("step_seconds", 60.0))
+        speed = run.steps_per_tick * step_seconds / settings.TWIN_TICK_SECONDS
+        days, rest = divmod(int(run.sim_time), 86400)
+        result.append(
+            RunStatus(
+                run=run,
+                cards=int(run.scenario.get("topology", {}).get("cards", 0)),
+                scheduler_lag_s=tick_lag_seconds(run, now.timestamp()),
+                pool_age_s=_age(run.last_pool_tick_at, now),
+                simulated_hours_per_wall_hour=speed,
+                sim_clock=f"d{days} {rest // 3600:02d}:{rest % 3600 // 60:02d}",
+            )
+        )
+    return result
