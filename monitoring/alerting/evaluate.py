@@ -27,7 +27,7 @@ A rule whose metric is not in the catalogue yet (e.g. no source has written it) 
 
 Cost: a constant number of queries per rule, whatever the number of entities: one grouped
 read, one read of the rule's open alerts, one bulk insert, one bulk refresh (a single
-``UPDATE … FROM jsonb_to_recordset`` on PostgreSQL) and one bulk resolve.
+``UPDATE … FROM`` a JSON recordset) and one bulk resolve.
 """
 
 from __future__ import annotations
@@ -254,34 +254,57 @@ def _insert(rule: AlertRule, new: list[Alert]) -> dict[int, int]:
         }
 
 
+# Both set each alert's new value and message from one JSON parameter: a single statement,
+# linear in the number of alerts (Django's bulk_update writes a CASE WHEN per row, quadratic
+# at 10,000 alerts and split into hundreds of statements on SQLite).
 _PG_REFRESH = """
 UPDATE {table} AS a
 SET value = v.value, message = v.message, last_seen = %s
 FROM jsonb_to_recordset(%s::jsonb) AS v(id bigint, value double precision, message text)
 WHERE a.id = v.id AND a.state <> %s
 """
+_SQLITE_REFRESH = """
+UPDATE {table}
+SET value = v.value, message = v.message, last_seen = %s
+FROM (
+    SELECT json_extract(j.value, '$.id') AS id, json_extract(j.value, '$.value') AS value,
+           json_extract(j.value, '$.message') AS message
+    FROM json_each(%s) AS j
+) AS v
+WHERE {table}.id = v.id AND {table}.state <> %s
+"""
+
+
+def _refresh_statement() -> str | None:
+    if connection.vendor == "postgresql":
+        return _PG_REFRESH
+    if connection.vendor == "sqlite" and connection.Database.sqlite_version_info >= (3, 33):
+        return _SQLITE_REFRESH  # UPDATE … FROM needs SQLite 3.33
+    return None
 
 
 def _refresh(rows: list[tuple[int, float, str]], now: datetime) -> None:
-    """Set ``last_seen = now`` and each alert's new value and message in one statement."""
+    """Set ``last_seen = now`` and each alert's new value and message."""
     if not rows:
         return
-    if connection.vendor == "postgresql":
-        # One join against a JSON recordset: linear in the number of alerts, unlike Django's
-        # bulk_update whose CASE WHEN per row is quadratic at 10,000 rows.
-        payload = json.dumps([{"id": i, "value": v, "message": m} for i, v, m in rows])
-        with connection.cursor() as cursor:
-            cursor.execute(
-                _PG_REFRESH.format(table=Alert._meta.db_table),
-                [now, payload, Alert.State.RESOLVED.value],
-            )
+    statement = _refresh_statement()
+    if statement is None:
+        Alert.objects.bulk_update(
+            [Alert(pk=i, value=v, message=m, last_seen=now) for i, v, m in rows],
+            ["value", "message", "last_seen"],
+            batch_size=500,
+        )
         return
-    # SQLite (demo and local tests) serialises writers; bulk_update batches to its limits.
-    Alert.objects.bulk_update(
-        [Alert(pk=i, value=v, message=m, last_seen=now) for i, v, m in rows],
-        ["value", "message", "last_seen"],
-        batch_size=500,
-    )
+    payload = json.dumps([{"id": i, "value": v, "message": m} for i, v, m in rows])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            statement.format(table=connection.ops.quote_name(Alert._meta.db_table)),
+            [
+                connection.ops.adapt_datetimefield_value(now),
+                payload,
+                Alert.State.RESOLVED.value,
+            ],
+        )
 
 
 def _number(value: float) -> str:

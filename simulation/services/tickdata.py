@@ -19,7 +19,8 @@ from monitoring.telemetry.store import samples_write
 from simulation.engine import METRICS, Engine
 from simulation.services.runs import engine_catalogue_sync
 
-DENSE_KINDS = ("accelerator", "link", "node")
+# Every kind with one value per entity goes to frames; only cluster-wide scalars stay rows.
+DENSE_KINDS = ("accelerator", "link", "node", "rack", "supernode", "memory_pool", "workload")
 SPARSE_KINDS = tuple(sorted({m.entity_kind for m in METRICS} - set(DENSE_KINDS)))
 Row = tuple[str, str, str, float]  # (metric, entity kind, entity key, value)
 

@@ -121,6 +121,7 @@ def test_re_evaluation_refreshes_the_open_alert_instead_of_duplicating(rules, ca
     hot = cards[0]
     write("accelerator_temperature_celsius", hot, every_30s(97.0))
     alerts_evaluate(now=NOW)
+    alert_acknowledge(alert=alerts_of("accelerator-temperature-high", hot).get(), user=None)
     later = NOW + timedelta(seconds=30)
     write("accelerator_temperature_celsius", hot, [(later, 99.0)])
     result = alerts_evaluate(now=later)
@@ -130,6 +131,8 @@ def test_re_evaluation_refreshes_the_open_alert_instead_of_duplicating(rules, ca
     assert alert.first_seen == NOW and alert.last_seen == later
     assert alert.value == pytest.approx(99.0)
     assert "99" in alert.message
+    acknowledged = alerts_of("accelerator-temperature-high", hot).get()
+    assert acknowledged.state == "acknowledged" and acknowledged.last_seen == later
 
 
 @pytest.mark.django_db
@@ -310,7 +313,9 @@ def test_a_hand_resolved_alert_whose_condition_holds_reopens_as_a_new_alert(rule
     alerts_evaluate(now=NOW)
     alert_resolve(alert=alerts_of("accelerator-temperature-high", cards[0]).get(), user=None)
     alerts_evaluate(now=NOW + timedelta(seconds=30))
-    states = sorted(alerts_of("accelerator-temperature-high", cards[0]).values_list("state", flat=True))
+    states = sorted(
+        alerts_of("accelerator-temperature-high", cards[0]).values_list("state", flat=True)
+    )
     assert states == ["firing", "resolved"]
 
 
@@ -395,7 +400,9 @@ def test_operator_acknowledges_and_resolves_through_the_page(client_as, triage):
     assert "already resolved" in page
     assert client.get(f"/alerts/{hot.pk}/resolve/").status_code == 405
     # An off-site "next" is ignored.
-    other = client.post(f"/alerts/{triage['warm'].pk}/acknowledge/", {"next": "https://evil.example/"})
+    other = client.post(
+        f"/alerts/{triage['warm'].pk}/acknowledge/", {"next": "https://evil.example/"}
+    )
     assert other["Location"] == "/alerts/"
 
 
@@ -460,7 +467,7 @@ def test_api_filters_and_describes_alerts(client_as, triage):
         triage["chat"].pk,
     ]
     assert api_ids(client, "?state=resolved") == [triage["old"].pk]
-    row = client.get(f"/api/v1/alerts/?severity=warning&state=firing").json()["results"][0]
+    row = client.get("/api/v1/alerts/?severity=warning&state=firing").json()["results"][0]
     assert row["entity"] == "sn0/r0/n0/c1" and row["rule"] == "accelerator-temperature-high"
     assert row["threshold"] == 85.0 and "cooling" in row["runbook"]
     bad = client.get("/api/v1/alerts/?state=sleeping&severity=loud")

@@ -1,4 +1,14 @@
-"""python manage.py seed_twin [--cards N] [--seed S]: the demo's unified twin cluster, once."""
+"""python manage.py seed_twin: the demo's twin clusters, created once.
+
+- ``unified-demo``: a unified training + inference cluster of Ascend 950DT-class cards in
+  supernodes (8,192 by default), the migration target;
+- ``legacy-h100``: a split (separate training and inference pools) H100 cluster, the
+  migration source.
+
+Both carry several tenants' training jobs and diurnal inference services; each tick advances
+``--steps-per-tick`` simulated minutes, so with the default 10 a simulated day passes in
+24 wall-clock minutes.
+"""
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -8,39 +18,48 @@ from simulation.engine import default_scenario
 from simulation.models import TwinRun
 from simulation.services import twin_run_create
 
-DEMO_CLUSTER = "unified-demo"
+DEMO_RUNS = (
+    # name, cluster kind, hardware, policy, card count setting
+    ("unified-demo", Cluster.Kind.UNIFIED, "ascend-950dt", "unified", "cards"),
+    ("legacy-h100", Cluster.Kind.LEGACY, "h100-sxm", "split", "legacy_cards"),
+)
 
 
 class Command(BaseCommand):
-    help = "Create the demo's unified cluster driven by the digital twin (idempotent)."
+    help = "Create the demo's unified twin cluster and its legacy H100 source (idempotent)."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--cards", type=int, default=settings.TWIN_DEMO_CARDS)
+        parser.add_argument("--legacy-cards", type=int, default=1024)
         parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument("--steps-per-tick", type=int, default=10)
+        parser.add_argument(
+            "--fan-out", action="store_true", help="Fan each tick out per supernode."
+        )
 
-    def handle(self, *args, cards: int, seed: int, **options) -> None:
-        if TwinRun.objects.filter(name=DEMO_CLUSTER).exists():
-            self.stdout.write(f"Twin run {DEMO_CLUSTER!r} already exists; nothing to do.")
-            return
-        try:
-            scenario = default_scenario(cards=cards, seed=seed)
-        except ValueError as exc:
-            raise CommandError(f"--cards {cards}: {exc}") from exc
-        cluster, _ = Cluster.objects.get_or_create(
-            name=DEMO_CLUSTER,
-            defaults={
-                "kind": Cluster.Kind.UNIFIED,
-                "description": "Unified training + inference cluster simulated by the twin",
-            },
-        )
-        self.stdout.write(f"Creating twin run {DEMO_CLUSTER!r} with {cards} cards …")
-        run = twin_run_create(
-            name=DEMO_CLUSTER,
-            cluster=cluster,
-            scenario=scenario,
-            fan_out=cards >= settings.TWIN_FANOUT_MIN_CARDS,
-        )
-        self.stdout.write(
-            f"Twin run {run.name!r} created: {cluster.supernodes.count()} supernodes, "
-            f"{cluster.nodes.count()} nodes; beat advances it every {settings.TWIN_TICK_SECONDS} s."
-        )
+    def handle(self, *args, seed: int, steps_per_tick: int, fan_out: bool, **options) -> None:
+        if not 1 <= steps_per_tick <= 60:
+            raise CommandError("--steps-per-tick must be between 1 and 60")
+        for name, kind, hardware, policy, cards_option in DEMO_RUNS:
+            if TwinRun.objects.filter(name=name).exists():
+                self.stdout.write(f"Twin run {name!r} already exists; left as it is.")
+                continue
+            cards = options[cards_option]
+            try:
+                scenario = default_scenario(
+                    cards=cards, seed=seed, hardware=hardware, policy=policy
+                )
+            except ValueError as exc:
+                raise CommandError(f"{name}: {exc}") from exc
+            cluster, _ = Cluster.objects.get_or_create(
+                name=name,
+                defaults={"kind": kind, "description": f"{cards} × {hardware}, simulated"},
+            )
+            self.stdout.write(f"Creating twin run {name!r}: {cards} × {hardware}, {policy} …")
+            run = twin_run_create(name=name, cluster=cluster, scenario=scenario, fan_out=fan_out)
+            TwinRun.objects.filter(pk=run.pk).update(steps_per_tick=steps_per_tick)
+            self.stdout.write(
+                f"  {cluster.supernodes.count()} supernodes, {cluster.nodes.count()} nodes, "
+                f"{cluster.workloads.count()} workloads; {steps_per_tick} simulated minutes "
+                f"every {settings.TWIN_TICK_SECONDS} s."
+            )
