@@ -1,0 +1,198 @@
+"""A rule's aggregate per entity over its window, from both shapes of the store.
+
+Sparse sources (exporters, JSON pushes, cluster-wide twin scalars such as tick lag) are rows:
+``Sample`` and ``Rollup``. The twin's per-entity metrics (cards, links, nodes, pools,
+workloads) are dense ``Frame`` arrays. Rules must not care which path wrote a value, so each
+source yields a partial aggregate per entity and the two are merged:
+
+- ``mean``: (sum, count) of the minute rollups, added up;
+- ``max`` / ``min``: the extreme of the minute rollups;
+- ``last``: (time, value) of the newest raw value; the newer one wins.
+
+The window is ``[now - window, now]``; rollup reads widen its start to the whole minute
+(bucket starts from ``floor_minute(now - window)`` to ``now``). An entity with no value in the
+window is absent from the result: "no data", which the evaluator treats as "change nothing".
+
+Queries: rows take one grouped query; frames one query for ``mean/max/min`` and, for ``last``,
+one per frame layout holding data in the window (a layout is one cluster's entities of one
+kind), reading newest frames first and stopping once every entity has a value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import numpy as np
+from django.db.models import F, Max, Min, Sum, Window
+from django.db.models.functions import RowNumber
+
+from monitoring.models import AlertRule, Entity, Frame, FrameLayout, MetricDefinition, Rollup, Sample
+from monitoring.telemetry.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, layout_entity_ids
+
+ROLLUP_RESOLUTION = 60
+LABEL_CHUNK = 5000  # bounds one ``IN (...)`` list when looking up entity keys
+
+Agg = AlertRule.Aggregation
+# mean: (sum, count); max/min: (value, 0); last: (unix time, value)
+Partial = tuple[float, float]
+
+
+@dataclass
+class WindowValues:
+    """Aggregates per entity id, and ``(key, tenant_id)`` of the entities already known."""
+
+    values: dict[int, float] = field(default_factory=dict)
+    labels: dict[int, tuple[str, int | None]] = field(default_factory=dict)
+
+
+def window_values(*, rule: AlertRule, metric: MetricDefinition, now: datetime) -> WindowValues:
+    """The rule's aggregate for every entity of ``rule.entity_kind`` with data in the window."""
+    start = now - timedelta(seconds=rule.window_seconds)
+    first_bucket = start.replace(second=0, microsecond=0)
+    result = WindowValues()
+    partials = _row_partials(rule, metric, start, first_bucket, now, result.labels)
+    for entity_id, partial in _frame_partials(rule, metric, start, first_bucket, now).items():
+        mine = partials.get(entity_id)
+        partials[entity_id] = partial if mine is None else _merge(rule.aggregation, mine, partial)
+    for entity_id, partial in partials.items():
+        value = partial[0] / partial[1] if rule.aggregation == Agg.MEAN else partial[0]
+        if rule.aggregation == Agg.LAST:
+            value = partial[1]
+        # A non-finite aggregate cannot be compared or stored as JSON: treat it as no data.
+        if math.isfinite(value):
+            result.values[entity_id] = float(value)
+    return result
+
+
+def entity_labels(entity_ids: Iterable[int]) -> dict[int, tuple[str, int | None]]:
+    """``{entity_id: (key, tenant_id)}``; called only for entities about to fire."""
+    ids = sorted(set(entity_ids))
+    labels: dict[int, tuple[str, int | None]] = {}
+    for i in range(0, len(ids), LABEL_CHUNK):
+        rows = Entity.objects.filter(pk__in=ids[i : i + LABEL_CHUNK]).values_list(
+            "id", "key", "tenant_id"
+        )
+        labels.update({entity_id: (key, tenant) for entity_id, key, tenant in rows})
+    return labels
+
+
+def _merge(aggregation: str, a: Partial, b: Partial) -> Partial:
+    if aggregation == Agg.MEAN:
+        return (a[0] + b[0], a[1] + b[1])
+    if aggregation == Agg.MAX:
+        return a if a[0] >= b[0] else b
+    if aggregation == Agg.MIN:
+        return a if a[0] <= b[0] else b
+    return a if a[0] >= b[0] else b  # last: the newer one
+
+
+def _row_partials(
+    rule: AlertRule,
+    metric: MetricDefinition,
+    start: datetime,
+    first_bucket: datetime,
+    now: datetime,
+    labels: dict[int, tuple[str, int | None]],
+) -> dict[int, Partial]:
+    kind = rule.entity_kind
+    if rule.aggregation == Agg.LAST:
+        rows = (
+            Sample.objects.filter(metric=metric, entity__kind=kind, ts__gte=start, ts__lte=now)
+            .annotate(
+                newest=Window(RowNumber(), partition_by=[F("entity_id")], order_by=F("ts").desc())
+            )
+            .filter(newest=1)
+            .values_list("entity_id", "entity__key", "entity__tenant_id", "ts", "value")
+        )
+        partials = {}
+        for entity_id, key, tenant_id, ts, value in rows:
+            labels[entity_id] = (key, tenant_id)
+            partials[entity_id] = (ts.timestamp(), value)
+        return partials
+    grouped = Rollup.objects.filter(
+        metric=metric,
+        entity__kind=kind,
+        resolution=ROLLUP_RESOLUTION,
+        bucket__gte=first_bucket,
+        bucket__lte=now,
+    ).values("entity_id", "entity__key", "entity__tenant_id")
+    if rule.aggregation == Agg.MEAN:
+        grouped = grouped.annotate(a=Sum("sum"), b=Sum("count"))
+    elif rule.aggregation == Agg.MAX:
+        grouped = grouped.annotate(a=Max("max"), b=Sum("count"))
+    else:
+        grouped = grouped.annotate(a=Min("min"), b=Sum("count"))
+    partials = {}
+    for row in grouped:
+        if not row["b"]:
+            continue
+        labels[row["entity_id"]] = (row["entity__key"], row["entity__tenant_id"])
+        partials[row["entity_id"]] = (row["a"], row["b"])
+    return partials
+
+
+def _frame_partials(
+    rule: AlertRule, metric: MetricDefinition, start: datetime, first_bucket: datetime, now: datetime
+) -> dict[int, Partial]:
+    if rule.aggregation == Agg.LAST:
+        return _frame_last(rule, metric, start, now)
+    frames = Frame.objects.filter(
+        metric=metric,
+        layout__kind=rule.entity_kind,
+        resolution=ROLLUP_RESOLUTION,
+        ts__gte=first_bucket,
+        ts__lte=now,
+    )
+    # Per layout: [sum, count] for mean, the running extreme for max/min (NaN = no value).
+    acc: dict[int, list[np.ndarray]] = {}
+    if rule.aggregation == Agg.MEAN:
+        for layout_id, c, s in frames.values_list("layout_id", "count", "sum").iterator(
+            chunk_size=16
+        ):
+            count = np.frombuffer(bytes(c), COUNT_DTYPE).astype(np.int64)
+            total = np.frombuffer(bytes(s), SUM_DTYPE)
+            if layout_id in acc:
+                acc[layout_id][0] = acc[layout_id][0] + total
+                acc[layout_id][1] = acc[layout_id][1] + count
+            else:
+                acc[layout_id] = [total.copy(), count]
+    else:
+        column, fold = ("max", np.fmax) if rule.aggregation == Agg.MAX else ("min", np.fmin)
+        for layout_id, raw in frames.values_list("layout_id", column).iterator(chunk_size=16):
+            array = np.frombuffer(bytes(raw), VALUE_DTYPE).astype(np.float64)
+            acc[layout_id] = [fold(acc[layout_id][0], array) if layout_id in acc else array]
+    partials: dict[int, Partial] = {}
+    for layout in FrameLayout.objects.filter(pk__in=list(acc)).only("entity_ids"):
+        ids = layout_entity_ids(layout)
+        arrays = acc[layout.pk]
+        present = arrays[1] > 0 if rule.aggregation == Agg.MEAN else ~np.isnan(arrays[0])
+        second = arrays[1] if rule.aggregation == Agg.MEAN else np.zeros(ids.size)
+        for position in np.nonzero(present)[0]:
+            partials[int(ids[position])] = (float(arrays[0][position]), float(second[position]))
+    return partials
+
+
+def _frame_last(
+    rule: AlertRule, metric: MetricDefinition, start: datetime, now: datetime
+) -> dict[int, Partial]:
+    raw = Frame.objects.filter(metric=metric, resolution=0, ts__gte=start, ts__lte=now)
+    layout_ids = raw.filter(layout__kind=rule.entity_kind).values_list("layout_id", flat=True)
+    partials: dict[int, Partial] = {}
+    for layout in FrameLayout.objects.filter(pk__in=layout_ids.distinct()).only("entity_ids"):
+        ids = layout_entity_ids(layout)
+        values = np.full(ids.size, np.nan)
+        times = np.full(ids.size, np.nan)
+        newest_first = raw.filter(layout=layout).order_by("-ts").values_list("ts", "values")
+        for ts, blob in newest_first.iterator(chunk_size=4):
+            array = np.frombuffer(bytes(blob), VALUE_DTYPE)
+            fill = np.isnan(values) & ~np.isnan(array)
+            values[fill] = array[fill]
+            times[fill] = ts.timestamp()
+            if not np.isnan(values).any():
+                break  # usually after the newest frame: every entity has its last value
+        for position in np.nonzero(~np.isnan(values))[0]:
+            partials[int(ids[position])] = (float(times[position]), float(values[position]))
+    return partials
