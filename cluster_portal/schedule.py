@@ -30,6 +30,13 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "schedule": float(settings.TWIN_POOL_TICK_SECONDS),
         "options": {"expires": float(settings.TWIN_POOL_TICK_SECONDS)},
     },
+    # Rollups are built once a bucket has closed: every 30 s keeps minute rollups (what
+    # dashboards beyond 5 h read) at most ~2 minutes behind, and each run small.
+    "rollup-compaction": {
+        "task": "monitoring.compact_rollups",
+        "schedule": 30.0,
+        "options": {"expires": 30.0},
+    },
     # Raw per-accelerator rows dominate the store; pruning every 10 minutes keeps each delete
     # small (about 10 minutes of data) instead of one huge delete a day.
     "telemetry-retention": {

@@ -10,6 +10,7 @@ from django.utils import timezone
 from monitoring.alerting.evaluate import alerts_evaluate
 from monitoring.selectors.exporters import exporter_targets_due
 from monitoring.services.heartbeats import heartbeat_record
+from monitoring.telemetry.compaction import rollups_compact
 from monitoring.telemetry.retention import RetentionPolicy, telemetry_prune
 from monitoring.telemetry.scrape import exporter_scrape, exporter_target_claim
 
@@ -91,3 +92,17 @@ def scrape_target(target_id: int) -> dict:
 def evaluate_alerts() -> dict:
     """Open, refresh and resolve alerts from the enabled rules (see monitoring.alerting)."""
     return alerts_evaluate()
+
+
+@shared_task(
+    name="monitoring.compact_rollups",
+    acks_late=True,
+    # Compaction is idempotent and catches up on its own: a late or repeated run only builds
+    # the buckets that have closed since the last watermark.
+    expires=120,
+    max_retries=0,
+)
+def compact_rollups() -> dict[str, str]:
+    """Build rollups for closed buckets (1 min from raw, 1 h from 1 min, 1 day from 1 h)."""
+    marks = rollups_compact()
+    return {str(resolution): moment.isoformat() for resolution, moment in marks.items()}

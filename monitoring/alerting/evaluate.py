@@ -2,13 +2,9 @@
 beat task).
 
 For each enabled rule, the rule's metric is aggregated per entity of the rule's kind over the
-window ending at ``now``:
-
-- ``mean`` / ``max`` / ``min`` read the **minute rollups** (``Rollup`` resolution 60) whose
-  bucket starts between the window start rounded down to the minute and ``now``: the window
-  is widened to whole minutes rather than reading raw samples, so a 10,000-card rule reads at
-  most ``window/60 + 1`` small rows per card.
-- ``last`` reads the newest **raw sample** with a time in ``[now - window, now]``.
+window ending at ``now`` (``monitoring.alerting.readings``: minute rollups for
+``mean``/``max``/``min``, the newest raw value for ``last``, from rows and from the twin's
+dense frames alike).
 
 Then, per entity:
 
@@ -17,7 +13,7 @@ Then, per entity:
   ``value`` and message; an acknowledged alert stays acknowledged;
 - condition does not hold and the entity had data → resolve its open alert (RESOLVED,
   ``resolved_at`` = now, ``resolved_by`` None: resolved by the evaluator, not a person);
-- **no data in the window** (no rollup bucket / sample for the entity) → nothing changes:
+- **no data in the window** (no rollup bucket / raw value for the entity) → nothing changes:
   an open alert stays open with its old ``last_seen``, and no alert is opened. Missing data is
   not evidence of recovery (a dead exporter would otherwise "resolve" every alert of its
   hosts); staleness has its own rules (``exporter-scrape-failing``, ``twin-tick-lag``) and
@@ -25,29 +21,27 @@ Then, per entity:
 
 A rule whose metric is not in the catalogue yet (e.g. no source has written it) is skipped.
 
-Cost: a constant number of queries per rule, whatever the number of entities: one grouped
-read, one read of the rule's open alerts, one bulk insert, one bulk refresh (a single
-``UPDATE … FROM`` a JSON recordset) and one bulk resolve.
+Cost: a constant number of queries per rule, whatever the number of entities: the grouped
+reads (see ``readings``), one read of the rule's open alerts, keys of newly firing frame
+entities, one bulk insert, one bulk refresh (a single ``UPDATE … FROM`` a JSON recordset) and
+one bulk resolve.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Max, Min, Sum, Window
-from django.db.models.functions import RowNumber
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from monitoring.models import Alert, AlertRule, MetricDefinition, Rollup, Sample
+from monitoring.alerting.readings import entity_labels, window_values
+from monitoring.models import Alert, AlertRule, MetricDefinition
 
-ROLLUP_RESOLUTION = 60
 OPEN_STATES = (Alert.State.FIRING, Alert.State.ACKNOWLEDGED)
 MESSAGE_MAX = 400
 # Bounds the size of one ``IN (...)`` list when resolving; normally one chunk is enough.
@@ -59,15 +53,6 @@ COMPARATORS: dict[str, Callable[[float, float], bool]] = {
     AlertRule.Comparator.LT: operator.lt,
     AlertRule.Comparator.LE: operator.le,
 }
-
-
-@dataclass(frozen=True)
-class Reading:
-    """A rule's aggregate for one entity over the window."""
-
-    value: float
-    key: str
-    tenant_id: int | None
 
 
 @dataclass
@@ -84,58 +69,6 @@ class EvaluationTotals:
     refreshed: int = 0
     resolved: int = 0
     skipped: list[str] = field(default_factory=list)
-
-
-def window_readings(
-    *, rule: AlertRule, metric: MetricDefinition, now: datetime
-) -> dict[int, Reading]:
-    """``{entity_id: Reading}`` for entities of ``rule.entity_kind`` with data in the window.
-
-    One grouped query whatever the number of entities.
-    """
-    start = now - timedelta(seconds=rule.window_seconds)
-    if rule.aggregation == AlertRule.Aggregation.LAST:
-        rows = (
-            Sample.objects.filter(
-                metric=metric, entity__kind=rule.entity_kind, ts__gte=start, ts__lte=now
-            )
-            .annotate(
-                newest=Window(RowNumber(), partition_by=[F("entity_id")], order_by=F("ts").desc())
-            )
-            .filter(newest=1)
-            .values_list("entity_id", "value", "entity__key", "entity__tenant_id")
-        )
-    else:
-        first_bucket = start.replace(second=0, microsecond=0)
-        grouped = Rollup.objects.filter(
-            metric=metric,
-            entity__kind=rule.entity_kind,
-            resolution=ROLLUP_RESOLUTION,
-            bucket__gte=first_bucket,
-            bucket__lte=now,
-        ).values("entity_id", "entity__key", "entity__tenant_id")
-        if rule.aggregation == AlertRule.Aggregation.MEAN:
-            annotated = grouped.annotate(total=Sum("sum"), n=Sum("count"))
-            rows = (
-                (
-                    r["entity_id"],
-                    r["total"] / r["n"] if r["n"] else math.nan,
-                    r["entity__key"],
-                    r["entity__tenant_id"],
-                )
-                for r in annotated
-            )
-        else:
-            aggregate = Max("max") if rule.aggregation == AlertRule.Aggregation.MAX else Min("min")
-            rows = grouped.annotate(agg=aggregate).values_list(
-                "entity_id", "agg", "entity__key", "entity__tenant_id"
-            )
-    return {
-        entity_id: Reading(float(value), key, tenant_id)
-        for entity_id, value, key, tenant_id in rows
-        # A non-finite aggregate cannot be compared or stored as JSON: treat it as no data.
-        if value is not None and math.isfinite(value)
-    }
 
 
 def alerts_evaluate(*, now: datetime | None = None) -> dict:
@@ -177,24 +110,28 @@ def alerts_evaluate(*, now: datetime | None = None) -> dict:
 # only leaves later rules for the next run.
 @transaction.atomic
 def _evaluate_rule(*, rule: AlertRule, metric: MetricDefinition, now: datetime) -> RuleOutcome:
-    readings = window_readings(rule=rule, metric=metric, now=now)
+    window = window_values(rule=rule, metric=metric, now=now)
     holds = COMPARATORS[rule.comparator]
-    firing = {eid: r for eid, r in readings.items() if holds(r.value, rule.threshold)}
+    firing = {eid: v for eid, v in window.values.items() if holds(v, rule.threshold)}
+    labels = window.labels
+    missing = firing.keys() - labels.keys()
+    if missing:  # entities read from frames: look up keys and tenants of the firing ones only
+        labels.update(entity_labels(missing))
     open_alerts = _open_alert_ids(rule)
 
     new = [
         Alert(
             rule=rule,
             entity_id=entity_id,
-            tenant_id=reading.tenant_id,
+            tenant_id=labels[entity_id][1],
             severity=rule.severity,
             state=Alert.State.FIRING,
-            value=reading.value,
-            message=_message(rule, reading),
+            value=value,
+            message=_message(rule, labels[entity_id][0], value),
             first_seen=now,
             last_seen=now,
         )
-        for entity_id, reading in firing.items()
+        for entity_id, value in firing.items()
         if entity_id not in open_alerts
     ]
     taken = _insert(rule, new)
@@ -202,13 +139,15 @@ def _evaluate_rule(*, rule: AlertRule, metric: MetricDefinition, now: datetime) 
     created = {a.entity_id for a in new} - taken.keys()
 
     refresh = [
-        (open_alerts[eid], reading.value, _message(rule, reading))
-        for eid, reading in firing.items()
+        (open_alerts[eid], value, _message(rule, labels[eid][0], value))
+        for eid, value in firing.items()
         if eid in open_alerts and eid not in created
     ]
     _refresh(refresh, now)
 
-    recovered = [aid for eid, aid in open_alerts.items() if eid in readings and eid not in firing]
+    recovered = [
+        aid for eid, aid in open_alerts.items() if eid in window.values and eid not in firing
+    ]
     resolved = 0
     for i in range(0, len(recovered), RESOLVE_CHUNK):
         # The state filter keeps an alert an operator resolved meanwhile as they left it.
@@ -311,7 +250,7 @@ def _number(value: float) -> str:
     return f"{value:.4g}"
 
 
-def _message(rule: AlertRule, reading: Reading) -> str:
+def _message(rule: AlertRule, entity_key: str, value: float) -> str:
     """What the alert says, e.g. ``sn0/r1/n2/c3: max of accelerator_temperature_celsius over
     120 s is 97.2 (threshold > 95)``. Written in the worker's (default) language; pages also
     show entity, value and threshold as separate, localised columns."""
@@ -319,11 +258,11 @@ def _message(rule: AlertRule, reading: Reading) -> str:
         "%(entity)s: %(aggregation)s of %(metric)s over %(window)s s is %(value)s "
         "(threshold %(comparator)s %(threshold)s)"
     ) % {
-        "entity": reading.key,
+        "entity": entity_key,
         "aggregation": rule.get_aggregation_display(),
         "metric": rule.metric,
         "window": rule.window_seconds,
-        "value": _number(reading.value),
+        "value": _number(value),
         "comparator": rule.get_comparator_display(),
         "threshold": _number(rule.threshold),
     }

@@ -5,17 +5,22 @@ Sparse sources (exporters, JSON pushes, cluster-wide twin scalars such as tick l
 workloads) are dense ``Frame`` arrays. Rules must not care which path wrote a value, so each
 source yields a partial aggregate per entity and the two are merged:
 
-- ``mean``: (sum, count) of the minute rollups, added up;
-- ``max`` / ``min``: the extreme of the minute rollups;
+- ``mean``: (sum, count), added up;
+- ``max`` / ``min``: the extreme;
 - ``last``: (time, value) of the newest raw value; the newer one wins.
 
-The window is ``[now - window, now]``; rollup reads widen its start to the whole minute
-(bucket starts from ``floor_minute(now - window)`` to ``now``). An entity with no value in the
-window is absent from the result: "no data", which the evaluator treats as "change nothing".
+The window is ``[now - window, now]``. ``mean``/``max``/``min`` widen its start to the whole
+minute (``floor_minute(now - window)``) and read minute rollups where they are complete: for
+rows, rollups are compacted up to a watermark that lags real time
+(:mod:`monitoring.telemetry.compaction`), so the part after the watermark is aggregated from
+raw samples; frames keep their minute rollups current as they are written. An entity with no
+value in the window is absent from the result: "no data", which the evaluator treats as
+"change nothing".
 
-Queries: rows take one grouped query; frames one query for ``mean/max/min`` and, for ``last``,
-one per frame layout holding data in the window (a layout is one cluster's entities of one
-kind), reading newest frames first and stopping once every entity has a value.
+Queries: rows take two grouped queries (rollups, raw tail) or one for ``last``; frames one
+query for ``mean/max/min`` and, for ``last``, one per frame layout holding data in the window
+(a layout is one cluster's entities of one kind), reading newest frames first and stopping
+once every entity has a value.
 """
 
 from __future__ import annotations
@@ -26,11 +31,20 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import numpy as np
-from django.db.models import F, Max, Min, Sum, Window
+from django.db.models import Count, F, Max, Min, Sum, Window
 from django.db.models.functions import RowNumber
 
-from monitoring.models import AlertRule, Entity, Frame, FrameLayout, MetricDefinition, Rollup, Sample
+from monitoring.models import (
+    AlertRule,
+    Entity,
+    Frame,
+    FrameLayout,
+    MetricDefinition,
+    Rollup,
+    Sample,
+)
 from monitoring.telemetry.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, layout_entity_ids
+from monitoring.telemetry.store import watermarks
 
 ROLLUP_RESOLUTION = 60
 LABEL_CHUNK = 5000  # bounds one ``IN (...)`` list when looking up entity keys
@@ -112,30 +126,59 @@ def _row_partials(
             labels[entity_id] = (key, tenant_id)
             partials[entity_id] = (ts.timestamp(), value)
         return partials
-    grouped = Rollup.objects.filter(
-        metric=metric,
-        entity__kind=kind,
-        resolution=ROLLUP_RESOLUTION,
-        bucket__gte=first_bucket,
-        bucket__lte=now,
+    # Minute rollups are built by compaction up to a watermark that lags real time; the rest
+    # of the window (usually the newest minute or two) comes from raw samples.
+    complete = watermarks().get(ROLLUP_RESOLUTION)
+    raw_from = max(first_bucket, complete) if complete else first_bucket
+    partials: dict[int, Partial] = {}
+    sources = []
+    if complete and complete > first_bucket:
+        rollups = Rollup.objects.filter(
+            metric=metric,
+            entity__kind=kind,
+            resolution=ROLLUP_RESOLUTION,
+            bucket__gte=first_bucket,
+            bucket__lt=complete,
+            bucket__lte=now,
+        ).values("entity_id", "entity__key", "entity__tenant_id")
+        sources.append(rollups.annotate(**_ROLLUP_AGGREGATES[rule.aggregation]))
+    raw = Sample.objects.filter(
+        metric=metric, entity__kind=kind, ts__gte=raw_from, ts__lte=now
     ).values("entity_id", "entity__key", "entity__tenant_id")
-    if rule.aggregation == Agg.MEAN:
-        grouped = grouped.annotate(a=Sum("sum"), b=Sum("count"))
-    elif rule.aggregation == Agg.MAX:
-        grouped = grouped.annotate(a=Max("max"), b=Sum("count"))
-    else:
-        grouped = grouped.annotate(a=Min("min"), b=Sum("count"))
-    partials = {}
-    for row in grouped:
-        if not row["b"]:
-            continue
-        labels[row["entity_id"]] = (row["entity__key"], row["entity__tenant_id"])
-        partials[row["entity_id"]] = (row["a"], row["b"])
+    sources.append(raw.annotate(**_RAW_AGGREGATES[rule.aggregation]))
+    for grouped in sources:
+        for row in grouped:
+            if not row["b"]:
+                continue
+            entity_id = row["entity_id"]
+            labels[entity_id] = (row["entity__key"], row["entity__tenant_id"])
+            partial = (row["a"], row["b"])
+            mine = partials.get(entity_id)
+            partials[entity_id] = (
+                partial if mine is None else _merge(rule.aggregation, mine, partial)
+            )
     return partials
 
 
+# a: the aggregate (sum for mean), b: the count of values behind it.
+_ROLLUP_AGGREGATES = {
+    Agg.MEAN: {"a": Sum("sum"), "b": Sum("count")},
+    Agg.MAX: {"a": Max("max"), "b": Sum("count")},
+    Agg.MIN: {"a": Min("min"), "b": Sum("count")},
+}
+_RAW_AGGREGATES = {
+    Agg.MEAN: {"a": Sum("value"), "b": Count("id")},
+    Agg.MAX: {"a": Max("value"), "b": Count("id")},
+    Agg.MIN: {"a": Min("value"), "b": Count("id")},
+}
+
+
 def _frame_partials(
-    rule: AlertRule, metric: MetricDefinition, start: datetime, first_bucket: datetime, now: datetime
+    rule: AlertRule,
+    metric: MetricDefinition,
+    start: datetime,
+    first_bucket: datetime,
+    now: datetime,
 ) -> dict[int, Partial]:
     if rule.aggregation == Agg.LAST:
         return _frame_last(rule, metric, start, now)

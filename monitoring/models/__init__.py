@@ -21,6 +21,7 @@ from monitoring.models.telemetry import (
     IngestionBatch,
     MetricDefinition,
     Rollup,
+    RollupWatermark,
     Sample,
 )
 from monitoring.models.tenancy import Tenant, User
@@ -47,6 +48,7 @@ __all__ = [
     "Node",
     "Rack",
     "Rollup",
+    "RollupWatermark",
     "Sample",
     "Supernode",
     "Tenant",

@@ -168,3 +168,22 @@ class IngestionBatch(models.Model):
 
     def __str__(self) -> str:
         return f"{self.principal} {self.key}"
+
+
+class RollupWatermark(models.Model):
+    """Rollups of ``resolution`` are complete for every bucket before ``complete_until``.
+
+    Minute rollups are compacted from raw samples, hour rollups from minute rollups and day
+    rollups from hour rollups, each up to its watermark, by a periodic task. Ingestion stays a
+    plain insert; a sample older than a watermark (late data) is folded in directly.
+    """
+
+    resolution = models.PositiveIntegerField(_("resolution (s)"), unique=True)
+    complete_until = models.DateTimeField(_("complete until"))
+
+    class Meta:
+        verbose_name = _("rollup watermark")
+        verbose_name_plural = _("rollup watermarks")
+
+    def __str__(self) -> str:
+        return f"{self.resolution}s until {self.complete_until:%Y-%m-%d %H:%M}"

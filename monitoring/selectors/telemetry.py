@@ -13,10 +13,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.db.models import Max, Q, QuerySet, Sum
+from django.db.models import Count, Max, Q, QuerySet, Sum
 
 from monitoring.models import Entity, MetricDefinition, Rollup, Sample
 from monitoring.selectors.frames import frame_buckets, frame_means, latest_frame_values
+from monitoring.telemetry.store import watermarks
 
 TARGET_POINTS = 600
 MIN_POINTS = 300
@@ -61,18 +62,7 @@ def series_read(
 ) -> Series:
     source, resolution, step = choose_source(start, end)
     buckets: dict[int, list[float]] = {}
-    if source == "raw":
-        rows = Sample.objects.filter(metric=metric, entity=entity, ts__gte=start, ts__lt=end)
-        for ts, value in rows.values_list("ts", "value").iterator():
-            _fold(buckets, int(ts.timestamp() // step * step), 1, value, value, value)
-    else:
-        rows = Rollup.objects.filter(
-            metric=metric, entity=entity, resolution=resolution, bucket__gte=start, bucket__lt=end
-        )
-        for bucket, count, total, low, high in rows.values_list(
-            "bucket", "count", "sum", "min", "max"
-        ).iterator():
-            _fold(buckets, int(bucket.timestamp() // step * step), count, total, low, high)
+    _fold_tiered(metric, entity, start, end, resolution, step, buckets, watermarks())
     # Dense sources (the twin's per-card data) live in frames; fold them into the same buckets.
     frame_buckets(
         metric=metric,
@@ -94,6 +84,44 @@ def series_read(
         for key, agg in sorted(buckets.items())
     ]
     return Series(metric.name, entity.key, source, step, points)
+
+
+FINER = {86400: 3600, 3600: 60, 60: 0}
+
+
+def _fold_tiered(
+    metric: MetricDefinition,
+    entity: Entity,
+    start: datetime,
+    end: datetime,
+    resolution: int,
+    step: int,
+    buckets: dict,
+    marks: dict[int, datetime],
+) -> None:
+    """Rollups up to their watermark, then the next finer source for the rest of the range.
+
+    Compaction lags real time (a bucket is built once it has closed), so the newest part of
+    any range comes from finer rollups or raw samples instead of being left out.
+    """
+    if start >= end:
+        return
+    if resolution == 0:
+        rows = Sample.objects.filter(metric=metric, entity=entity, ts__gte=start, ts__lt=end)
+        for ts, value in rows.values_list("ts", "value").iterator():
+            _fold(buckets, int(ts.timestamp() // step * step), 1, value, value, value)
+        return
+    complete = marks.get(resolution)
+    upto = min(end, complete) if complete else start
+    if upto > start:
+        rows = Rollup.objects.filter(
+            metric=metric, entity=entity, resolution=resolution, bucket__gte=start, bucket__lt=upto
+        )
+        for bucket, count, total, low, high in rows.values_list(
+            "bucket", "count", "sum", "min", "max"
+        ).iterator():
+            _fold(buckets, int(bucket.timestamp() // step * step), count, total, low, high)
+    _fold_tiered(metric, entity, max(start, upto), end, FINER[resolution], step, buckets, marks)
 
 
 def _fold(buckets: dict, key: int, count: int, total: float, low: float, high: float) -> None:
@@ -144,17 +172,34 @@ def top_entities(
 def _entity_means(
     *, metric: MetricDefinition, cluster_id: int, since: datetime
 ) -> dict[int, float]:
-    """Mean per entity since ``since`` from minute rollups, rows and frames alike."""
+    """Mean per entity since ``since``: minute rollups up to their watermark, raw samples after
+    it, and frames, alike."""
     sums: dict[int, list[float]] = {}
-    rows = (
-        Rollup.objects.filter(
-            metric=metric, resolution=60, bucket__gte=since, entity__cluster_id=cluster_id
+    complete = watermarks().get(60)
+    raw_from = max(since, complete) if complete else since
+    if complete and complete > since:
+        rows = (
+            Rollup.objects.filter(
+                metric=metric,
+                resolution=60,
+                bucket__gte=since,
+                bucket__lt=complete,
+                entity__cluster_id=cluster_id,
+            )
+            .values("entity_id")
+            .annotate(total=Sum("sum"), n=Sum("count"))
         )
+        for row in rows:
+            sums[row["entity_id"]] = [row["total"], row["n"]]
+    raw = (
+        Sample.objects.filter(metric=metric, ts__gte=raw_from, entity__cluster_id=cluster_id)
         .values("entity_id")
-        .annotate(total=Sum("sum"), n=Sum("count"))
+        .annotate(total=Sum("value"), n=Count("id"))
     )
-    for row in rows:
-        sums[row["entity_id"]] = [row["total"], row["n"]]
+    for row in raw:
+        agg = sums.setdefault(row["entity_id"], [0.0, 0])
+        agg[0] += row["total"]
+        agg[1] += row["n"]
     for entity_id, (total, count) in frame_means(
         metric=metric, cluster_id=cluster_id, since=since
     ).items():

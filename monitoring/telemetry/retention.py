@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from monitoring.models import EntityKind, Frame, Rollup, Sample
+from monitoring.telemetry.store import watermarks
 
 
 @dataclass(frozen=True)
@@ -36,18 +37,31 @@ def telemetry_prune(*, policy: RetentionPolicy, now: datetime | None = None) -> 
     """Delete data older than the policy allows; returns rows deleted per class."""
     now = now or timezone.now()
     deleted: dict[str, int] = {}
+    marks = watermarks()
+    never = datetime(1970, 1, 1, tzinfo=UTC)
+
+    def not_after_compaction(cutoff: datetime, resolution: int) -> datetime:
+        # Data is only deleted once the next coarser rollup has been built from it: a stopped
+        # compaction must not turn retention into data loss.
+        return min(cutoff, marks.get(resolution, never))
+
     with transaction.atomic():
         deleted["raw_accelerator"] = Sample.objects.filter(
-            entity__kind=EntityKind.ACCELERATOR, ts__lt=now - policy.raw_accelerator
+            entity__kind=EntityKind.ACCELERATOR,
+            ts__lt=not_after_compaction(now - policy.raw_accelerator, 60),
         ).delete()[0]
         deleted["raw_other"] = (
             Sample.objects.exclude(entity__kind=EntityKind.ACCELERATOR)
-            .filter(ts__lt=now - policy.raw_other)
+            .filter(ts__lt=not_after_compaction(now - policy.raw_other, 60))
             .delete()[0]
         )
+        coarser = {60: 3600, 3600: 86400}
         for resolution, keep in policy.rollup.items():
+            cutoff = now - keep
+            if resolution in coarser:
+                cutoff = not_after_compaction(cutoff, coarser[resolution])
             deleted[f"rollup_{resolution}"] = Rollup.objects.filter(
-                resolution=resolution, bucket__lt=now - keep
+                resolution=resolution, bucket__lt=cutoff
             ).delete()[0]
         # Frames hold dense per-entity data (cards, links, nodes): raw frames follow the
         # per-accelerator raw policy, rollup frames the rollup policy.

@@ -6,6 +6,7 @@ import csv
 import io
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 from django.db import connection, transaction
 from django.test import Client
@@ -17,12 +18,15 @@ from monitoring.alerting.defaults import DEFAULT_RULES, alert_rules_ensure
 from monitoring.alerting.evaluate import alerts_evaluate
 from monitoring.models import Alert, AlertRule, Entity, MetricDefinition
 from monitoring.tasks import evaluate_alerts
+from monitoring.telemetry.compaction import rollups_compact
+from monitoring.telemetry.frames import frames_write, layout_for_keys
 from monitoring.telemetry.store import samples_write
 from tests.access import ApiAccessCases, PageAccessCases
 
 # Not minute-aligned on purpose: the rollup window is widened to whole minutes.
 NOW = datetime(2026, 6, 1, 12, 0, 30, tzinfo=UTC)
 MIN = timedelta(minutes=1)
+SEC = timedelta(seconds=1)
 
 EXTRA_METRICS = {
     "link_status": "link",
@@ -154,6 +158,25 @@ def test_an_alert_resolves_when_the_value_recovers(rules, cards):
 
 
 @pytest.mark.django_db
+def test_compacted_rollups_and_the_raw_tail_after_the_watermark_count_once(rules, cards):
+    hot = cards[0]
+    # 91 °C at NOW rising by 1 per 30 s into the past: 10 samples from 11:56:00 to 12:00:30.
+    write(
+        "accelerator_temperature_celsius", hot, [(NOW - 30 * i * SEC, 91.0 + i) for i in range(10)]
+    )
+    expected = {"accelerator-temperature-high": 95.5, "accelerator-temperature-critical": 96.0}
+
+    def values() -> dict[str, float]:
+        alerts_evaluate(now=NOW)
+        return dict(Alert.objects.filter(entity=hot).values_list("rule__name", "value"))
+
+    assert values() == pytest.approx(expected)  # nothing compacted yet: all from raw
+    marks = rollups_compact(now=NOW.timestamp())
+    assert NOW - 5 * MIN < marks[60] < NOW  # the window is now split at the watermark
+    assert values() == pytest.approx(expected)
+
+
+@pytest.mark.django_db
 def test_no_data_in_the_window_changes_nothing_and_opens_nothing(rules, cards):
     hot, silent, _ = cards
     write("accelerator_temperature_celsius", hot, every_30s(97.0))
@@ -205,6 +228,69 @@ def test_mean_rules_average_the_window_and_copy_the_workload_tenant(rules, clust
     assert allocation.severity == "critical"
     burn = alerts_of("slo-fast-burn", chat).get()
     assert burn.tenant.slug == "acme" and burn.severity == "critical"
+
+
+def write_frames(metric: str, layout, points: list[tuple[datetime, list[float]]]) -> None:
+    metric_id = MetricDefinition.objects.get(name=metric).id
+    with transaction.atomic():
+        for ts, values in points:
+            frames_write(layout=layout, values={metric_id: np.asarray(values)}, ts=ts.timestamp())
+
+
+@pytest.mark.django_db
+def test_dense_frames_from_the_twin_open_and_resolve_alerts_like_rows(rules, cluster, cards):
+    # The twin writes per-card metrics as frames; an exporter-fed card writes rows. One run
+    # of the evaluator must treat both alike. c2 has no value (NaN) in any frame: no data.
+    keys = ["sn1/r0/n0/c0", "sn1/r0/n0/c1", "sn1/r0/n0/c2"]
+    layout = layout_for_keys(cluster, "accelerator", keys)
+    twin_hot, twin_cool, twin_silent = (Entity.objects.get(key=k) for k in keys)
+    write_frames(
+        "accelerator_temperature_celsius",
+        layout,
+        [(ts, [97.0, 60.0, np.nan]) for ts, _ in every_30s(0)],
+    )
+    write("accelerator_temperature_celsius", cards[0], every_30s(96.0))
+    alerts_evaluate(now=NOW)
+
+    alert = alerts_of("accelerator-temperature-high", twin_hot).get()
+    assert alert.value == pytest.approx(97.0) and "sn1/r0/n0/c0" in alert.message
+    assert alerts_of("accelerator-temperature-critical", twin_hot).get().value == 97.0
+    assert alerts_of("accelerator-temperature-high", cards[0]).exists()
+    assert not Alert.objects.filter(entity__in=[twin_cool, twin_silent]).exists()
+
+    later = NOW + timedelta(minutes=10)
+    write_frames(
+        "accelerator_temperature_celsius",
+        layout,
+        [(ts, [70.0, 60.0, np.nan]) for ts, _ in every_30s(0, end=later)],
+    )
+    alerts_evaluate(now=later)
+    assert set(Alert.objects.filter(entity=twin_hot).values_list("state", flat=True)) == {
+        "resolved"
+    }
+    # The exporter card sent nothing since: its alert is left as it was.
+    assert alerts_of("accelerator-temperature-high", cards[0]).get().state == "firing"
+
+
+@pytest.mark.django_db
+def test_last_value_and_tenant_come_from_frames_too(rules, cluster, workloads):
+    links = layout_for_keys(cluster, "link", ["sn0/r0/up0", "sn0/r0/up1", "sn0/r0/up2"])
+    # up1's newest frame has no value for it, so its last value is the older 0 (down).
+    write_frames(
+        "link_status",
+        links,
+        [(NOW - timedelta(seconds=100), [1.0, 0.0, 0.0]), (NOW, [0.0, np.nan, 1.0])],
+    )
+    chat = Entity.objects.create(
+        cluster=cluster, kind="workload", key="acme-chat", tenant=workloads["chat"].tenant
+    )
+    served = layout_for_keys(cluster, "workload", ["acme-chat"])
+    write_frames("inference_slo_attainment_ratio", served, [(NOW, [0.5])])
+    alerts_evaluate(now=NOW)
+
+    down = Alert.objects.filter(rule__name="link-down").values_list("entity__key", "value")
+    assert sorted(down) == [("sn0/r0/up0", 0.0), ("sn0/r0/up1", 0.0)]
+    assert alerts_of("slo-fast-burn", chat).get().tenant.slug == "acme"
 
 
 @pytest.mark.django_db

@@ -7,6 +7,7 @@ from rest_framework.test import APIClient
 
 from monitoring.models import Entity, IngestionBatch, Rollup, Sample
 from monitoring.services.tokens import token_create
+from monitoring.telemetry.compaction import rollups_compact
 from tests.monitoring.conftest import sample
 
 URL = "/api/v1/telemetry/samples/"
@@ -24,6 +25,7 @@ def test_a_valid_batch_is_stored_with_rollups(ingest_client, cluster):
     assert response.json() == {"accepted": 5, "inserted": 5, "duplicates": 0}
     assert Sample.objects.count() == 5
     assert Entity.objects.filter(cluster=cluster, kind="accelerator").count() == 5
+    rollups_compact(now=1_780_000_000 + 3 * 86400)
     assert Rollup.objects.filter(resolution=60).count() == 5
 
 

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from monitoring.models import Entity, MetricDefinition, Rollup, Sample
+from monitoring.telemetry.compaction import rollups_compact
 from monitoring.telemetry.retention import RetentionPolicy, telemetry_prune
 from monitoring.telemetry.store import samples_write
 
@@ -31,6 +32,7 @@ def test_old_raw_accelerator_rows_go_first_and_rollups_stay(cluster):
         rows += [(metric.id, entity.id, (now - age).timestamp(), 1.0) for age in ages]
     with transaction.atomic():
         samples_write(rows)
+    rollups_compact(now=now.timestamp())
     deleted = telemetry_prune(policy=POLICY, now=now)
     assert deleted["raw_accelerator"] == 3  # 10 h, 3 d and 20 d old
     assert deleted["raw_other"] == 2  # 3 d and 20 d old
@@ -41,3 +43,16 @@ def test_old_raw_accelerator_rows_go_first_and_rollups_stay(cluster):
     cutoff = now - timedelta(days=8)
     assert not Rollup.objects.filter(resolution=60, bucket__lt=cutoff).exists()
     assert Rollup.objects.filter(resolution=3600, bucket__lt=cutoff).count() == 2
+
+
+@pytest.mark.django_db
+def test_raw_samples_are_kept_until_compaction_has_rolled_them_up(cluster):
+    metric = MetricDefinition.objects.get(name="accelerator_utilization_ratio")
+    card = Entity.objects.create(cluster=cluster, kind="accelerator", key="n/0")
+    now = timezone.now()
+    with transaction.atomic():
+        samples_write([(metric.id, card.id, (now - timedelta(hours=10)).timestamp(), 1.0)])
+    assert telemetry_prune(policy=POLICY, now=now)["raw_accelerator"] == 0
+    rollups_compact(now=now.timestamp())
+    assert telemetry_prune(policy=POLICY, now=now)["raw_accelerator"] == 1
+    assert Rollup.objects.filter(resolution=60).count() == 1
