@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from monitoring.models import Cluster, Workload
+from monitoring.alerting.defaults import alert_rules_ensure
+from monitoring.models import AlertRule, Cluster, Entity, MetricDefinition, Workload
 from monitoring.services.tokens import token_create
 
 
@@ -53,3 +54,28 @@ def sample(**overrides) -> dict:
     }
     base.update(overrides)
     return base
+
+
+# --- alerting ----------------------------------------------------------------------------------
+
+EXTRA_METRICS = {
+    "link_status": "link",
+    "memory_pool_allocation_failures_per_second": "memory_pool",
+    "inference_slo_attainment_ratio": "workload",
+}
+
+
+@pytest.fixture
+def rules(db) -> dict[str, AlertRule]:
+    alert_rules_ensure()
+    for name, kind in EXTRA_METRICS.items():
+        MetricDefinition.objects.get_or_create(name=name, defaults={"entity_kind": kind})
+    return {rule.name: rule for rule in AlertRule.objects.all()}
+
+
+@pytest.fixture
+def cards(cluster) -> list[Entity]:
+    return [
+        Entity.objects.create(cluster=cluster, kind="accelerator", key=f"sn0/r0/n0/c{i}")
+        for i in range(3)
+    ]
