@@ -45,7 +45,6 @@ format: install-dev
 # Regenerate and compile the translation catalogues (needs GNU gettext).
 messages: install
 	$(BIN)/python manage.py makemessages -l zh_Hans --ignore=.venv --ignore=var
-	$(BIN)/python manage.py makemessages -d djangojs -l zh_Hans --ignore=.venv --ignore=var --ignore=staticfiles
 	$(BIN)/python manage.py compilemessages --ignore=.venv
 
 bench: install-dev

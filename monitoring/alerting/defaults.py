@@ -228,7 +228,7 @@ DEFAULT_RULES: tuple[RuleSpec, ...] = (
     ),
     RuleSpec(
         name="slo-slow-burn",
-        title=gettext_noop("SLO burning: attainment below 99% over an hour"),
+        title=gettext_noop("SLO burning: under 99% attainment, 1-hour window"),
         metric="inference_slo_attainment_ratio",
         entity_kind="workload",
         aggregation=Agg.MEAN,
@@ -240,7 +240,7 @@ DEFAULT_RULES: tuple[RuleSpec, ...] = (
     ),
     RuleSpec(
         name="training-communication-high",
-        title=gettext_noop("Training communication above 15% of step time"),
+        title=gettext_noop("Training communication over 15 percent of step time"),
         metric="training_communication_ratio",
         entity_kind="workload",
         aggregation=Agg.MEAN,
