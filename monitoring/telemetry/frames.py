@@ -59,35 +59,70 @@ def _when(seconds: float) -> datetime:
 
 def frames_write(*, layout: FrameLayout, values: dict[int, np.ndarray], ts: float) -> int:
     """Store one raw frame per metric id and fold it into the rollups; returns frames added."""
-    when = _when(ts)
+    return frames_write_many(layout=layout, batches=[(ts, values)])
+
+
+def frames_write_many(
+    *, layout: FrameLayout, batches: list[tuple[float, dict[int, np.ndarray]]]
+) -> int:
+    """Store raw frames for several times at once; rollups are merged once per bucket.
+
+    A multi-step twin tick writes ten steps that share one hour and one day bucket: folding
+    them in memory first turns thirty rollup writes per metric into a handful.
+    """
+    whens = [_when(ts) for ts, _ in batches]
     existing = set(
-        Frame.objects.filter(
-            layout=layout, resolution=0, ts=when, metric_id__in=list(values)
-        ).values_list("metric_id", flat=True)
+        Frame.objects.filter(layout=layout, resolution=0, ts__in=whens).values_list(
+            "metric_id", "ts"
+        )
     )
-    new = {m: np.asarray(v, dtype=VALUE_DTYPE) for m, v in values.items() if m not in existing}
-    for metric_id, array in new.items():
-        if array.shape != (layout.size,):
-            raise ValueError(
-                f"metric {metric_id}: frame has {array.size} values, layout has {layout.size}"
+    raw: list[Frame] = []
+    partial: dict[tuple[int, float], dict[int, list[np.ndarray]]] = {}
+    for (ts, values), when in zip(batches, whens, strict=True):
+        for metric_id, given in values.items():
+            if (metric_id, when) in existing:
+                continue
+            array = np.asarray(given, dtype=VALUE_DTYPE)
+            if array.shape != (layout.size,):
+                raise ValueError(
+                    f"metric {metric_id}: frame has {array.size} values, layout has {layout.size}"
+                )
+            raw.append(
+                Frame(
+                    metric_id=metric_id,
+                    layout=layout,
+                    resolution=0,
+                    ts=when,
+                    values=array.tobytes(),
+                )
             )
-    Frame.objects.bulk_create(
-        [
-            Frame(metric_id=m, layout=layout, resolution=0, ts=when, values=a.tobytes())
-            for m, a in new.items()
-        ]
-    )
-    for resolution in ROLLUP_RESOLUTIONS:
-        bucket = _when(math.floor(ts / resolution) * resolution)
-        _rollups_merge(layout, resolution, bucket, new)
-    return len(new)
+            for resolution in ROLLUP_RESOLUTIONS:
+                key = (resolution, math.floor(ts / resolution) * resolution)
+                _accumulate(partial.setdefault(key, {}), metric_id, array)
+    Frame.objects.bulk_create(raw)
+    for (resolution, bucket), aggregates in sorted(partial.items()):
+        _rollups_merge(layout, resolution, _when(bucket), aggregates)
+    return len(raw)
+
+
+def _accumulate(aggregates: dict[int, list[np.ndarray]], metric_id: int, array: np.ndarray) -> None:
+    present = ~np.isnan(array)
+    count = present.astype(COUNT_DTYPE)
+    total = np.where(present, array, 0).astype(SUM_DTYPE)
+    current = aggregates.get(metric_id)
+    if current is None:
+        aggregates[metric_id] = [count, total, array.copy(), array.copy()]
+        return
+    current[0] = current[0] + count
+    current[1] = current[1] + total
+    current[2] = np.fmin(current[2], array)
+    current[3] = np.fmax(current[3], array)
 
 
 def _rollups_merge(
-    layout: FrameLayout, resolution: int, bucket: datetime, new: dict[int, np.ndarray]
+    layout: FrameLayout, resolution: int, bucket: datetime, new: dict[int, list[np.ndarray]]
 ) -> None:
-    if not new:
-        return
+    """Merge per-bucket partial aggregates ``[count, sum, min, max]`` into rollup frames."""
     current = {
         f.metric_id: f
         for f in Frame.objects.select_for_update().filter(
@@ -95,22 +130,16 @@ def _rollups_merge(
         )
     }
     to_create, to_update = [], []
-    for metric_id, array in new.items():
-        present = ~np.isnan(array)
-        values = np.where(present, array, 0).astype(SUM_DTYPE)
+    for metric_id, (count, total, low, high) in new.items():
         frame = current.get(metric_id)
         if frame is None:
             frame = Frame(metric_id=metric_id, layout=layout, resolution=resolution, ts=bucket)
-            count = present.astype(COUNT_DTYPE)
-            total = values
-            low = np.where(present, array, np.nan).astype(VALUE_DTYPE)
-            high = low
             to_create.append(frame)
         else:
-            count = np.frombuffer(bytes(frame.count), COUNT_DTYPE) + present
-            total = np.frombuffer(bytes(frame.sum), SUM_DTYPE) + values
-            low = np.fmin(np.frombuffer(bytes(frame.min), VALUE_DTYPE), array)
-            high = np.fmax(np.frombuffer(bytes(frame.max), VALUE_DTYPE), array)
+            count = np.frombuffer(bytes(frame.count), COUNT_DTYPE) + count
+            total = np.frombuffer(bytes(frame.sum), SUM_DTYPE) + total
+            low = np.fmin(np.frombuffer(bytes(frame.min), VALUE_DTYPE), low)
+            high = np.fmax(np.frombuffer(bytes(frame.max), VALUE_DTYPE), high)
             to_update.append(frame)
         frame.count = count.astype(COUNT_DTYPE).tobytes()
         frame.sum = total.astype(SUM_DTYPE).tobytes()

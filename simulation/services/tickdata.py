@@ -13,7 +13,7 @@ import numpy as np
 from django.conf import settings
 
 from monitoring.models import Cluster
-from monitoring.telemetry.frames import frames_write, layout_for_keys
+from monitoring.telemetry.frames import frames_write_many, layout_for_keys
 from monitoring.telemetry.registry import entities_resolve, metrics_by_name
 from monitoring.telemetry.store import samples_write
 from simulation.engine import METRICS, Engine
@@ -82,15 +82,11 @@ def step_data_write(cluster: Cluster, steps: list[StepData]) -> int:
         for m, kind, key, v in data.rows
     ]
     samples_write(rows)
-    layouts: dict[tuple[str, int], object] = {}
+    by_kind: dict[str, list] = {}
     for data in steps:
         for kind, (keys, arrays) in data.dense.items():
-            cache_key = (kind, len(keys))
-            if cache_key not in layouts:
-                layouts[cache_key] = layout_for_keys(cluster, kind, keys)
-            frames_write(
-                layout=layouts[cache_key],
-                values={metrics[name].id: values for name, values in arrays.items()},
-                ts=data.ts,
-            )
+            values = {metrics[name].id: array for name, array in arrays.items()}
+            by_kind.setdefault(kind, [keys, []])[1].append((data.ts, values))
+    for kind, (keys, batches) in by_kind.items():
+        frames_write_many(layout=layout_for_keys(cluster, kind, keys), batches=batches)
     return sum(data.size for data in steps)
