@@ -6,3 +6,12 @@ class SimulationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "simulation"
     verbose_name = _("Digital twin")
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
+        from simulation.services.runs import hardware_catalog_after_migrate
+
+        # The hardware catalogue comes from the engine's (DESIGN.md's figures); monitoring
+        # cannot import the engine, so the twin app seeds it.
+        post_migrate.connect(hardware_catalog_after_migrate, sender=self)

@@ -8,8 +8,11 @@ from django.utils import timezone
 from monitoring.models import (
     Accelerator,
     Cluster,
+    Confidence,
     Entity,
     EntityKind,
+    HardwareModel,
+    Link,
     Node,
     Rack,
     Supernode,
@@ -17,7 +20,7 @@ from monitoring.models import (
     Workload,
 )
 from monitoring.telemetry.catalogue import catalogue_sync
-from simulation.engine import METRICS, Engine, Scenario
+from simulation.engine import HARDWARE, METRICS, Engine, Scenario
 from simulation.models import TwinRun
 
 
@@ -37,6 +40,28 @@ def engine_catalogue_sync() -> None:
     )
 
 
+def hardware_catalog_sync() -> None:
+    """Seed the hardware catalogue from the engine's; existing rows (operator edits) are kept."""
+    for spec in HARDWARE.values():
+        HardwareModel.objects.get_or_create(
+            slug=spec.id,
+            defaults={
+                "name": spec.name,
+                "vendor": "NVIDIA" if spec.id.startswith(("h100", "a100")) else "Huawei",
+                "hbm_bytes": spec.hbm_bytes,
+                "hbm_bandwidth_bytes_per_s": spec.hbm_bandwidth_bytes_per_s,
+                "peak_flops": spec.peak_flops,
+                "tdp_watts": spec.tdp_watts,
+                "confidence": spec.confidence if spec.confidence in Confidence.values else "low",
+                "source_note": spec.notes[:300],
+            },
+        )
+
+
+def hardware_catalog_after_migrate(**_: object) -> None:
+    hardware_catalog_sync()
+
+
 @transaction.atomic
 def twin_run_create(
     *, name: str, cluster: Cluster, scenario: Scenario, fan_out: bool = False
@@ -44,6 +69,7 @@ def twin_run_create(
     """Create a run and the cluster inventory its topology describes."""
     engine = Engine(scenario)
     engine_catalogue_sync()
+    hardware_catalog_sync()
     _inventory_from_topology(cluster, engine)
     return TwinRun.objects.create(
         name=name,
@@ -57,6 +83,11 @@ def twin_run_create(
 
 def _inventory_from_topology(cluster: Cluster, engine: Engine) -> None:
     listing = engine.topology()
+    topology = engine.scenario.topology
+    hardware = HardwareModel.objects.filter(slug=topology.hardware).first()
+    if cluster.hardware_model_id is None and hardware is not None:
+        cluster.hardware_model = hardware
+        cluster.save(update_fields=["hardware_model"])
     Supernode.objects.bulk_create(
         [Supernode(cluster=cluster, name=s["key"]) for s in listing["supernodes"]],
         ignore_conflicts=True,
@@ -79,12 +110,28 @@ def _inventory_from_topology(cluster: Cluster, engine: Engine) -> None:
                 index=int(c["key"].rsplit("c", 1)[1]),
                 vendor_id=f"twin:{cluster.name}/{c['key']}",
                 model_name=c["hardware"],
+                hardware_model=hardware,
                 health=Accelerator.Health.HEALTHY,
             )
             for c in listing["cards"]
         ],
         ignore_conflicts=True,
     )
+    Link.objects.bulk_create(
+        [
+            Link(
+                cluster=cluster,
+                key=link["key"],
+                kind=Link.Kind.INTER_RACK,
+                endpoint_a=link["rack"],
+                endpoint_b=f"{link['rack'].split('/', 1)[0]}/spine",
+                capacity_bytes_per_s=topology.link_bandwidth_bytes_per_s,
+            )
+            for link in listing["links"]
+        ],
+        ignore_conflicts=True,
+    )
+    links = {link.key: link for link in cluster.links.all()}
     cards = {
         f"{a.node.hostname}/c{a.index}": a
         for a in Accelerator.objects.filter(node__cluster=cluster).select_related("node__rack")
@@ -120,6 +167,19 @@ def _inventory_from_topology(cluster: Cluster, engine: Engine) -> None:
         )
         for k, a in cards.items()
     ]
+    entities += [
+        Entity(
+            cluster=cluster,
+            kind=EntityKind.LINK,
+            key=k,
+            link=link,
+            rack=racks.get(link.endpoint_a),
+            supernode_id=racks[link.endpoint_a].supernode_id if link.endpoint_a in racks else None,
+        )
+        for k, link in links.items()
+    ]
+    services = {s.name: s for s in engine.scenario.services}
+    jobs = {j.name: j for j in engine.scenario.training_jobs}
     for w in engine.workloads():
         tenant, _ = Tenant.objects.get_or_create(
             slug=w["tenant"], defaults={"name": w["tenant"].replace("-", " ").title()}
@@ -131,6 +191,7 @@ def _inventory_from_topology(cluster: Cluster, engine: Engine) -> None:
                 "tenant": tenant,
                 "kind": w["kind"],
                 "criticality": "core" if w.get("criticality") == "core" else "non_core",
+                **_workload_sizing(services.get(w["name"]), jobs.get(w["name"])),
             },
         )
         entities.append(
@@ -168,3 +229,16 @@ def twin_run_control(*, run_id: int, action: str, steps_per_tick: int | None = N
         raise ValueError(f"unknown action {action!r}; use start, pause, reset or speed")
     run.save()
     return run
+
+
+def _workload_sizing(service, job) -> dict:
+    """SLOs and requested cards as the scenario states them."""
+    if service is not None:
+        return {
+            "slo_p99_ms": service.slo_p99_ms,
+            "slo_ttft_ms": service.slo_ttft_ms,
+            "cards_requested": service.tp * service.min_replicas,
+        }
+    if job is not None:
+        return {"cards_requested": job.min_cards}
+    return {}

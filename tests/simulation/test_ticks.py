@@ -111,3 +111,54 @@ def test_tick_lag_is_recorded_as_telemetry(twin_run):
     later = twin_run.last_tick_at + timedelta(seconds=45)
     assert tick_lag_record(run=twin_run, now=later.timestamp()) == pytest.approx(35.0)
     assert Sample.objects.get(metric__name="twin_tick_lag_seconds").value == pytest.approx(35.0)
+
+
+@pytest.mark.django_db
+def test_a_run_seeds_the_hardware_catalogue_links_and_workload_slos(twin_run):
+    from monitoring.models import HardwareModel, Link
+
+    cluster = twin_run.cluster
+    assert HardwareModel.objects.filter(slug__in=["h100-sxm", "ascend-950dt"]).count() == 2
+    assert cluster.hardware_model.slug == twin_run.scenario["topology"]["hardware"]
+    card = Accelerator.objects.filter(node__cluster=cluster).first()
+    assert card.hardware_model == cluster.hardware_model
+    engine = Engine.load_state(bytes(twin_run.state))
+    assert Link.objects.filter(cluster=cluster).count() == len(engine.topology()["links"])
+    assert not Entity.objects.filter(cluster=cluster, kind="link", link__isnull=True).exists()
+    service = engine.scenario.services[0]
+    workload = Workload.objects.get(cluster=cluster, name=service.name)
+    assert workload.slo_p99_ms == service.slo_p99_ms
+    assert workload.cards_requested == service.tp * service.min_replicas
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_ticking_at_once_commit_one_tick():
+    import threading
+
+    from django.db import connection
+
+    from monitoring.models import Cluster
+    from simulation.engine import default_scenario
+    from simulation.services import twin_run_create
+
+    cluster = Cluster.objects.create(name="race", kind=Cluster.Kind.UNIFIED)
+    run = twin_run_create(name="race", cluster=cluster, scenario=default_scenario(cards=128))
+    outcomes = []
+    barrier = threading.Barrier(2)
+
+    def worker() -> None:
+        try:
+            barrier.wait()
+            outcomes.append(twin_tick(run_id=run.pk, expected_seq=0))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(o.committed for o in outcomes) == [False, True]
+    assert TwinTick.objects.filter(run=run).count() == 1
+    committed = next(o for o in outcomes if o.committed)
+    assert stored_values(cluster) == committed.samples
