@@ -14,8 +14,6 @@ from django.db.models import BinaryField, F, Func, Value
 from monitoring.models import Entity, Frame, FrameLayout, MetricDefinition
 from monitoring.telemetry.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, layout_entity_ids
 
-# Buckets are lists [count, sum, min, max], the same shape the row selectors use.
-
 
 def _slice(field: str, index: int, width: int) -> Func:
     return Func(
@@ -58,7 +56,7 @@ def frame_buckets(
                 value = float(np.frombuffer(bytes(raw), VALUE_DTYPE)[0])
                 if np.isnan(value):
                     continue
-                _add(buckets, int(ts.timestamp() // step * step), 1, value, value, value)
+                fold_bucket(buckets, int(ts.timestamp() // step * step), 1, value, value, value)
             continue
         rows = frames.annotate(
             c=_slice("count", index, 4),
@@ -69,7 +67,7 @@ def frame_buckets(
         for ts, c, s, lo, hi in rows.iterator():
             count = int(np.frombuffer(bytes(c), COUNT_DTYPE)[0])
             if count:
-                _add(
+                fold_bucket(
                     buckets,
                     int(ts.timestamp() // step * step),
                     count,
@@ -79,7 +77,8 @@ def frame_buckets(
                 )
 
 
-def _add(buckets: dict, key: int, count: int, total: float, low: float, high: float) -> None:
+def fold_bucket(buckets: dict, key: int, count: int, total: float, low: float, high: float) -> None:
+    """Merge ``(count, sum, min, max)`` into ``buckets[key]`` (the shape every series uses)."""
     agg = buckets.setdefault(key, [0, 0.0, float("inf"), float("-inf")])
     agg[0] += count
     agg[1] += total

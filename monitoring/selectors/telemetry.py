@@ -16,7 +16,12 @@ from datetime import UTC, datetime, timedelta
 from django.db.models import Count, Max, Q, QuerySet, Sum
 
 from monitoring.models import Entity, MetricDefinition, Rollup, Sample
-from monitoring.selectors.frames import frame_buckets, frame_means, latest_frame_values
+from monitoring.selectors.frames import (
+    fold_bucket,
+    frame_buckets,
+    frame_means,
+    latest_frame_values,
+)
 from monitoring.telemetry.store import watermarks
 
 TARGET_POINTS = 600
@@ -109,7 +114,7 @@ def _fold_tiered(
     if resolution == 0:
         rows = Sample.objects.filter(metric=metric, entity=entity, ts__gte=start, ts__lt=end)
         for ts, value in rows.values_list("ts", "value").iterator():
-            _fold(buckets, int(ts.timestamp() // step * step), 1, value, value, value)
+            fold_bucket(buckets, int(ts.timestamp() // step * step), 1, value, value, value)
         return
     complete = marks.get(resolution)
     upto = min(end, complete) if complete else start
@@ -120,16 +125,8 @@ def _fold_tiered(
         for bucket, count, total, low, high in rows.values_list(
             "bucket", "count", "sum", "min", "max"
         ).iterator():
-            _fold(buckets, int(bucket.timestamp() // step * step), count, total, low, high)
+            fold_bucket(buckets, int(bucket.timestamp() // step * step), count, total, low, high)
     _fold_tiered(metric, entity, max(start, upto), end, FINER[resolution], step, buckets, marks)
-
-
-def _fold(buckets: dict, key: int, count: int, total: float, low: float, high: float) -> None:
-    agg = buckets.setdefault(key, [0, 0.0, math.inf, -math.inf])
-    agg[0] += count
-    agg[1] += total
-    agg[2] = min(agg[2], low)
-    agg[3] = max(agg[3], high)
 
 
 def latest_values(

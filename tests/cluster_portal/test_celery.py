@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 import uuid
-from pathlib import Path
 
 import pytest
-from django.conf import settings
-from django.db import connection
 
 from cluster_portal.celery import app
-from cluster_portal.env import tcp_reachable
 from cluster_portal.schedule import BEAT_SCHEDULE
 from monitoring.models import Heartbeat
 from monitoring.tasks import heartbeat
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.workers import Worker, redis_broker_url, wait_for
 
 # Update deliberately when adding a task: a rename silently orphans queued messages.
 EXPECTED_TASKS = {
@@ -66,34 +57,6 @@ def test_tasks_are_acknowledged_late_and_requeued_when_a_worker_dies():
     assert app.tasks["monitoring.heartbeat"].acks_late is True
 
 
-def redis_broker_url() -> str | None:
-    url = settings.CELERY_BROKER_URL
-    if url.startswith("redis://"):
-        return url
-    if tcp_reachable("127.0.0.1", 6379):
-        return "redis://127.0.0.1:6379/0"
-    return None
-
-
-def database_url_for_subprocess() -> str:
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{db['NAME']}"
-    host = db.get("HOST") or "127.0.0.1"
-    user = db.get("USER") or "postgres"
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return f"postgres://{user}{password}@{host}:{db.get('PORT') or 5432}/{db['NAME']}"
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_real_worker_process_runs_the_heartbeat_task_over_redis(tmp_path):
@@ -101,48 +64,15 @@ def test_a_real_worker_process_runs_the_heartbeat_task_over_redis(tmp_path):
     if broker is None:
         pytest.skip("Redis is not reachable on 127.0.0.1:6379; the real-worker test needs it")
     queue = f"test-{uuid.uuid4().hex[:8]}"
-    worker_name = f"{queue}@test"
-    environment = {
-        **os.environ,
-        "CELERY_BROKER_URL": broker,
-        "DATABASE_URL": database_url_for_subprocess(),
-        "PORTAL_VAR_DIR": str(tmp_path),
-    }
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "cluster_portal",
-            "worker",
-            "--pool=solo",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-            "-Q",
-            queue,
-            "-n",
-            worker_name,
-            "--loglevel=INFO",
-        ],
-        cwd=ROOT,
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    worker = Worker(queue, broker, tmp_path)
     try:
         # worker_ready records the first heartbeat once the worker consumes from the queue.
-        wait_for(lambda: Heartbeat.objects.filter(name=worker_name).exists(), 60, "worker to start")
+        wait_for(lambda: Heartbeat.objects.filter(name=worker.name).exists(), 60, "worker to start")
         with app.connection_for_write(broker) as conn:
             heartbeat.apply_async(queue=queue, connection=conn)
-        wait_for(lambda: Heartbeat.objects.get(name=worker_name).beats >= 2, 30, "task to run")
+        wait_for(lambda: Heartbeat.objects.get(name=worker.name).beats >= 2, 30, "task to run")
     finally:
-        worker.terminate()
-        try:
-            output, _ = worker.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            output, _ = worker.communicate()
-    assert "monitoring.heartbeat" in output and "succeeded" in output, output[-3000:]
+        worker.stop()
+    assert "monitoring.heartbeat" in worker.output and "succeeded" in worker.output, worker.output[
+        -3000:
+    ]

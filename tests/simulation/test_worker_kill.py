@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import threading
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -19,66 +14,8 @@ from simulation.engine import default_scenario
 from simulation.models import TwinRun, TwinTick
 from simulation.services import twin_run_create
 from simulation.tasks import advance_run
-from tests.cluster_portal.test_celery import database_url_for_subprocess, redis_broker_url, wait_for
 from tests.simulation.conftest import stored_values
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-class Worker:
-    """A Celery worker subprocess whose output is collected in the background."""
-
-    def __init__(self, queue: str, broker: str, tmp_path: Path, **extra_env: str) -> None:
-        env = {
-            **os.environ,
-            "CELERY_BROKER_URL": broker,
-            "DATABASE_URL": database_url_for_subprocess(),
-            "PORTAL_VAR_DIR": str(tmp_path),
-            "CELERY_VISIBILITY_TIMEOUT": "2",
-            **extra_env,
-        }
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "cluster_portal",
-                "worker",
-                "--pool=solo",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-Q",
-                queue,
-                "-n",
-                f"{queue}-{uuid.uuid4().hex[:4]}@test",
-                "--loglevel=INFO",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.lines: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            self.lines.append(line)
-
-    def saw(self, text: str) -> bool:
-        return any(text in line for line in self.lines)
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+from tests.workers import Worker, redis_broker_url, wait_for
 
 
 @pytest.mark.slow
@@ -92,7 +29,9 @@ def test_a_worker_killed_mid_tick_leaves_nothing_and_the_tick_completes_exactly_
         name="kill-test", cluster=cluster, scenario=default_scenario(cards=256, seed=2)
     )
     queue = f"kill-{uuid.uuid4().hex[:8]}"
-    first = Worker(queue, broker, tmp_path, TWIN_TICK_FAULT_PAUSE_SECONDS="60")
+    first = Worker(
+        queue, broker, tmp_path, TWIN_TICK_FAULT_PAUSE_SECONDS="60", CELERY_VISIBILITY_TIMEOUT="2"
+    )
     second = None
     try:
         wait_for(lambda: first.saw("ready."), 60, "first worker to start")
@@ -105,7 +44,7 @@ def test_a_worker_killed_mid_tick_leaves_nothing_and_the_tick_completes_exactly_
         run.refresh_from_db()
         assert run.tick_seq == 0
 
-        second = Worker(queue, broker, tmp_path)
+        second = Worker(queue, broker, tmp_path, CELERY_VISIBILITY_TIMEOUT="2")
         wait_for(lambda: TwinTick.objects.filter(run=run).exists(), 90, "the redelivered tick")
         time.sleep(2)  # a duplicate, if any, would land now
     finally:
