@@ -3,8 +3,41 @@
 from __future__ import annotations
 
 from django.http import HttpRequest
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils.translation import gettext_lazy as _
+
+# (label, URL name, who sees it). Pages of other apps are linked by URL name only: monitoring
+# imports none of them; a name that is not installed is simply left out.
+STAFF_NAV = (
+    (_("Overview"), "dashboard-overview"),
+    (_("Hardware"), "dashboard-hardware"),
+    (_("Memory pool"), "dashboard-memory"),
+    (_("Network"), "dashboard-network"),
+    (_("Workloads"), "workloads"),
+    (_("Cost"), "cost"),
+    (_("Migrations"), "migrations"),
+    (_("Alerts"), "alerts"),
+    (_("What-if"), "whatif"),
+    (_("Report"), "validation-report"),
+    (_("Digital twin"), "twin"),
+    (_("Exporters"), "exporters"),
+    (_("Status"), "status"),
+)
+CUSTOMER_NAV = (
+    (_("Workloads"), "workloads"),
+    (_("Cost"), "cost"),
+    (_("Migrations"), "migrations"),
+)
+
+
+def _links(entries) -> list[tuple[str, str]]:
+    links = []
+    for label, name in entries:
+        try:
+            links.append((str(label), reverse(name)))
+        except NoReverseMatch:
+            continue
+    return links
 
 
 def portal(request: HttpRequest) -> dict:
@@ -13,11 +46,9 @@ def portal(request: HttpRequest) -> dict:
     if user is not None and user.is_authenticated:
         nav.append((str(_("Home")), reverse("home")))
         if getattr(user, "sees_all_tenants", False):
-            # Pages of other apps are linked by URL name only: monitoring imports none of them.
-            nav.append((str(_("Alerts")), reverse("alerts")))
-            nav.append((str(_("Exporters")), reverse("exporters")))
-            nav.append((str(_("Digital twin")), reverse("twin")))
-            nav.append((str(_("Status")), reverse("status")))
+            nav += _links(STAFF_NAV)
             if user.is_staff:
                 nav.append((str(_("Admin")), reverse("admin:index")))
+        else:
+            nav += _links(CUSTOMER_NAV)
     return {"portal_nav": nav}

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
+import plotly
 from django.utils.translation import gettext_lazy as _
 
 from cluster_portal.env import (
@@ -113,7 +114,9 @@ STATIC_ROOT = Path(env_str("STATIC_ROOT") or VAR_DIR / "static")
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # Serve straight from the app/static folders too, so the demo needs no collectstatic step.
 WHITENOISE_USE_FINDERS = True
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# Plotly's JavaScript ships inside the plotly package: served from there as
+# /static/plotly/plotly.min.js, so pages never fetch it from a CDN.
+STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", Path(plotly.__file__).parent / "package_data")]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
