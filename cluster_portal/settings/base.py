@@ -163,6 +163,9 @@ TELEMETRY_RETENTION = {
     "raw_accelerator_hours": env_int("TELEMETRY_RAW_ACCELERATOR_HOURS", 6),
     "raw_other_hours": env_int("TELEMETRY_RAW_OTHER_HOURS", 48),
     "rollup_minute_days": env_int("TELEMETRY_ROLLUP_MINUTE_DAYS", 8),
+    # Per-entity minute rollups of dense sources (twin frames): ~200 KB per metric-minute at
+    # 10,240 cards, so two days by default; hourly and daily frames follow the values below.
+    "frame_minute_days": env_int("TELEMETRY_FRAME_MINUTE_DAYS", 2),
     "rollup_hour_days": env_int("TELEMETRY_ROLLUP_HOUR_DAYS", 90),
     "rollup_day_days": env_int("TELEMETRY_ROLLUP_DAY_DAYS", 1100),
 }

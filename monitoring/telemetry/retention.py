@@ -15,9 +15,17 @@ from monitoring.telemetry.store import watermarks
 
 @dataclass(frozen=True)
 class RetentionPolicy:
+    """How long each kind of telemetry is kept.
+
+    ``frame_rollup`` defaults to ``rollup``; it is separate because a frame holds a whole
+    cluster (a 10,240-card per-minute rollup frame is ~200 KB), so per-card minute detail is
+    worth keeping for days, not weeks.
+    """
+
     raw_accelerator: timedelta
     raw_other: timedelta
     rollup: dict[int, timedelta]
+    frame_rollup: dict[int, timedelta] | None = None
 
     @classmethod
     def from_settings(cls) -> RetentionPolicy:
@@ -27,6 +35,11 @@ class RetentionPolicy:
             raw_other=timedelta(hours=cfg["raw_other_hours"]),
             rollup={
                 60: timedelta(days=cfg["rollup_minute_days"]),
+                3600: timedelta(days=cfg["rollup_hour_days"]),
+                86400: timedelta(days=cfg["rollup_day_days"]),
+            },
+            frame_rollup={
+                60: timedelta(days=cfg["frame_minute_days"]),
                 3600: timedelta(days=cfg["rollup_hour_days"]),
                 86400: timedelta(days=cfg["rollup_day_days"]),
             },
@@ -68,7 +81,7 @@ def telemetry_prune(*, policy: RetentionPolicy, now: datetime | None = None) -> 
         deleted["frames_raw"] = Frame.objects.filter(
             resolution=0, ts__lt=now - policy.raw_accelerator
         ).delete()[0]
-        for resolution, keep in policy.rollup.items():
+        for resolution, keep in (policy.frame_rollup or policy.rollup).items():
             deleted[f"frames_{resolution}"] = Frame.objects.filter(
                 resolution=resolution, ts__lt=now - keep
             ).delete()[0]

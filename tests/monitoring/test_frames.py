@@ -126,3 +126,18 @@ def test_retention_prunes_old_raw_frames_but_keeps_rollups(layout, util):
     assert deleted["frames_raw"] == 1
     assert Frame.objects.filter(resolution=0).count() == 1
     assert Frame.objects.filter(resolution=60).count() == 2
+
+
+@pytest.mark.django_db
+def test_frame_minute_rollups_follow_their_own_shorter_retention(layout, util):
+    now = datetime.now(tz=UTC)
+    write(layout, util, [0.5] * 8, (now - timedelta(days=3)).timestamp())
+    policy = RetentionPolicy(
+        raw_accelerator=timedelta(hours=6),
+        raw_other=timedelta(hours=48),
+        rollup={60: timedelta(days=8), 3600: timedelta(days=90), 86400: timedelta(days=1100)},
+        frame_rollup={60: timedelta(days=2), 3600: timedelta(days=90), 86400: timedelta(days=1100)},
+    )
+    deleted = telemetry_prune(policy=policy, now=now)
+    assert deleted["frames_60"] == 1
+    assert Frame.objects.filter(resolution=3600).count() == 1
