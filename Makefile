@@ -27,6 +27,7 @@ demo: install
 	DEBUG=1 $(BIN)/python manage.py migrate --noinput
 	DEBUG=1 $(BIN)/python manage.py seed_demo $(if $(PASSWORD),--password "$(PASSWORD)")
 	DEBUG=1 $(BIN)/python manage.py seed_twin
+	DEBUG=1 $(BIN)/python manage.py seed_migrations
 	DEBUG=1 $(BIN)/python manage.py demo_banner --url http://127.0.0.1:$(PORT)/
 	DEBUG=1 PORT=$(PORT) PYTHONUNBUFFERED=1 $(BIN)/honcho start -f Procfile
 

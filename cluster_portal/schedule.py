@@ -60,4 +60,13 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "schedule": 5.0,
         "options": {"expires": 5.0},
     },
+    # Gate analyses: one measurement per due criterion of each running analysis run. 10 s is
+    # finer than the smallest criterion interval (5 s is allowed, 30 s is the default), so a
+    # measurement is at most 10 s late; a duplicate run measures nothing twice (each step
+    # re-checks what is due under the plan's row lock). Expires after one period.
+    "rollout-analyses": {
+        "task": "rollout.measure_analyses",
+        "schedule": 10.0,
+        "options": {"expires": 10.0},
+    },
 }

@@ -12,7 +12,11 @@ urlpatterns = [
     path("metrics", PrometheusMetricsView.as_view(), name="prometheus-metrics"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
+    path("api/v1/", include("rollout.api.urls")),
     path("api/v1/", include("monitoring.api.urls")),
     path("twin/", include("simulation.urls")),
+    path("whatif/", include("simulation.whatif_urls")),
+    path("api/v1/whatif/", include("simulation.whatif_api_urls")),
+    path("migrations/", include("rollout.urls")),
     path("", include("monitoring.urls")),
 ]

@@ -9,6 +9,7 @@ from monitoring.models import (
     Alert,
     AlertRule,
     Cluster,
+    CostAssumptions,
     ExporterTarget,
     HardwareModel,
     Heartbeat,
@@ -257,3 +258,19 @@ class MetricDefinitionAdmin(admin.ModelAdmin):
     list_display = ("name", "unit", "entity_kind", "type", "mapped")
     list_filter = ("entity_kind", "mapped")
     search_fields = ("name", "description")
+
+
+@admin.register(CostAssumptions)
+class CostAssumptionsAdmin(admin.ModelAdmin):
+    """Cost inputs; validation is the model's, the same as the cost page's form."""
+
+    list_display = (
+        "__str__",
+        "currency",
+        "card_price",
+        "amortisation_years",
+        "electricity_price_per_kwh",
+        "pue",
+        "is_assumption",
+        "updated_at",
+    )

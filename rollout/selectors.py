@@ -1,12 +1,70 @@
-"""Read-only selectors other apps may call (the twin reads traffic shares from here)."""
+"""Reads of the migration workflow. ``traffic_shares_for_cluster`` is what the twin calls."""
 
 from __future__ import annotations
 
+from django.db.models import Q, QuerySet
+
+from monitoring.models import Workload
+from monitoring.selectors.scoping import principal_sees_all
+from rollout.models import AuditEntry, MigrationPlan, PlanState, PlanWorkload
+
 
 def traffic_shares_for_cluster(*, cluster_id: int) -> dict[str, float]:
-    """Share (0–1) of each workload's traffic that a gray migration sends to ``cluster_id``.
+    """Share (0–1) of each workload's traffic that migrations send to ``cluster_id``.
 
-    Neutral until the migration workflow lands: no plan overrides any workload, so the twin
-    keeps each workload's own scenario share.
+    For the unified target of a started plan: each workload's current share (pilot
+    workloads 1 once the pilot starts, gray workloads the current step, later phases 0 until
+    they begin; after an abort or rollback the last stable step). For the source cluster the
+    complement (1 − share), so load moves between the two rather than being duplicated.
+    Draft plans change nothing. Only names that exist on ``cluster_id`` are returned (the
+    twin refuses unknown names); when several plans name one workload the newest wins.
     """
-    return {}
+    items = (
+        PlanWorkload.objects.filter(
+            Q(plan__target_cluster_id=cluster_id) | Q(plan__source_cluster_id=cluster_id)
+        )
+        .exclude(plan__state=PlanState.DRAFT)
+        .order_by("plan__created_at", "plan_id")
+        .values_list("workload__name", "share", "plan__target_cluster_id")
+    )
+    known = set(Workload.objects.filter(cluster_id=cluster_id).values_list("name", flat=True))
+    shares: dict[str, float] = {}
+    for name, share, target_id in items:
+        if name in known:
+            shares[name] = float(share) if target_id == cluster_id else 1.0 - float(share)
+    return shares
+
+
+def plans_visible_to(user) -> QuerySet[MigrationPlan]:
+    """Staff and operator-level tokens see every plan; customers their tenant's only."""
+    plans = MigrationPlan.objects.select_related("tenant", "source_cluster", "target_cluster")
+    if principal_sees_all(user):
+        return plans
+    tenant_id = getattr(user, "tenant_id", None)
+    if tenant_id is None:
+        return plans.none()
+    return plans.filter(tenant_id=tenant_id)
+
+
+def audit_visible_to(user) -> QuerySet[AuditEntry]:
+    entries = AuditEntry.objects.select_related("plan")
+    if principal_sees_all(user):
+        return entries
+    tenant_id = getattr(user, "tenant_id", None)
+    if tenant_id is None:
+        return entries.none()
+    return entries.filter(plan__tenant_id=tenant_id)
+
+
+def plan_timeline(plan: MigrationPlan) -> list[dict]:
+    """Phases in order with planned and actual windows and whether each is current."""
+    rows = []
+    for phase in sorted(plan.phases.all(), key=lambda p: p.order):
+        rows.append(
+            {
+                "phase": phase,
+                "current": phase.kind == plan.current_phase and not plan.is_finished,
+                "workloads": [w for w in plan.workloads.all() if w.phase == phase.kind],
+            }
+        )
+    return rows

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
@@ -103,3 +104,73 @@ class StagedPart(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}#{self.seq}/{self.part}"
+
+
+class WhatIfRun(models.Model):
+    """A background split-vs-unified comparison on a chosen scenario or an uploaded trace.
+
+    The trace is stored as text (validated with the engine's readers before saving), so a
+    worker on any host can run it. ``result`` holds both policies' summaries and the
+    down-sampled per-step series the page charts.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", _("queued")
+        RUNNING = "running", _("running")
+        DONE = "done", _("done")
+        FAILED = "failed", _("failed")
+
+    class TraceKind(models.TextChoices):
+        NONE = "", _("none (the default workload mix)")
+        AZURE = "azure", _("Azure LLM inference CSV")
+        PHILLY = "philly", _("Philly training CSV")
+
+    cards = models.PositiveIntegerField(
+        _("cards"), default=256, validators=[MinValueValidator(64), MaxValueValidator(4096)]
+    )
+    hardware = models.CharField(_("accelerator"), max_length=40, default="ascend-950dt")
+    hours = models.FloatField(
+        _("simulated hours"), default=6.0, validators=[MinValueValidator(1), MaxValueValidator(48)]
+    )
+    seed = models.PositiveIntegerField(_("random seed"), default=7)
+    trace_kind = models.CharField(
+        _("trace format"), max_length=10, choices=TraceKind.choices, blank=True, default=""
+    )
+    trace_name = models.CharField(_("trace file"), max_length=200, blank=True)
+    trace_text = models.TextField(_("trace"), blank=True)
+    status = models.CharField(
+        _("status"), max_length=10, choices=Status.choices, default=Status.QUEUED
+    )
+    progress = models.FloatField(
+        _("progress"), default=0.0, validators=[MinValueValidator(0), MaxValueValidator(1)]
+    )
+    result = models.JSONField(_("result"), null=True, blank=True)
+    error = models.TextField(_("error"), blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("created by"),
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = _("what-if run")
+        verbose_name_plural = _("what-if runs")
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(progress__gte=0) & models.Q(progress__lte=1),
+                name="whatifrun_progress_0_1",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"what-if #{self.pk}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)

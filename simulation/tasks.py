@@ -12,7 +12,7 @@ import time
 from celery import group, shared_task
 from django.conf import settings
 
-from simulation.models import TwinRun
+from simulation.models import TwinRun, WhatIfRun
 from simulation.services import (
     tick_commit_staged,
     tick_stage_part,
@@ -20,6 +20,7 @@ from simulation.services import (
     twin_tick,
 )
 from simulation.services.lag import tick_lag_record
+from simulation.services.whatif import whatif_execute
 
 TICK_OPTIONS = {
     "acks_late": True,
@@ -110,3 +111,31 @@ def schedule_pool_ticks() -> int:
     for run_id, seq in pairs:
         advance_pool.delay(run_id, seq)
     return len(pairs)
+
+
+@shared_task(
+    name="simulation.run_whatif",
+    # A worker lost mid-run leaves the message unacknowledged; the redelivered task starts
+    # the run over (whatif_execute resets it), so late acks lose nothing.
+    acks_late=True,
+    reject_on_worker_lost=True,
+    # A what-if nobody picked up within an hour is stale: the operator has moved on.
+    expires=3600,
+    # The default run finishes in seconds; the largest form allows (4,096 cards × 48 h) in
+    # minutes. The soft limit marks the run failed instead of killing it silently.
+    soft_time_limit=1200,
+    time_limit=1260,
+    max_retries=0,
+)
+def run_whatif(run_id: int) -> dict:
+    """Run one what-if comparison and store its result on the run."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    try:
+        run = whatif_execute(run_id=run_id)
+    except SoftTimeLimitExceeded:
+        WhatIfRun.objects.filter(pk=run_id).update(
+            status=WhatIfRun.Status.FAILED, error="time limit exceeded"
+        )
+        return {"status": "failed", "progress": None}
+    return {"status": run.status, "progress": run.progress}

@@ -1,6 +1,8 @@
 from django.urls import path
 
-from monitoring.api import alerts, readings, telemetry, views
+from monitoring.api import alerts, dashboards, readings, telemetry, views
+from monitoring.api import cost as cost_api
+from monitoring.api import report as report_api
 
 app_name = "api"
 
@@ -17,4 +19,45 @@ urlpatterns = [
     path("telemetry/series/", readings.SeriesView.as_view(), name="telemetry-series"),
     path("accelerators/", readings.AcceleratorListView.as_view(), name="accelerators"),
     path("alerts/", alerts.AlertListView.as_view(), name="alerts"),
+    path(
+        "dashboards/overview/",
+        dashboards.OverviewDataView.as_view(),
+        name="dashboard-overview",
+    ),
+    path(
+        "dashboards/hardware/",
+        dashboards.HardwareDataView.as_view(),
+        name="dashboard-hardware",
+    ),
+    path(
+        "dashboards/hardware/racks/<int:pk>/",
+        dashboards.RackDataView.as_view(),
+        name="dashboard-rack",
+    ),
+    path(
+        "dashboards/hardware/nodes/<int:pk>/",
+        dashboards.NodeDataView.as_view(),
+        name="dashboard-node",
+    ),
+    path(
+        "dashboards/hardware/accelerators/<int:pk>/",
+        dashboards.AcceleratorDataView.as_view(),
+        name="dashboard-accelerator",
+    ),
+    path("dashboards/memory/", dashboards.MemoryDataView.as_view(), name="dashboard-memory"),
+    path("dashboards/network/", dashboards.NetworkDataView.as_view(), name="dashboard-network"),
+    path(
+        "dashboards/workloads/",
+        dashboards.WorkloadListDataView.as_view(),
+        name="dashboard-workloads",
+    ),
+    path(
+        "dashboards/workloads/<int:pk>/",
+        dashboards.WorkloadDetailDataView.as_view(),
+        name="dashboard-workload",
+    ),
+    path("cost/clusters/", cost_api.ClusterCostView.as_view(), name="cost-clusters"),
+    path("cost/comparison/", cost_api.CostComparisonView.as_view(), name="cost-comparison"),
+    path("cost/showback/", cost_api.ShowbackView.as_view(), name="cost-showback"),
+    path("report/", report_api.ReportView.as_view(), name="validation-report"),
 ]

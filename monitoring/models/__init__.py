@@ -1,6 +1,7 @@
 """Monitoring models, one module per concern."""
 
 from monitoring.models.alerts import Alert, AlertRule, Severity
+from monitoring.models.cost import CostAssumptions
 from monitoring.models.exporters import ExporterTarget
 from monitoring.models.frames import Frame, FrameLayout
 from monitoring.models.heartbeats import Heartbeat
@@ -36,6 +37,7 @@ __all__ = [
     "FrameLayout",
     "Severity",
     "Cluster",
+    "CostAssumptions",
     "Confidence",
     "Entity",
     "EntityKind",

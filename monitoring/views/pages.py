@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from monitoring.models import Tenant
+from monitoring.selectors.dashboards.workloads import workload_rows, workloads_visible_to
 from monitoring.selectors.heartbeats import any_alive, heartbeat_statuses
 from monitoring.selectors.readiness import readiness
 from monitoring.views.access import staff_page
@@ -25,7 +26,13 @@ def home(request: HttpRequest) -> HttpResponse:
         }
         return render(request, "monitoring/home_staff.html", context)
     tenant = request.user.tenant
-    context = {"tenant": tenant, "members": tenant.users.order_by("username") if tenant else []}
+    # The customer's own workloads, scoped by the same selector as /workloads/.
+    rows = workload_rows(workloads_visible_to(request.user))
+    context = {
+        "tenant": tenant,
+        "members": tenant.users.order_by("username") if tenant else [],
+        "workloads": rows,
+    }
     return render(request, "monitoring/home_customer.html", context)
 
 

@@ -1,0 +1,82 @@
+"""Pure Plotly figure builders for the cost page and the validation report (data in, dict out).
+
+Colours are the Okabe-Ito palette, distinguishable with the common colour-vision deficiencies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
+
+
+def _layout(title: str, y_title: str, *, percent: bool = False, barmode: str | None = None) -> dict:
+    layout: dict = {
+        "title": {"text": title},
+        "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
+        "legend": {"orientation": "h"},
+    }
+    if percent:
+        layout["yaxis"]["tickformat"] = ".0%"
+    if barmode:
+        layout["barmode"] = barmode
+    return layout
+
+
+def stacked_bars(
+    title: str, categories: Sequence[str], stacks: dict[str, Sequence[float]], y_title: str
+) -> dict:
+    """One bar per category, one stacked segment per ``stacks`` entry (e.g. capex, energy)."""
+    data = [
+        {
+            "type": "bar",
+            "name": name,
+            "x": list(categories),
+            "y": [round(v, 4) for v in values],
+            "marker": {"color": PALETTE[i % len(PALETTE)]},
+        }
+        for i, (name, values) in enumerate(stacks.items())
+    ]
+    return {"data": data, "layout": _layout(title, y_title, barmode="stack")}
+
+
+def grouped_bars(
+    title: str, categories: Sequence[str], groups: dict[str, Sequence[float | None]], y_title: str
+) -> dict:
+    """Side-by-side bars (e.g. split vs unified per metric); ``None`` values are left out."""
+    data = [
+        {
+            "type": "bar",
+            "name": name,
+            "x": list(categories),
+            "y": list(values),
+            "marker": {"color": PALETTE[i % len(PALETTE)]},
+        }
+        for i, (name, values) in enumerate(groups.items())
+    ]
+    return {"data": data, "layout": _layout(title, y_title, barmode="group")}
+
+
+def lines(
+    title: str,
+    series: dict[str, tuple[Sequence[datetime | float], Sequence[float]]],
+    y_title: str,
+    *,
+    percent: bool = False,
+) -> dict:
+    """One line per named series of ``(x, y)``; datetimes become ISO strings for JSON."""
+    data = []
+    for i, (name, (xs, ys)) in enumerate(series.items()):
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": name,
+                "x": [x.isoformat() if isinstance(x, datetime) else x for x in xs],
+                "y": list(ys),
+                "line": {"color": PALETTE[i % len(PALETTE)], "dash": ("solid", "dash")[i % 2]},
+            }
+        )
+    return {"data": data, "layout": _layout(title, y_title, percent=percent)}

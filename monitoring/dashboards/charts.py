@@ -1,0 +1,205 @@
+"""Pure chart builders: plain data in, a Plotly figure (a JSON-serialisable dict) out.
+
+No database, no request, no Django: every function here is unit-tested on literals. The
+browser renders the dicts with ``Plotly.react``; the mode bar stays on so every chart can be
+downloaded as a PNG.
+
+Colours are the Okabe–Ito palette, distinguishable with the common colour-vision
+deficiencies; heatmaps use Cividis, which is perceptually uniform and colour-blind safe.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+OKABE_ITO = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#D55E00",  # vermillion
+    "#CC79A7",  # reddish purple
+    "#56B4E9",  # sky blue
+    "#F0E442",  # yellow
+    "#000000",  # black
+)
+HEATMAP_COLORSCALE = "Cividis"
+
+Figure = dict[str, Any]
+Point = tuple[datetime | str, float | None]
+
+
+def colour(index: int) -> str:
+    """The ``index``-th palette colour (cycling)."""
+    return OKABE_ITO[index % len(OKABE_ITO)]
+
+
+def _clean(value: float | None) -> float | None:
+    # JSON has no NaN/inf: Plotly draws None as a gap, which is what a missing value is.
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return None
+    return value
+
+
+def _x(ts: datetime | str) -> str:
+    return ts.isoformat() if isinstance(ts, datetime) else ts
+
+
+def _layout(title: str, *, y_title: str = "", y_format: str = "", **extra: Any) -> dict:
+    layout = {
+        "title": {"text": title},
+        "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+        "legend": {"orientation": "h", "y": -0.2},
+        "hovermode": "x unified",
+        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
+        "xaxis": {"type": "date"},
+    }
+    if y_format:
+        layout["yaxis"]["tickformat"] = y_format
+    layout.update(extra)
+    return layout
+
+
+def timeseries(
+    series: dict[str, Sequence[Point]],
+    *,
+    title: str,
+    y_title: str = "",
+    y_format: str = "",
+) -> Figure:
+    """One line per named series of ``(time, value)`` points."""
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": name,
+            "x": [_x(ts) for ts, _ in points],
+            "y": [_clean(v) for _, v in points],
+            "line": {"color": colour(i), "width": 2},
+        }
+        for i, (name, points) in enumerate(series.items())
+    ]
+    return {"data": data, "layout": _layout(title, y_title=y_title, y_format=y_format)}
+
+
+def utilization_area(
+    stacked: dict[str, Sequence[Point]],
+    *,
+    lines: dict[str, Sequence[Point]] | None = None,
+    title: str,
+    y_title: str = "",
+    y_format: str = "",
+) -> Figure:
+    """Stacked areas (e.g. training vs inference cards) with optional overlay lines.
+
+    Overlay lines use dashes as well as colour, so they are told apart without colour.
+    """
+    data: list[dict] = []
+    for i, (name, points) in enumerate(stacked.items()):
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": name,
+                "stackgroup": "one",
+                "x": [_x(ts) for ts, _ in points],
+                "y": [_clean(v) for _, v in points],
+                "line": {"color": colour(i), "width": 1},
+            }
+        )
+    for j, (name, points) in enumerate((lines or {}).items()):
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": name,
+                "x": [_x(ts) for ts, _ in points],
+                "y": [_clean(v) for _, v in points],
+                "line": {
+                    "color": colour(len(stacked) + j),
+                    "width": 2,
+                    "dash": ("dash", "dot", "dashdot")[j % 3],
+                },
+            }
+        )
+    return {"data": data, "layout": _layout(title, y_title=y_title, y_format=y_format)}
+
+
+def heatmap(
+    matrix: Sequence[Sequence[float | None]],
+    *,
+    x_labels: Sequence[str],
+    y_labels: Sequence[str],
+    title: str,
+    value_title: str = "",
+    links: Sequence[Sequence[str | None]] | None = None,
+    z_range: tuple[float, float] | None = None,
+    value_format: str = ".2f",
+) -> Figure:
+    """A heatmap of ``matrix[row][column]``; ``links`` (same shape) become each cell's
+    ``customdata`` so a click can drill down to that cell's page."""
+    if len(matrix) != len(y_labels) or any(len(row) != len(x_labels) for row in matrix):
+        raise ValueError("matrix shape must be len(y_labels) x len(x_labels)")
+    trace: dict[str, Any] = {
+        "type": "heatmap",
+        "z": [[_clean(v) for v in row] for row in matrix],
+        "x": list(x_labels),
+        "y": list(y_labels),
+        "colorscale": HEATMAP_COLORSCALE,
+        "colorbar": {"title": {"text": value_title}},
+        "hoverongaps": False,
+        "xgap": 2,
+        "ygap": 2,
+        "hovertemplate": f"%{{y}} · %{{x}}<br>%{{z:{value_format}}}<extra></extra>",
+    }
+    if z_range is not None:
+        trace["zmin"], trace["zmax"] = z_range
+    if links is not None:
+        trace["customdata"] = [list(row) for row in links]
+    layout = {
+        "title": {"text": title},
+        "margin": {"l": 80, "r": 20, "t": 50, "b": 60},
+        "xaxis": {"type": "category"},
+        "yaxis": {"type": "category", "autorange": "reversed"},
+    }
+    return {"data": [trace], "layout": layout}
+
+
+def bars(
+    categories: Sequence[str],
+    groups: dict[str, Sequence[float | None]],
+    *,
+    title: str,
+    y_title: str = "",
+    y_format: str = "",
+    stacked: bool = False,
+) -> Figure:
+    """Grouped (or stacked) bars: one bar series per group, one bar per category."""
+    data = [
+        {
+            "type": "bar",
+            "name": name,
+            "x": list(categories),
+            "y": [_clean(v) for v in values],
+            "marker": {"color": colour(i)},
+        }
+        for i, (name, values) in enumerate(groups.items())
+    ]
+    layout = _layout(
+        title, y_title=y_title, y_format=y_format, barmode="stack" if stacked else "group"
+    )
+    layout["xaxis"] = {"type": "category"}
+    layout["hovermode"] = "closest"
+    return {"data": data, "layout": layout}
+
+
+def has_data(figure: Figure) -> bool:
+    """True when at least one trace has a plotted value (the page says "no data" otherwise)."""
+    for trace in figure.get("data", []):
+        values = trace.get("z") or trace.get("y") or []
+        flat = [v for row in values for v in (row if isinstance(row, list) else [row])]
+        if any(v is not None for v in flat):
+            return True
+    return False

@@ -1,0 +1,172 @@
+"""Admin for plans, criteria, gates (approve/reject action), webhooks and the read-only audit.
+
+State never changes through admin forms: plans are edited only while drafts, gates are
+decided through the workflow services (the same ones the UI and the API call), and audit
+rows and delivery logs cannot be added, changed or deleted.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ActionForm
+from django.utils.translation import gettext_lazy as _
+
+from rollout.models import (
+    AuditEntry,
+    Criterion,
+    Gate,
+    GateState,
+    MigrationPlan,
+    Phase,
+    PlanState,
+    PlanWorkload,
+    WebhookDelivery,
+    WebhookSubscription,
+)
+from rollout.services.audit import Actor, audit_record
+from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
+from rollout.services.plans import criterion_save, phases_create_default
+from rollout.services.transitions import gate_approve, gate_reject
+
+
+class _ReadOnly(admin.ModelAdmin):
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class PlanWorkloadInline(admin.TabularInline):
+    model = PlanWorkload
+    fields = ("workload", "phase", "share", "stable_share")
+    readonly_fields = ("share", "stable_share")
+    extra = 1
+
+
+class PhaseInline(admin.TabularInline):
+    model = Phase
+    fields = ("kind", "planned_start", "planned_end", "actual_start", "actual_end")
+    readonly_fields = ("kind", "actual_start", "actual_end")
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(MigrationPlan)
+class MigrationPlanAdmin(admin.ModelAdmin):
+    list_display = ("name", "tenant", "state", "current_phase", "gray_step_index", "updated_at")
+    list_filter = ("state", "tenant")
+    fields = (
+        "tenant",
+        "name",
+        "source_cluster",
+        "target_cluster",
+        "gray_steps",
+        "required_approvals",
+        "state",
+        "current_phase",
+        "version",
+    )
+    readonly_fields = ("state", "current_phase", "version")
+    inlines = [PhaseInline, PlanWorkloadInline]
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        # Only drafts are edited here; a started plan moves through its commands.
+        ok = super().has_change_permission(request, obj)
+        return ok and (obj is None or obj.state == PlanState.DRAFT)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def save_model(self, request, obj, form, change) -> None:
+        if not change:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
+        if not change:
+            phases_create_default(plan=obj)
+            audit_record(
+                actor=Actor.from_request(request), action="create", plan=obj, to_state=obj.state
+            )
+
+
+@admin.register(Criterion)
+class CriterionAdmin(admin.ModelAdmin):
+    list_display = ("name", "phase", "metric", "aggregation", "comparator", "threshold", "dry_run")
+    list_filter = ("phase__kind", "dry_run")
+
+    def save_model(self, request, obj, form, change) -> None:
+        # Through the service: editing criteria moves an open gate to a new revision.
+        criterion_save(criterion=obj, actor=Actor.from_request(request))
+
+
+class DecisionForm(ActionForm):
+    comment = forms.CharField(
+        label=_("Comment / reason"), required=False, widget=forms.TextInput(attrs={"size": 40})
+    )
+
+
+@admin.register(Gate)
+class GateAdmin(_ReadOnly):
+    list_display = ("plan", "label", "state", "revision", "requested_by", "requested_at")
+    list_filter = ("state",)
+    action_form = DecisionForm
+    actions = ["approve_gates", "reject_gates"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("plan", "phase", "requested_by")
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return request.user.has_perm(
+            "monitoring.approve_migrations"
+        ) or super().has_view_permission(request, obj)
+
+    def _decide(self, request, queryset, decide) -> None:
+        comment = request.POST.get("comment", "")
+        for gate in queryset.filter(state=GateState.AWAITING_APPROVAL):
+            try:
+                decide(plan_id=gate.plan_id, actor=Actor.from_request(request), text=comment)
+            except (FourEyesViolation, NotPermitted, WorkflowConflict) as exc:
+                self.message_user(request, f"{gate}: {exc}", messages.ERROR)
+            else:
+                self.message_user(request, f"{gate}: {_('done')}", messages.SUCCESS)
+
+    @admin.action(description=_("Approve selected pending gates"))
+    def approve_gates(self, request, queryset) -> None:
+        self._decide(
+            request,
+            queryset,
+            lambda plan_id, actor, text: gate_approve(plan_id=plan_id, actor=actor, comment=text),
+        )
+
+    @admin.action(description=_("Reject selected pending gates (reason required)"))
+    def reject_gates(self, request, queryset) -> None:
+        self._decide(
+            request,
+            queryset,
+            lambda plan_id, actor, text: gate_reject(plan_id=plan_id, actor=actor, reason=text),
+        )
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(_ReadOnly):
+    list_display = ("at", "actor_label", "action", "plan", "from_state", "to_state", "source_ip")
+    list_filter = ("action",)
+    search_fields = ("actor_label", "reason")
+
+
+@admin.register(WebhookSubscription)
+class WebhookSubscriptionAdmin(admin.ModelAdmin):
+    list_display = ("name", "url", "events", "tenant", "active")
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(_ReadOnly):
+    list_display = ("created_at", "subscription", "event", "status", "attempts", "last_status_code")
+    list_filter = ("status", "event")

@@ -1,0 +1,1 @@
+"""Gate analysis: Argo Rollouts semantics (pure) and the telemetry each measurement reads."""

@@ -1,0 +1,171 @@
+"""REST API of the migration workflow: tenant-scoped reads and POST commands.
+
+A customer (or tenant-bound token) gets 404 for another tenant's plan, on reads and
+commands alike. Commands answer 409 on an illegal or conflicting transition and 403 on a
+missing permission or a four-eyes violation.
+"""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
+from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.generics import ListAPIView, RetrieveAPIView
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from monitoring.api.permissions import HasRequiredScope
+from rollout.api import serializers as s
+from rollout.models import AnalysisRun, Approval, Gate, PlanState
+from rollout.selectors import audit_visible_to, plans_visible_to
+from rollout.services import transitions as t
+from rollout.services.audit import Actor
+from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
+
+
+class _Read:
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+
+    def plan(self):
+        return get_object_or_404(plans_visible_to(self.request.user), pk=self.kwargs["pk"])
+
+
+class PlanListView(_Read, ListAPIView):
+    """Plans the caller may see; ``?state=`` filters by state."""
+
+    serializer_class = s.PlanSerializer
+
+    def get_queryset(self):
+        plans = plans_visible_to(self.request.user)
+        state = self.request.query_params.get("state")
+        if state:
+            if state not in PlanState.values:
+                raise ValidationError({"state": _("one of %s") % ", ".join(PlanState.values)})
+            plans = plans.filter(state=state)
+        return plans
+
+
+class PlanDetailView(_Read, RetrieveAPIView):
+    serializer_class = s.PlanDetailSerializer
+
+    def get_object(self):
+        return self.plan()
+
+
+class PhaseListView(_Read, ListAPIView):
+    serializer_class = s.PhaseSerializer
+    pagination_class = None
+
+    def get_queryset(self):
+        return self.plan().phases.all()
+
+
+class GateListView(_Read, ListAPIView):
+    serializer_class = s.GateSerializer
+
+    def get_queryset(self):
+        return Gate.objects.filter(plan=self.plan()).select_related("phase", "plan")
+
+
+class AnalysisRunListView(_Read, ListAPIView):
+    """Runs with every metric and measurement; ``?gate=`` narrows to one gate."""
+
+    serializer_class = s.AnalysisRunSerializer
+
+    def get_queryset(self):
+        runs = AnalysisRun.objects.filter(gate__plan=self.plan()).prefetch_related(
+            "metrics__measurements"
+        )
+        gate = self.request.query_params.get("gate")
+        if gate:
+            if not gate.isdigit():
+                raise ValidationError({"gate": _("a gate id")})
+            runs = runs.filter(gate_id=int(gate))
+        return runs
+
+
+class ApprovalListView(_Read, ListAPIView):
+    serializer_class = s.ApprovalSerializer
+
+    def get_queryset(self):
+        return Approval.objects.filter(gate__plan=self.plan())
+
+
+class AuditListView(_Read, ListAPIView):
+    """Audit rows, newest first; ``?plan=&action=&actor=`` filter. Read-only by design."""
+
+    serializer_class = s.AuditEntrySerializer
+
+    def get_queryset(self):
+        entries = audit_visible_to(self.request.user)
+        if "pk" in self.kwargs:
+            entries = entries.filter(plan=self.plan())
+        params = self.request.query_params
+        if params.get("plan"):
+            if not params["plan"].isdigit():
+                raise ValidationError({"plan": _("a plan id")})
+            entries = entries.filter(plan_id=int(params["plan"]))
+        if params.get("action"):
+            entries = entries.filter(action=params["action"])
+        if params.get("actor"):
+            entries = entries.filter(actor_label=params["actor"])
+        return entries
+
+
+COMMANDS = {
+    "start": lambda a, pk, d: t.plan_start(plan_id=pk, actor=a, **_v(d)),
+    "promote": lambda a, pk, d: t.plan_promote(plan_id=pk, actor=a, reason=d["reason"], **_v(d)),
+    "approve": lambda a, pk, d: t.gate_approve(
+        plan_id=pk,
+        actor=a,
+        comment=d["comment"] or d["reason"],
+        revision=d.get("revision"),
+        **_v(d),
+    ),
+    "reject": lambda a, pk, d: t.gate_reject(
+        plan_id=pk, actor=a, reason=d["reason"] or d["comment"], **_v(d)
+    ),
+    "pause": lambda a, pk, d: t.plan_pause(plan_id=pk, actor=a, reason=d["reason"], **_v(d)),
+    "resume": lambda a, pk, d: t.plan_resume(plan_id=pk, actor=a, reason=d["reason"], **_v(d)),
+    "abort": lambda a, pk, d: t.plan_abort(plan_id=pk, actor=a, reason=d["reason"], **_v(d)),
+    "retry": lambda a, pk, d: t.plan_retry(plan_id=pk, actor=a, reason=d["reason"], **_v(d)),
+    "force-promote": lambda a, pk, d: t.plan_force_promote(
+        plan_id=pk, actor=a, reason=d["reason"], **_v(d)
+    ),
+    "skip": lambda a, pk, d: t.gate_skip(plan_id=pk, actor=a, reason=d["reason"], **_v(d)),
+}
+
+
+def _v(data: dict) -> dict:
+    return {"expected_version": data.get("expected_version")}
+
+
+class PlanCommandView(APIView):
+    """``POST /api/v1/plans/<id>/<command>/``; answers the plan as it is afterwards."""
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+
+    @property
+    def required_scope(self) -> str:
+        # Tokens may approve (and reject) with just the ``approve`` scope. Users pass with
+        # ``read`` so that another tenant's plan is a 404 before any permission is checked;
+        # the service then checks the user's permission (403, audited).
+        token = getattr(self.request.user, "token", None) is not None
+        approving = self.kwargs.get("command") in ("approve", "reject")
+        return "approve" if token and approving else "read"
+
+    def post(self, request, pk: int, command: str) -> Response:
+        plan = get_object_or_404(plans_visible_to(request.user), pk=pk)
+        body = s.CommandSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            plan = COMMANDS[command](Actor.from_request(request), plan.pk, body.validated_data)
+        except (FourEyesViolation, NotPermitted) as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
+        except WorkflowConflict as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        plan.refresh_from_db()
+        return Response(s.PlanSerializer(plan).data)

@@ -1,0 +1,42 @@
+"""Rollout models, one module per concern."""
+
+from rollout.models.analysis import AnalysisRun, Measurement, MetricResult, Outcome
+from rollout.models.audit import AuditEntry, AuditImmutable
+from rollout.models.gates import Aggregation, Approval, Comparator, Criterion, Gate, GateState
+from rollout.models.plans import (
+    DEFAULT_GRAY_STEPS,
+    DEFAULT_PHASE_DAYS,
+    PHASE_ORDER,
+    MigrationPlan,
+    Phase,
+    PhaseKind,
+    PlanState,
+    PlanWorkload,
+)
+from rollout.models.webhooks import EVENT_NAMES, WebhookDelivery, WebhookSubscription
+
+__all__ = [
+    "DEFAULT_GRAY_STEPS",
+    "DEFAULT_PHASE_DAYS",
+    "EVENT_NAMES",
+    "PHASE_ORDER",
+    "Aggregation",
+    "AnalysisRun",
+    "Approval",
+    "AuditEntry",
+    "AuditImmutable",
+    "Comparator",
+    "Criterion",
+    "Gate",
+    "GateState",
+    "Measurement",
+    "MetricResult",
+    "MigrationPlan",
+    "Outcome",
+    "Phase",
+    "PhaseKind",
+    "PlanState",
+    "PlanWorkload",
+    "WebhookDelivery",
+    "WebhookSubscription",
+]

@@ -1,0 +1,61 @@
+"""The append-only audit trail of the migration workflow."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class AuditImmutable(Exception):
+    """Raised when code tries to change or delete an audit row."""
+
+
+class AuditEntry(models.Model):
+    """Who did what to which object, from where, why, and the state before and after.
+
+    Rows are only ever inserted: ``save`` refuses updates and ``delete`` refuses deletion
+    (the admin and the API offer neither). Denied attempts are recorded too.
+    """
+
+    at = models.DateTimeField(_("when"), auto_now_add=True, db_index=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("user"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    actor_label = models.CharField(_("who"), max_length=200)
+    action = models.CharField(_("action"), max_length=40, db_index=True)
+    object_type = models.CharField(_("object type"), max_length=40)
+    object_id = models.PositiveBigIntegerField(_("object id"), null=True, blank=True)
+    plan = models.ForeignKey(
+        "rollout.MigrationPlan",
+        verbose_name=_("plan"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="audit_entries",
+    )
+    from_state = models.CharField(_("from"), max_length=40, blank=True)
+    to_state = models.CharField(_("to"), max_length=40, blank=True)
+    reason = models.TextField(_("reason"), blank=True)
+    source_ip = models.GenericIPAddressField(_("source IP"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        verbose_name = _("audit entry")
+        verbose_name_plural = _("audit entries")
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_label} {self.action}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None:
+            raise AuditImmutable("audit entries are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AuditImmutable("audit entries are append-only")

@@ -1,0 +1,208 @@
+"""Gates between phases and gray steps, their telemetry criteria and the approvals they got."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+from rollout.models.plans import MigrationPlan, Phase
+
+MAX_WINDOW_SECONDS = 6 * 3600  # raw telemetry (what percentiles need) is kept at least 6 h
+
+
+class Aggregation(models.TextChoices):
+    P50 = "p50", _("p50")
+    P95 = "p95", _("p95")
+    P99 = "p99", _("p99")
+    MEAN = "mean", _("mean")
+    MAX = "max", _("max")
+    MIN = "min", _("min")
+
+
+class Comparator(models.TextChoices):
+    LT = "lt", "<"
+    LE = "le", "≤"
+    GT = "gt", ">"
+    GE = "ge", "≥"
+
+
+class Criterion(models.Model):
+    """A condition on telemetry a gate of ``phase`` must meet, with its analysis settings.
+
+    The value is ``aggregation`` of ``metric`` for the entity ``entity_kind``/``entity_key``
+    on the plan's target cluster over the last ``window_seconds``; the measurement succeeds
+    when ``value comparator threshold`` holds. With ``compare_to_baseline`` the same
+    aggregate is read on the source cluster and the threshold is a factor of it
+    (``p99 ≤ 1.2 × source p99``). The analysis settings follow Argo Rollouts' metric fields.
+    """
+
+    phase = models.ForeignKey(Phase, on_delete=models.CASCADE, related_name="criteria")
+    name = models.SlugField(_("name"), max_length=80)
+    metric = models.CharField(_("metric"), max_length=200)
+    entity_kind = models.CharField(_("entity kind"), max_length=20, default="workload")
+    entity_key = models.CharField(
+        _("entity"),
+        max_length=300,
+        help_text=_("A workload name, or 'cluster' for cluster-wide figures."),
+    )
+    aggregation = models.CharField(_("aggregation"), max_length=4, choices=Aggregation.choices)
+    comparator = models.CharField(_("comparator"), max_length=2, choices=Comparator.choices)
+    threshold = models.FloatField(_("threshold"))
+    window_seconds = models.PositiveIntegerField(
+        _("window (s)"),
+        default=300,
+        validators=[MinValueValidator(10), MaxValueValidator(MAX_WINDOW_SECONDS)],
+    )
+    compare_to_baseline = models.BooleanField(
+        _("relative to the source cluster"),
+        default=False,
+        help_text=_("The threshold is then a factor of the same figure on the source cluster."),
+    )
+    dry_run = models.BooleanField(
+        _("dry run"), default=False, help_text=_("Measured and shown, never decides the gate.")
+    )
+    count = models.PositiveSmallIntegerField(
+        _("measurements"), default=3, validators=[MinValueValidator(1), MaxValueValidator(1000)]
+    )
+    interval_seconds = models.PositiveIntegerField(
+        _("interval (s)"), default=30, validators=[MinValueValidator(5)]
+    )
+    initial_delay_seconds = models.PositiveIntegerField(_("initial delay (s)"), default=0)
+    failure_limit = models.PositiveSmallIntegerField(_("failure limit"), default=0)
+    inconclusive_limit = models.PositiveSmallIntegerField(_("inconclusive limit"), default=0)
+    consecutive_error_limit = models.PositiveSmallIntegerField(
+        _("consecutive error limit"), default=4
+    )
+    error_retry_seconds = models.PositiveIntegerField(
+        _("retry after an error (s)"), default=10, validators=[MinValueValidator(1)]
+    )
+
+    class Meta:
+        ordering = ["phase", "name"]
+        verbose_name = _("gate criterion")
+        verbose_name_plural = _("gate criteria")
+        constraints = [
+            models.UniqueConstraint(fields=["phase", "name"], name="criterion_unique_name"),
+            models.CheckConstraint(
+                condition=Q(window_seconds__gte=10) & Q(window_seconds__lte=MAX_WINDOW_SECONDS),
+                name="criterion_window_range",
+            ),
+            models.CheckConstraint(condition=Q(count__gte=1), name="criterion_count_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        from monitoring.models import MetricDefinition
+
+        if self.metric and not MetricDefinition.objects.filter(name=self.metric).exists():
+            raise ValidationError({"metric": _("Unknown metric: not in the catalogue.")})
+        if self.compare_to_baseline and self.threshold <= 0:
+            raise ValidationError(
+                {"threshold": _("Against the source baseline the threshold is a factor > 0.")}
+            )
+
+    def describe(self) -> str:
+        """``p99(inference_latency_p99_seconds) ≤ 1.2 × source`` — what the UI shows."""
+        target = f"{self.threshold:g}" + (" × source" if self.compare_to_baseline else "")
+        return (
+            f"{self.aggregation}({self.metric}[{self.entity_key}], {self.window_seconds}s) "
+            f"{self.get_comparator_display()} {target}"
+        )
+
+
+class GateState(models.TextChoices):
+    ANALYSING = "analysing", _("analysing")
+    PASSED = "passed", _("analysis passed")
+    INCONCLUSIVE = "inconclusive", _("inconclusive")
+    AWAITING_APPROVAL = "awaiting_approval", _("awaiting approval")
+    REJECTED = "rejected", _("rejected")
+    FAILED = "failed", _("failed")
+    APPROVED = "approved", _("approved")
+    FORCED = "forced", _("force-promoted")
+    ABORTED = "aborted", _("aborted")
+
+
+class Gate(models.Model):
+    """The checkpoint closing a phase (pilot, full) or a gray step.
+
+    ``revision`` grows whenever what is being approved changes (a retried analysis, edited
+    criteria): approvals are bound to one revision and never carry over to the next.
+    """
+
+    plan = models.ForeignKey(MigrationPlan, on_delete=models.CASCADE, related_name="gates")
+    phase = models.ForeignKey(Phase, on_delete=models.CASCADE, related_name="gates")
+    step_index = models.PositiveSmallIntegerField(_("gray step"), default=0)
+    state = models.CharField(
+        _("state"), max_length=20, choices=GateState.choices, default=GateState.ANALYSING
+    )
+    revision = models.PositiveIntegerField(_("revision"), default=1)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("promotion requested by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    requested_at = models.DateTimeField(_("requested at"), null=True, blank=True)
+    decided_at = models.DateTimeField(_("decided at"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["plan", "id"]
+        verbose_name = _("gate")
+        verbose_name_plural = _("gates")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["plan", "phase", "step_index"], name="gate_unique_checkpoint"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.plan} · {self.label}"
+
+    @property
+    def label(self) -> str:
+        if self.phase.kind == "gray":
+            return _("gray %(percent)s%%") % {"percent": self.plan.gray_steps[self.step_index]}
+        return str(self.phase.get_kind_display())
+
+
+class Approval(models.Model):
+    """One approver's decision on one revision of a gate (approve, or reject with a reason)."""
+
+    class Decision(models.TextChoices):
+        APPROVE = "approve", _("approve")
+        REJECT = "reject", _("reject")
+
+    gate = models.ForeignKey(Gate, on_delete=models.CASCADE, related_name="approvals")
+    revision = models.PositiveIntegerField(_("gate revision"))
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    principal = models.CharField(_("approver"), max_length=200)
+    decision = models.CharField(_("decision"), max_length=10, choices=Decision.choices)
+    comment = models.TextField(_("comment"), blank=True)
+    created_at = models.DateTimeField(_("at"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["gate", "created_at", "id"]
+        verbose_name = _("approval")
+        verbose_name_plural = _("approvals")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["gate", "revision", "principal"], name="approval_one_per_revision"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.principal} {self.decision} {self.gate} r{self.revision}"
+
+
+__all__ = ["Aggregation", "Approval", "Comparator", "Criterion", "Gate", "GateState"]

@@ -1,0 +1,82 @@
+"""Webhook subscriptions and the log of every delivery attempt."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+WEBHOOK_EVENTS = (
+    ("transition", _("any state transition")),
+    ("awaiting_approval", _("a gate awaits approval")),
+    ("analysis_failed", _("an analysis failed or errored")),
+    ("aborted", _("a plan was aborted or rolled back")),
+    ("completed", _("a plan completed")),
+)
+EVENT_NAMES = tuple(name for name, _label in WEBHOOK_EVENTS)
+
+
+class WebhookSubscription(models.Model):
+    """An HTTP endpoint told about workflow events, signed with HMAC-SHA256 of ``secret``.
+
+    A subscription with a tenant hears only about that tenant's plans.
+    """
+
+    name = models.CharField(_("name"), max_length=100, unique=True)
+    url = models.URLField(_("URL"), max_length=500)
+    events = models.JSONField(_("events"), default=list)
+    secret = models.CharField(_("signing secret"), max_length=200)
+    tenant = models.ForeignKey(
+        "monitoring.Tenant", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    active = models.BooleanField(_("active"), default=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = _("webhook subscription")
+        verbose_name_plural = _("webhook subscriptions")
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if not isinstance(self.events, list) or not self.events:
+            raise ValidationError({"events": _("Subscribe to at least one event.")})
+        unknown = [e for e in self.events if e not in EVENT_NAMES]
+        if unknown:
+            raise ValidationError(
+                {"events": _("Unknown events: %(names)s") % {"names": ", ".join(map(str, unknown))}}
+            )
+
+
+class WebhookDelivery(models.Model):
+    """One event for one subscription, with its attempts so far and the last answer."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("pending")
+        RETRYING = "retrying", _("retrying")
+        DELIVERED = "delivered", _("delivered")
+        FAILED = "failed", _("failed")
+
+    subscription = models.ForeignKey(
+        WebhookSubscription, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    event = models.CharField(_("event"), max_length=40)
+    payload = models.JSONField(_("payload"))
+    status = models.CharField(
+        _("status"), max_length=10, choices=Status.choices, default=Status.PENDING
+    )
+    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
+    last_status_code = models.PositiveSmallIntegerField(_("last HTTP status"), null=True)
+    last_error = models.CharField(_("last error"), max_length=500, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    delivered_at = models.DateTimeField(_("delivered at"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = _("webhook delivery")
+        verbose_name_plural = _("webhook deliveries")
+
+    def __str__(self) -> str:
+        return f"{self.subscription} {self.event} {self.status}"

@@ -1,0 +1,1 @@
+"""Writes of the migration workflow: plans, transitions, analysis, webhooks."""

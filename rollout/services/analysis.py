@@ -1,0 +1,279 @@
+"""Analysis runs: start one for a gate, take the due measurements, act on the outcome.
+
+A beat task calls :func:`analysis_run_step` for every run with a due metric. The step locks
+the plan and then the run, so two workers stepping the same run serialize and the second
+finds nothing due: each measurement is taken once.
+
+**No data in the window.** A criterion whose entity exists but has no value of the metric
+in ``[now - window, now]`` (or, against the baseline, whose source cluster has none) is
+measured **Inconclusive**: missing telemetry says nothing about the migration, so it must
+neither pass a gate nor roll a customer back by itself — with the default
+``inconclusive_limit`` of 0 it pauses the plan for a human. An unknown metric or entity is an
+**Error** (the measurement could not be taken): retried after ``error_retry_seconds``,
+without using up ``count``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.forms.models import model_to_dict
+from django.utils import timezone
+
+from rollout.analysis import semantics as S
+from rollout.analysis.telemetry import MeasurementError, window_aggregate
+from rollout.models import (
+    AnalysisRun,
+    Gate,
+    GateState,
+    Measurement,
+    MetricResult,
+    MigrationPlan,
+    Outcome,
+    PlanState,
+)
+from rollout.services.audit import SYSTEM, audit_record
+from rollout.services.plans import plan_lock, plan_move, traffic_rollback
+
+SPEC_FIELDS = (
+    "metric",
+    "entity_kind",
+    "entity_key",
+    "aggregation",
+    "comparator",
+    "threshold",
+    "window_seconds",
+    "compare_to_baseline",
+    "count",
+    "interval_seconds",
+    "initial_delay_seconds",
+    "failure_limit",
+    "inconclusive_limit",
+    "consecutive_error_limit",
+    "error_retry_seconds",
+)
+
+
+def analysis_start(*, gate: Gate, now: datetime) -> AnalysisRun:
+    """A run for the gate's current revision, one metric result per criterion of its phase."""
+    run = AnalysisRun.objects.create(gate=gate, gate_revision=gate.revision, started_at=now)
+    criteria = list(gate.phase.criteria.all())
+    for criterion in criteria:
+        spec = model_to_dict(criterion, fields=SPEC_FIELDS)
+        MetricResult.objects.create(
+            run=run,
+            criterion=criterion,
+            name=criterion.name,
+            spec=spec,
+            dry_run=criterion.dry_run,
+            next_at=now + timedelta(seconds=criterion.initial_delay_seconds),
+        )
+    if not criteria:
+        run.message = "no criteria: nothing to measure"
+        _finish(run, S.SUCCESSFUL, now)
+        _gate_passed(gate, run)
+    return run
+
+
+def analysis_terminate(*, gate: Gate, now: datetime) -> None:
+    """Stop the gate's running analysis (abort, skip, force-promote, retry)."""
+    for run in gate.runs.filter(status=Outcome.RUNNING):
+        run.message = run.message or "terminated"
+        _finish(run, Outcome.TERMINATED, now)
+
+
+def analysis_due_run_ids(*, now: datetime) -> list[int]:
+    return list(
+        AnalysisRun.objects.filter(
+            status=Outcome.RUNNING,
+            gate__plan__state=PlanState.RUNNING,
+            metrics__status=Outcome.RUNNING,
+            metrics__next_at__lte=now,
+        )
+        .values_list("id", flat=True)
+        .distinct()
+        .order_by("id")
+    )
+
+
+@transaction.atomic
+def analysis_run_step(*, run_id: int, now: datetime | None = None) -> str:
+    """Take one measurement for each metric of the run that is due; return the run's phase."""
+    now = now or timezone.now()
+    plan_id = AnalysisRun.objects.values_list("gate__plan_id", flat=True).get(pk=run_id)
+    plan = plan_lock(plan_id)  # plan before run: the order every transition locks in
+    run = AnalysisRun.objects.select_for_update().select_related("gate__phase").get(pk=run_id)
+    if (
+        run.status != Outcome.RUNNING
+        or plan.state != PlanState.RUNNING
+        or plan.current_gate_id != run.gate_id
+    ):
+        return run.status
+    gate = run.gate
+    if gate.revision != run.gate_revision:
+        # The criteria changed under the run: measure what approvers will now approve.
+        run.message = "superseded: the gate's criteria changed"
+        _finish(run, Outcome.TERMINATED, now)
+        return analysis_start(gate=gate, now=now).status
+    metrics = list(run.metrics.all())
+    for metric in metrics:
+        if metric.status == Outcome.RUNNING and metric.next_at and metric.next_at <= now:
+            _measure(metric, plan, now)
+    phase = S.run_phase([(m.status, m.dry_run) for m in metrics])
+    if phase == S.RUNNING:
+        return phase
+    for metric in metrics:
+        if metric.status == Outcome.RUNNING:
+            metric.status = Outcome.TERMINATED
+            metric.stopped_early = True
+            metric.next_at = None
+            metric.save(update_fields=["status", "stopped_early", "next_at"])
+    worst = [m for m in metrics if m.status == phase and not m.dry_run]
+    run.message = f"{phase}: {worst[0].name}" if worst and phase != S.SUCCESSFUL else phase
+    _finish(run, phase, now)
+    _act_on(plan, gate, run, phase)
+    return phase
+
+
+def _finish(run: AnalysisRun, status: str, now: datetime) -> None:
+    run.status = status
+    run.finished_at = now
+    run.save(update_fields=["status", "finished_at", "message"])
+    if status != S.RUNNING:
+        run.metrics.filter(status=Outcome.RUNNING).update(
+            status=Outcome.TERMINATED, stopped_early=True, next_at=None
+        )
+
+
+def _gate_passed(gate: Gate, run: AnalysisRun) -> None:
+    before = gate.state
+    gate.state = GateState.PASSED
+    gate.save(update_fields=["state"])
+    audit_record(
+        actor=SYSTEM,
+        action="analysis_successful",
+        plan=gate.plan,
+        obj=gate,
+        from_state=before,
+        to_state=gate.state,
+        reason=run.message,
+    )
+
+
+def _act_on(plan: MigrationPlan, gate: Gate, run: AnalysisRun, phase: str) -> None:
+    if phase == S.SUCCESSFUL:
+        _gate_passed(gate, run)
+        return
+    if phase == S.INCONCLUSIVE:
+        gate.state = GateState.INCONCLUSIVE
+        gate.save(update_fields=["state"])
+        plan.resume_state = ""
+        plan_move(
+            plan,
+            to=PlanState.PAUSED,
+            action="analysis_inconclusive",
+            actor=SYSTEM,
+            reason=run.message,
+            events=("awaiting_approval",),
+            obj=gate,
+        )
+        return
+    # Failed or Error: automatic abort, traffic back to the last stable step.
+    gate.state = GateState.FAILED
+    gate.save(update_fields=["state"])
+    traffic_rollback(plan)
+    plan_move(
+        plan,
+        to=PlanState.ROLLED_BACK,
+        action="rollback",
+        actor=SYSTEM,
+        reason=run.message,
+        events=("analysis_failed", "aborted"),
+        obj=gate,
+    )
+
+
+def _measure(metric: MetricResult, plan: MigrationPlan, now: datetime) -> None:
+    spec = metric.spec
+    start = now - timedelta(seconds=spec["window_seconds"])
+    value = baseline = threshold = None
+    samples = 0
+    try:
+        with transaction.atomic():  # a failed read must not poison the step's transaction
+            outcome, value, baseline, threshold, samples, reason = _evaluate(spec, plan, start, now)
+    except MeasurementError as exc:
+        outcome, reason = S.ERROR, f"error: {exc}"
+    except Exception as exc:  # noqa: BLE001 - any failure to read is an Error measurement
+        outcome, reason = S.ERROR, f"error: {type(exc).__name__}: {exc}"[:500]
+    counters = S.MetricCounters(
+        **{k: getattr(metric, k) for k in _COUNTER_FIELDS},
+        count=spec["count"],
+        failure_limit=spec["failure_limit"],
+        inconclusive_limit=spec["inconclusive_limit"],
+        consecutive_error_limit=spec["consecutive_error_limit"],
+    )
+    metric.status = S.metric_record(counters, outcome)
+    for key, val in asdict(counters).items():
+        if key in _COUNTER_FIELDS:
+            setattr(metric, key, val)
+    delay = spec["error_retry_seconds"] if outcome == S.ERROR else spec["interval_seconds"]
+    metric.next_at = now + timedelta(seconds=delay) if metric.status == S.RUNNING else None
+    metric.save()
+    Measurement.objects.create(
+        result=metric,
+        seq=metric.taken + metric.errors,
+        outcome=outcome,
+        value=value,
+        baseline=baseline,
+        threshold=threshold,
+        samples=samples,
+        window_start=start,
+        window_end=now,
+        reason=reason[:500],
+        taken_at=now,
+    )
+
+
+_COUNTER_FIELDS = (
+    "taken",
+    "successful",
+    "failed",
+    "inconclusive",
+    "errors",
+    "consecutive_errors",
+)
+
+
+def _evaluate(spec: dict, plan: MigrationPlan, start: datetime, end: datetime) -> tuple:
+    where = {
+        "metric": spec["metric"],
+        "entity_kind": spec["entity_kind"],
+        "entity_key": spec["entity_key"],
+        "aggregation": spec["aggregation"],
+        "start": start,
+        "end": end,
+    }
+    result = window_aggregate(cluster_id=plan.target_cluster_id, **where)
+    label = f"{spec['aggregation']}({spec['metric']})"
+    if result.value is None:
+        return S.INCONCLUSIVE, None, None, None, 0, f"no data in the window for {label}"
+    threshold = float(spec["threshold"])
+    baseline = None
+    if spec["compare_to_baseline"]:
+        base = window_aggregate(cluster_id=plan.source_cluster_id, **where)
+        if base.value is None:
+            reason = f"no source-cluster baseline data in the window for {label}"
+            return S.INCONCLUSIVE, result.value, None, None, result.samples, reason
+        baseline = base.value
+        threshold = threshold * baseline
+    symbol = {"lt": "<", "le": "≤", "gt": ">", "ge": "≥"}[spec["comparator"]]
+    holds = S.compare(result.value, spec["comparator"], threshold)
+    verdict = "holds" if holds else "does not hold"
+    reason = f"{label} = {result.value:.4g} {symbol} {threshold:.4g} {verdict}"
+    if baseline is not None:
+        reason += f" (threshold {spec['threshold']:g} × source {baseline:.4g})"
+    reason += f"; {result.samples} values"
+    outcome = S.SUCCESSFUL if holds else S.FAILED
+    return outcome, result.value, baseline, threshold, result.samples, reason

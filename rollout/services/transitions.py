@@ -1,0 +1,371 @@
+"""The commands people (and tokens) give a plan; each is one locked, audited transition.
+
+Every command takes ``plan_id`` and an optional ``expected_version``: a client that sends the
+version it saw gets a 409 when someone else moved the plan in between. Denied attempts
+(missing permission, four-eyes) are audited too and committed even though the command fails.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from rollout.models import (
+    PHASE_ORDER,
+    Approval,
+    AuditEntry,
+    Gate,
+    GateState,
+    MigrationPlan,
+    PhaseKind,
+    PlanState,
+)
+from rollout.services.analysis import analysis_start, analysis_terminate
+from rollout.services.audit import Actor, audit_record
+from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
+from rollout.services.plans import (
+    gate_open,
+    phase_of,
+    plan_lock,
+    plan_move,
+    require_state,
+    traffic_apply,
+    traffic_mark_stable,
+    traffic_rollback,
+)
+
+
+def _deny(*, actor: Actor, action: str, plan_id: int, reason: str) -> AuditEntry:
+    # Outside the failed command's transaction so the row survives the error.
+    plan = MigrationPlan.objects.filter(pk=plan_id).first()
+    with transaction.atomic():
+        return audit_record(
+            actor=actor,
+            action=f"{action}_denied",
+            plan=plan,
+            from_state=plan.state if plan else "",
+            to_state=plan.state if plan else "",
+            reason=reason,
+        )
+
+
+def _need(actor: Actor, *, capability: str, action: str, plan_id: int) -> None:
+    allowed = actor.can_approve() if capability == "approve" else actor.can_operate()
+    if not allowed:
+        reason = f"lacks the {capability} permission"
+        _deny(actor=actor, action=action, plan_id=plan_id, reason=reason)
+        raise NotPermitted(reason)
+
+
+def _need_reason(reason: str, action: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise WorkflowConflict(f"{action.replace('_', ' ')} needs a reason")
+    return reason
+
+
+def plan_start(*, plan_id: int, actor: Actor, expected_version: int | None = None) -> MigrationPlan:
+    _need(actor, capability="operate", action="start", plan_id=plan_id)
+    with transaction.atomic():
+        plan = plan_lock(plan_id, expected_version=expected_version)
+        require_state(plan, "start")
+        now = timezone.now()
+        plan.current_phase = PhaseKind.PILOT
+        pilot = phase_of(plan, PhaseKind.PILOT)
+        pilot.actual_start = now
+        pilot.save(update_fields=["actual_start"])
+        traffic_apply(plan)
+        plan_move(plan, to=PlanState.RUNNING, action="start", actor=actor)
+        analysis_start(gate=gate_open(plan, kind=PhaseKind.PILOT), now=now)
+    return plan
+
+
+def plan_promote(
+    *, plan_id: int, actor: Actor, reason: str = "", expected_version: int | None = None
+) -> MigrationPlan:
+    """Request promotion past the current gate (its analysis passed or was inconclusive)."""
+    _need(actor, capability="operate", action="promote", plan_id=plan_id)
+    with transaction.atomic():
+        plan = plan_lock(plan_id, expected_version=expected_version)
+        require_state(plan, "promote")
+        gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
+        wanted = GateState.PASSED if plan.state == PlanState.RUNNING else GateState.INCONCLUSIVE
+        if gate.state != wanted:
+            raise WorkflowConflict(
+                f"the gate is {gate.state}: promotion needs a passed analysis "
+                "(or an inconclusive one, while paused)"
+            )
+        gate.state = GateState.AWAITING_APPROVAL
+        gate.requested_by = actor.user
+        gate.requested_at = timezone.now()
+        gate.save(update_fields=["state", "requested_by", "requested_at"])
+        plan_move(
+            plan,
+            to=PlanState.AWAITING_APPROVAL,
+            action="promote",
+            actor=actor,
+            reason=reason,
+            events=("awaiting_approval",),
+            obj=gate,
+        )
+    return plan
+
+
+def gate_approve(
+    *,
+    plan_id: int,
+    actor: Actor,
+    comment: str = "",
+    revision: int | None = None,
+    expected_version: int | None = None,
+) -> MigrationPlan:
+    """Record one approval of the current gate revision; the N-th one promotes the plan.
+
+    Four-eyes: the user who requested the promotion cannot approve it (403 + audit row).
+    """
+    _need(actor, capability="approve", action="approve", plan_id=plan_id)
+    denial = None
+    with transaction.atomic():
+        plan = plan_lock(plan_id, expected_version=expected_version)
+        require_state(plan, "approve")
+        gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
+        if revision is not None and revision != gate.revision:
+            raise WorkflowConflict(
+                f"the gate is at revision {gate.revision}, you approved {revision}; reload"
+            )
+        user = actor.user
+        if user is not None and gate.requested_by_id == user.pk:
+            denial = "four-eyes: the requester of a promotion cannot approve it"
+        elif gate.approvals.filter(revision=gate.revision, principal=actor.label).exists():
+            raise WorkflowConflict("you already decided on this revision of the gate")
+        else:
+            Approval.objects.create(
+                gate=gate,
+                revision=gate.revision,
+                user=user,
+                principal=actor.label,
+                decision=Approval.Decision.APPROVE,
+                comment=comment,
+            )
+            approvals = gate.approvals.filter(
+                revision=gate.revision, decision=Approval.Decision.APPROVE
+            ).count()
+            if approvals >= plan.required_approvals:
+                _advance(plan, gate, actor=actor, action="approve", reason=comment)
+            else:
+                audit_record(
+                    actor=actor,
+                    action="approve",
+                    plan=plan,
+                    obj=gate,
+                    from_state=plan.state,
+                    to_state=plan.state,
+                    reason=f"{approvals}/{plan.required_approvals}: {comment}".strip(),
+                )
+    if denial:
+        _deny(actor=actor, action="approve", plan_id=plan_id, reason=denial)
+        raise FourEyesViolation(denial)
+    return plan
+
+
+def gate_reject(
+    *, plan_id: int, actor: Actor, reason: str, expected_version: int | None = None
+) -> MigrationPlan:
+    _need(actor, capability="approve", action="reject", plan_id=plan_id)
+    reason = _need_reason(reason, "reject")
+    with transaction.atomic():
+        plan = plan_lock(plan_id, expected_version=expected_version)
+        require_state(plan, "reject")
+        gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
+        Approval.objects.get_or_create(
+            gate=gate,
+            revision=gate.revision,
+            principal=actor.label,
+            defaults={"user": actor.user, "decision": Approval.Decision.REJECT, "comment": reason},
+        )
+        gate.state = GateState.REJECTED
+        gate.decided_at = timezone.now()
+        gate.save(update_fields=["state", "decided_at"])
+        plan.resume_state = ""
+        plan_move(plan, to=PlanState.PAUSED, action="reject", actor=actor, reason=reason, obj=gate)
+    return plan
+
+
+def plan_pause(
+    *, plan_id: int, actor: Actor, reason: str = "", expected_version: int | None = None
+) -> MigrationPlan:
+    _need(actor, capability="operate", action="pause", plan_id=plan_id)
+    with transaction.atomic():
+        plan = plan_lock(plan_id, expected_version=expected_version)
+        require_state(plan, "pause")
+        plan.resume_state = plan.state
+        plan_move(plan, to=PlanState.PAUSED, action="pause", actor=actor, reason=reason)
+    return plan
+
+
+def plan_resume(
+    *, plan_id: int, actor: Actor, reason: str = "", expected_version: int | None = None
+) -> MigrationPlan:
+    """Undo a manual pause; a gate paused on its analysis or a rejection needs ``retry``."""
+    _need(actor, capability="operate", action="resume", plan_id=plan_id)
+    with transaction.atomic():
+        plan = plan_lock(plan_id, expected_version=expected_version)
+        require_state(plan, "resume")
+        if not plan.resume_state:
+            raise WorkflowConflict(
+                "this pause is a gate decision (inconclusive or rejected): promote, retry or abort"
+            )
+        to = plan.resume_state
+        plan.resume_state = ""
+        plan_move(plan, to=to, action="resume", actor=actor, reason=reason)
+    return plan
+
+
+def plan_retry(
+    *, plan_id: int, actor: Actor, reason: str = "", expected_version: int | None = None
+) -> MigrationPlan:
+    """Analyse the current gate again under a new revision (earlier approvals lapse)."""
+    _need(actor, capability="operate", action="retry", plan_id=plan_id)
+    with transaction.atomic():
+        plan = plan_lock(plan_id, expected_version=expected_version)
+        require_state(plan, "retry")
+        gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
+        if plan.state == PlanState.PAUSED and gate.state not in (
+            GateState.INCONCLUSIVE,
+            GateState.REJECTED,
+        ):
+            raise WorkflowConflict("only an inconclusive or rejected gate can be retried; resume")
+        now = timezone.now()
+        analysis_terminate(gate=gate, now=now)
+        gate.revision += 1
+        gate.state = GateState.ANALYSING
+        gate.requested_by = None
+        gate.requested_at = gate.decided_at = None
+        gate.save()
+        traffic_apply(plan)  # after a rollback the step's traffic goes back on
+        plan.resume_state = ""
+        plan_move(plan, to=PlanState.RUNNING, action="retry", actor=actor, reason=reason, obj=gate)
+        analysis_start(gate=gate, now=now)
+    return plan
+
+
+def plan_abort(
+    *, plan_id: int, actor: Actor, reason: str, expected_version: int | None = None
+) -> MigrationPlan:
+    _need(actor, capability="operate", action="abort", plan_id=plan_id)
+    reason = _need_reason(reason, "abort")
+    with transaction.atomic():
+        plan = plan_lock(plan_id, expected_version=expected_version)
+        require_state(plan, "abort")
+        if plan.current_gate_id:
+            gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
+            analysis_terminate(gate=gate, now=timezone.now())
+            if gate.state not in (GateState.FAILED,):
+                gate.state = GateState.ABORTED
+                gate.save(update_fields=["state"])
+        traffic_rollback(plan)
+        plan_move(
+            plan,
+            to=PlanState.ABORTED,
+            action="abort",
+            actor=actor,
+            reason=reason,
+            events=("aborted",),
+        )
+    return plan
+
+
+def plan_force_promote(
+    *, plan_id: int, actor: Actor, reason: str, expected_version: int | None = None
+) -> MigrationPlan:
+    """Past the current gate without analysis or approvals: approvers only, with a reason."""
+    _need(actor, capability="approve", action="force_promote", plan_id=plan_id)
+    reason = _need_reason(reason, "force_promote")
+    with transaction.atomic():
+        plan = plan_lock(plan_id, expected_version=expected_version)
+        require_state(plan, "force_promote")
+        gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
+        analysis_terminate(gate=gate, now=timezone.now())
+        _advance(plan, gate, actor=actor, action="force_promote", reason=reason, forced=True)
+    return plan
+
+
+def gate_skip(
+    *, plan_id: int, actor: Actor, reason: str, expected_version: int | None = None
+) -> MigrationPlan:
+    """Skip the running analysis: the gate counts as passed; approvals are still needed."""
+    _need(actor, capability="operate", action="skip", plan_id=plan_id)
+    reason = _need_reason(reason, "skip")
+    with transaction.atomic():
+        plan = plan_lock(plan_id, expected_version=expected_version)
+        require_state(plan, "skip")
+        gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
+        if gate.state != GateState.ANALYSING:
+            raise WorkflowConflict(f"the gate is {gate.state}: only a running analysis is skipped")
+        analysis_terminate(gate=gate, now=timezone.now())
+        gate.state = GateState.PASSED
+        gate.save(update_fields=["state"])
+        plan.version += 1
+        plan.save(update_fields=["version"])
+        audit_record(
+            actor=actor,
+            action="skip",
+            plan=plan,
+            obj=gate,
+            from_state=GateState.ANALYSING,
+            to_state=GateState.PASSED,
+            reason=reason,
+        )
+    return plan
+
+
+def _advance(
+    plan: MigrationPlan,
+    gate: Gate,
+    *,
+    actor: Actor,
+    action: str,
+    reason: str,
+    forced: bool = False,
+) -> None:
+    """Close ``gate`` and move to the next gray step, the next phase, or completion."""
+    now = timezone.now()
+    gate.state = GateState.FORCED if forced else GateState.APPROVED
+    gate.decided_at = now
+    gate.save(update_fields=["state", "decided_at"])
+    traffic_mark_stable(plan)
+    kind = plan.current_phase
+    last_step = plan.gray_step_index >= len(plan.gray_steps) - 1
+    if kind == PhaseKind.GRAY and not last_step:
+        plan.gray_step_index += 1
+        next_gate = (PhaseKind.GRAY, plan.gray_step_index)
+    elif kind == PhaseKind.FULL:
+        next_gate = None
+    else:
+        phase = phase_of(plan, kind)
+        phase.actual_end = now
+        phase.save(update_fields=["actual_end"])
+        kind = PHASE_ORDER[PHASE_ORDER.index(kind) + 1]
+        plan.current_phase = kind
+        phase = phase_of(plan, kind)
+        phase.actual_start = now
+        phase.save(update_fields=["actual_start"])
+        next_gate = (kind, plan.gray_step_index if kind == PhaseKind.GRAY else 0)
+    if next_gate is None:
+        phase = phase_of(plan, PhaseKind.FULL)
+        phase.actual_end = now
+        phase.save(update_fields=["actual_end"])
+        plan_move(
+            plan,
+            to=PlanState.SUCCEEDED,
+            action=action,
+            actor=actor,
+            reason=reason,
+            events=("completed",),
+            obj=gate,
+        )
+        return
+    traffic_apply(plan)
+    plan.resume_state = ""
+    plan_move(plan, to=PlanState.RUNNING, action=action, actor=actor, reason=reason, obj=gate)
+    analysis_start(gate=gate_open(plan, kind=next_gate[0], step_index=next_gate[1]), now=now)

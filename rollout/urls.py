@@ -1,0 +1,16 @@
+from django.urls import path, re_path
+
+from rollout import views
+
+urlpatterns = [
+    path("", views.plan_list, name="migrations"),
+    path("audit/", views.audit_list, name="migration-audit"),
+    path("webhooks/", views.webhook_deliveries, name="migration-webhooks"),
+    path("<int:pk>/", views.plan_detail, name="migration-plan"),
+    re_path(
+        r"^(?P<pk>\d+)/(?P<command>start|promote|approve|reject|pause|resume|abort|retry"
+        r"|force-promote|skip)/$",
+        views.plan_command,
+        name="migration-command",
+    ),
+]

@@ -1,0 +1,171 @@
+"""Migration pages: plan list, plan detail (timeline, gates, measurements, audit), commands,
+the audit trail with CSV export and the webhook delivery log."""
+
+from __future__ import annotations
+
+import csv
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from monitoring.views.access import operator_page, staff_page
+from rollout.models import AnalysisRun, Approval, PlanState, WebhookDelivery
+from rollout.selectors import audit_visible_to, plan_timeline, plans_visible_to
+from rollout.services import transitions as t
+from rollout.services.audit import Actor
+from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
+
+PAGE_SIZE = 100
+CSV_COLUMNS = (
+    "id",
+    "at",
+    "actor",
+    "action",
+    "object_type",
+    "object_id",
+    "plan",
+    "from_state",
+    "to_state",
+    "reason",
+    "source_ip",
+)
+
+
+@login_required
+def plan_list(request: HttpRequest) -> HttpResponse:
+    state = request.GET.get("state", "")
+    plans = plans_visible_to(request.user)
+    if state in PlanState.values:
+        plans = plans.filter(state=state)
+    context = {
+        "plans": plans,
+        "state": state,
+        "state_choices": PlanState.choices,
+    }
+    return render(request, "rollout/plan_list.html", context)
+
+
+@login_required
+def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    plan = get_object_or_404(plans_visible_to(request.user), pk=pk)
+    gates = list(plan.gates.select_related("phase", "requested_by").order_by("-id"))
+    runs = (
+        AnalysisRun.objects.filter(gate__plan=plan)
+        .prefetch_related("metrics__measurements")
+        .order_by("-id")
+    )
+    runs_by_gate: dict[int, list[AnalysisRun]] = {}
+    for run in runs:
+        runs_by_gate.setdefault(run.gate_id, []).append(run)
+    approvals = Approval.objects.filter(gate__plan=plan)
+    approvals_by_gate: dict[int, list[Approval]] = {}
+    for approval in approvals:
+        approvals_by_gate.setdefault(approval.gate_id, []).append(approval)
+    user = request.user
+    context = {
+        "plan": plan,
+        "timeline": plan_timeline(plan),
+        "gates": [
+            (
+                g,
+                list(g.phase.criteria.all()),
+                runs_by_gate.get(g.pk, []),
+                approvals_by_gate.get(g.pk, []),
+            )
+            for g in gates
+        ],
+        "audit": plan.audit_entries.all()[:200],
+        "can_operate": user.has_perm("monitoring.operate_cluster"),
+        "can_approve": user.has_perm("monitoring.approve_migrations"),
+        "current_gate": plan.current_gate,
+    }
+    return render(request, "rollout/plan_detail.html", context)
+
+
+COMMANDS = {
+    "start": lambda a, pk, text: t.plan_start(plan_id=pk, actor=a),
+    "promote": lambda a, pk, text: t.plan_promote(plan_id=pk, actor=a, reason=text),
+    "approve": lambda a, pk, text: t.gate_approve(plan_id=pk, actor=a, comment=text),
+    "reject": lambda a, pk, text: t.gate_reject(plan_id=pk, actor=a, reason=text),
+    "pause": lambda a, pk, text: t.plan_pause(plan_id=pk, actor=a, reason=text),
+    "resume": lambda a, pk, text: t.plan_resume(plan_id=pk, actor=a, reason=text),
+    "abort": lambda a, pk, text: t.plan_abort(plan_id=pk, actor=a, reason=text),
+    "retry": lambda a, pk, text: t.plan_retry(plan_id=pk, actor=a, reason=text),
+    "force-promote": lambda a, pk, text: t.plan_force_promote(plan_id=pk, actor=a, reason=text),
+    "skip": lambda a, pk, text: t.gate_skip(plan_id=pk, actor=a, reason=text),
+}
+
+
+@login_required
+@require_POST
+def plan_command(request: HttpRequest, pk: int, command: str) -> HttpResponse:
+    plan = get_object_or_404(plans_visible_to(request.user), pk=pk)
+    text = request.POST.get("comment", "").strip()
+    version = request.POST.get("version", "")
+    actor = Actor.from_request(request)
+    try:
+        if version.isdigit() and int(version) != plan.version:
+            raise WorkflowConflict(_("The plan changed since you loaded the page; check it again."))
+        COMMANDS[command](actor, plan.pk, text)
+    except (FourEyesViolation, NotPermitted) as exc:
+        messages.error(request, _("Not allowed: %(why)s") % {"why": exc})
+        return redirect("migration-plan", pk=plan.pk)
+    except WorkflowConflict as exc:
+        messages.error(request, _("Not done: %(why)s") % {"why": exc})
+        return redirect("migration-plan", pk=plan.pk)
+    messages.success(request, _("Done: %(command)s.") % {"command": command})
+    return redirect("migration-plan", pk=plan.pk)
+
+
+def _csv_cell(text: str) -> str:
+    # Reasons are free text: a leading = + - @ would run as a spreadsheet formula.
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
+@staff_page
+def audit_list(request: HttpRequest) -> HttpResponse:
+    """The whole audit trail, newest first; ``?plan=&action=`` filter, ``?format=csv``."""
+    entries = audit_visible_to(request.user)
+    plan = request.GET.get("plan", "")
+    action = request.GET.get("action", "")
+    if plan.isdigit():
+        entries = entries.filter(plan_id=int(plan))
+    if action:
+        entries = entries.filter(action=action)
+    if request.GET.get("format") == "csv":
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="migration-audit.csv"'
+        writer = csv.writer(response)
+        writer.writerow(CSV_COLUMNS)
+        for e in entries.iterator(chunk_size=2000):
+            writer.writerow(
+                [
+                    e.pk,
+                    e.at.isoformat(),
+                    _csv_cell(e.actor_label),
+                    e.action,
+                    e.object_type,
+                    e.object_id or "",
+                    e.plan_id or "",
+                    e.from_state,
+                    e.to_state,
+                    _csv_cell(e.reason),
+                    e.source_ip or "",
+                ]
+            )
+        return response
+    page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"page": page, "plan": plan, "action": action}
+    return render(request, "rollout/audit.html", context)
+
+
+@operator_page
+def webhook_deliveries(request: HttpRequest) -> HttpResponse:
+    deliveries = WebhookDelivery.objects.select_related("subscription")
+    page = Paginator(deliveries, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "rollout/webhooks.html", {"page": page})

@@ -1,0 +1,10 @@
+"""What-if pages, mounted at /whatif/ (the twin's own URLs live under /twin/)."""
+
+from django.urls import path
+
+from simulation import whatif_views
+
+urlpatterns = [
+    path("", whatif_views.whatif_page, name="whatif"),
+    path("<int:pk>/", whatif_views.whatif_detail, name="whatif-detail"),
+]

@@ -1,0 +1,209 @@
+// Dashboard pages: fetch the page's data endpoint, render every chart with Plotly.react,
+// fill the KPI tiles and tables, refresh every 15 s without a reload, and re-fetch when the
+// time range changes (the range stays in the URL query). No inline script, for the CSP.
+(function () {
+  "use strict";
+  const root = document.querySelector("[data-dashboard]");
+  if (!root) return;
+  const REFRESH_MS = 15000;
+  const RANGE_KEYS = ["range", "start", "end", "cluster", "kind"];
+  const errorBox = root.querySelector("[data-error]");
+  let timer = null;
+  let generation = 0;
+
+  function pageQuery() {
+    const here = new URLSearchParams(window.location.search);
+    const out = new URLSearchParams();
+    RANGE_KEYS.forEach((key) => { if (here.get(key)) out.set(key, here.get(key)); });
+    return out;
+  }
+
+  function dataUrl(extra) {
+    const query = pageQuery();
+    Object.entries(extra || {}).forEach(([k, v]) => query.set(k, v));
+    const text = query.toString();
+    return root.dataset.url + (text ? "?" + text : "");
+  }
+
+  function setCsvLinks() {
+    root.querySelectorAll("[data-csv-table]").forEach((link) => {
+      link.href = dataUrl({ format: "csv", table: link.dataset.csvTable });
+      link.setAttribute("download", "");
+    });
+    root.querySelectorAll("a[data-csv-static]").forEach((link) => link.setAttribute("download", ""));
+  }
+
+  function renderKpis(kpis) {
+    const box = root.querySelector("[data-kpis]");
+    if (!box || !kpis) return;
+    box.replaceChildren(...kpis.map((item) => {
+      const tile = document.createElement("div");
+      tile.className = "tile";
+      tile.dataset.kpi = item.key;
+      const label = document.createElement("span");
+      label.className = "label";
+      label.textContent = item.label;
+      const value = document.createElement("span");
+      value.className = "value";
+      value.textContent = item.display;
+      tile.append(label, value);
+      if (item.hint) {
+        const hint = document.createElement("span");
+        hint.className = "hint";
+        hint.textContent = " " + item.hint;
+        tile.append(hint);
+      }
+      return tile;
+    }));
+  }
+
+  function cellText(value) {
+    if (value === null || value === undefined) return "—";
+    if (typeof value === "number" && !Number.isInteger(value)) return value.toLocaleString(undefined, { maximumFractionDigits: 3 });
+    return String(value);
+  }
+
+  function renderTables(payload) {
+    root.querySelectorAll("table[data-table]").forEach((el) => {
+      const data = (payload.tables || {})[el.dataset.table];
+      if (!data) return;
+      const linkCol = data.columns.indexOf(el.dataset.linkColumn || "");
+      const textCol = data.columns.indexOf(el.dataset.linkTextColumn || "");
+      const head = document.createElement("thead");
+      const headRow = head.insertRow();
+      data.labels.forEach((label) => {
+        const th = document.createElement("th");
+        th.scope = "col";
+        th.textContent = label;
+        headRow.append(th);
+      });
+      const body = document.createElement("tbody");
+      data.rows.forEach((row) => {
+        const tr = body.insertRow();
+        row.forEach((value, i) => {
+          const td = tr.insertCell();
+          const href = linkCol >= 0 && i === textCol && payload.links ? payload.links[String(row[linkCol])] : null;
+          if (href) {
+            const a = document.createElement("a");
+            a.href = href;
+            a.textContent = cellText(value);
+            td.append(a);
+          } else {
+            td.textContent = cellText(value);
+          }
+        });
+      });
+      const caption = el.querySelector("caption");
+      el.replaceChildren(...(caption ? [caption] : []), head, body);
+    });
+  }
+
+  function hasData(figure) {
+    return (figure.data || []).some((trace) => {
+      const values = trace.z || trace.y || [];
+      return values.flat().some((v) => v !== null && v !== undefined);
+    });
+  }
+
+  function renderCharts(payload) {
+    root.querySelectorAll("[data-chart-key]").forEach((el) => {
+      const figure = (payload.figures || {})[el.dataset.chartKey];
+      if (!figure || typeof Plotly === "undefined") return;
+      const layout = Object.assign({ autosize: true }, figure.layout);
+      Plotly.react(el, figure.data, layout, { responsive: true, displaylogo: false });
+      el.dataset.empty = hasData(figure) ? "false" : "true";
+      let note = el.parentElement.querySelector(".chart-empty");
+      if (!hasData(figure)) {
+        if (!note) {
+          note = document.createElement("p");
+          note.className = "chart-empty hint";
+          note.textContent = root.dataset.emptyText;
+          el.after(note);
+        }
+      } else if (note) {
+        note.remove();
+      }
+      if (!el.dataset.clickBound) {
+        el.dataset.clickBound = "1";
+        // Heatmap cells carry their drill-down URL as customdata.
+        el.on("plotly_click", (event) => {
+          const point = event && event.points && event.points[0];
+          if (point && typeof point.customdata === "string" && point.customdata) {
+            window.location.href = point.customdata;
+          }
+        });
+      }
+    });
+  }
+
+  async function refresh() {
+    const mine = ++generation;
+    try {
+      const response = await fetch(dataUrl(), { credentials: "same-origin", headers: { Accept: "application/json" } });
+      if (mine !== generation) return; // a newer range was chosen meanwhile
+      if (!response.ok) throw new Error(String(response.status));
+      const payload = await response.json();
+      if (mine !== generation) return;
+      renderKpis(payload.kpis);
+      renderTables(payload);
+      renderCharts(payload);
+      const stamp = root.querySelector("[data-updated]");
+      if (stamp) {
+        stamp.dateTime = payload.updated;
+        stamp.textContent = new Date(payload.updated).toLocaleString();
+      }
+      errorBox.hidden = true;
+      root.dataset.loaded = String(Number(root.dataset.loaded || 0) + 1);
+    } catch (err) {
+      errorBox.textContent = root.dataset.errorText;
+      errorBox.hidden = false;
+    }
+  }
+
+  function schedule() {
+    if (timer) clearInterval(timer);
+    timer = setInterval(refresh, REFRESH_MS);
+  }
+
+  function navigate(query) {
+    history.pushState(null, "", window.location.pathname + "?" + query.toString());
+    root.querySelectorAll("a[data-range]").forEach((a) => {
+      if (a.dataset.range === query.get("range")) a.setAttribute("aria-current", "true");
+      else a.removeAttribute("aria-current");
+    });
+    setCsvLinks();
+    refresh();
+    schedule();
+  }
+
+  root.querySelectorAll("a[data-range]").forEach((link) => {
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      const query = pageQuery();
+      query.delete("start");
+      query.delete("end");
+      query.set("range", link.dataset.range);
+      navigate(query);
+    });
+  });
+
+  const custom = root.querySelector("form[data-custom-range]");
+  if (custom) {
+    custom.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const form = new FormData(custom);
+      const query = pageQuery();
+      query.delete("range");
+      ["start", "end"].forEach((key) => {
+        const value = form.get(key);
+        if (value) query.set(key, value); else query.delete(key);
+      });
+      navigate(query);
+    });
+  }
+
+  window.addEventListener("popstate", () => { setCsvLinks(); refresh(); });
+  setCsvLinks();
+  refresh();
+  schedule();
+})();

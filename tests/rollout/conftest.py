@@ -1,0 +1,138 @@
+"""Fixtures for the migration workflow: clusters, workloads, telemetry writers, plans."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from monitoring.models import Cluster, Entity, EntityKind, MetricDefinition, Workload
+from monitoring.services.roles import ROLE_APPROVER, roles_ensure
+from monitoring.telemetry.store import samples_write
+from rollout.models import Criterion, PhaseKind
+from rollout.services.audit import Actor
+from rollout.services.plans import criterion_save, plan_create
+
+T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+METRIC = "inference_latency_p99_seconds"
+
+
+@pytest.fixture
+def clusters(db) -> dict[str, Cluster]:
+    return {
+        "unified": Cluster.objects.create(name="uni", kind=Cluster.Kind.UNIFIED),
+        "legacy": Cluster.objects.create(name="old", kind=Cluster.Kind.LEGACY),
+    }
+
+
+@pytest.fixture
+def workloads(clusters, tenants) -> dict[str, Workload]:
+    """Same names on both clusters (like the demo twin): a non-core and a core service."""
+    made = {}
+    for key, cluster in clusters.items():
+        for name, criticality in (("acme-batch", "non_core"), ("acme-chat", "core")):
+            workload = Workload.objects.create(
+                tenant=tenants["acme"],
+                cluster=cluster,
+                name=name,
+                kind=Workload.Kind.INFERENCE,
+                criticality=criticality,
+            )
+            Entity.objects.create(
+                cluster=cluster,
+                kind=EntityKind.WORKLOAD,
+                key=name,
+                workload=workload,
+                tenant=tenants["acme"],
+            )
+            made[f"{key}:{name}"] = workload
+    MetricDefinition.objects.get_or_create(
+        name=METRIC, defaults={"unit": "seconds", "entity_kind": "workload"}
+    )
+    return made
+
+
+def write(cluster: Cluster, key: str, ts: datetime, value: float, metric: str = METRIC) -> None:
+    """One raw sample for workload ``key`` on ``cluster``."""
+    definition = MetricDefinition.objects.get(name=metric)
+    entity = Entity.objects.get(cluster=cluster, kind="workload", key=key)
+    samples_write([(definition.pk, entity.pk, ts.timestamp(), value)])
+
+
+@pytest.fixture
+def approvers(users, db) -> list:
+    from monitoring.models import User
+
+    group = roles_ensure()[ROLE_APPROVER]
+    made = [users["approver"]]
+    for i in range(2, 6):
+        user = User.objects.create_user(username=f"appr{i}", password="x", is_staff=True)
+        user.groups.add(group)
+        made.append(user)
+    return made
+
+
+@pytest.fixture
+def plan_factory(clusters, workloads, tenants, users):
+    def make(*, criteria: dict | None = None, required_approvals: int = 1, gray_steps=None):
+        plan = plan_create(
+            tenant=tenants["acme"],
+            name=f"plan-{len(criteria or {})}-{id(criteria)}",
+            source_cluster=clusters["legacy"],
+            target_cluster=clusters["unified"],
+            workloads={
+                PhaseKind.PILOT: [workloads["legacy:acme-batch"]],
+                PhaseKind.GRAY: [workloads["legacy:acme-chat"]],
+            },
+            actor=Actor(users["operator"]),
+            required_approvals=required_approvals,
+            gray_steps=gray_steps,
+        )
+        for kind, specs in (criteria or {}).items():
+            phase = plan.phases.get(kind=kind)
+            for spec in specs:
+                fields = {
+                    "name": "latency",
+                    "metric": METRIC,
+                    "entity_kind": "workload",
+                    "entity_key": "acme-chat",
+                    "aggregation": "p99",
+                    "comparator": "le",
+                    "threshold": 1.0,
+                    "window_seconds": 60,
+                    "count": 3,
+                    "interval_seconds": 30,
+                    **spec,
+                }
+                criterion_save(
+                    criterion=Criterion(phase=phase, **fields), actor=Actor(users["operator"])
+                )
+        return plan
+
+    return make
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def plan_for_access():
+    """A draft plan of tenant acme for the access-mixin tests (they get only ``users``)."""
+    from monitoring.models import Tenant, User
+
+    clusters_ = {
+        "unified": Cluster.objects.create(name="acc-uni", kind=Cluster.Kind.UNIFIED),
+        "legacy": Cluster.objects.create(name="acc-old", kind=Cluster.Kind.LEGACY),
+    }
+    acme = Tenant.objects.get(slug="acme")
+    workload = Workload.objects.create(
+        tenant=acme, cluster=clusters_["legacy"], name="w", kind="inference"
+    )
+    return plan_create(
+        tenant=acme,
+        name="access",
+        source_cluster=clusters_["legacy"],
+        target_cluster=clusters_["unified"],
+        workloads={PhaseKind.PILOT: [workload]},
+        actor=Actor(User.objects.get(username="op")),
+    )

@@ -1,0 +1,27 @@
+"""seed_migrations: three plans produced by the workflow itself, idempotently."""
+
+from __future__ import annotations
+
+from django.core.management import call_command
+
+from rollout.models import AuditEntry, MigrationPlan
+from rollout.selectors import traffic_shares_for_cluster
+
+
+def test_seed_produces_completed_awaiting_and_rolled_back_plans(db, tmp_path):
+    call_command("seed_demo", password="demo-pass-123", stdout=open(tmp_path / "o", "w"))
+    call_command("seed_twin", cards=256, legacy_cards=128, stdout=open(tmp_path / "o", "w"))
+    call_command("seed_migrations", stdout=open(tmp_path / "o", "w"))
+    states = dict(MigrationPlan.objects.values_list("tenant__slug", "state"))
+    assert states == {
+        "acme-bank": "succeeded",
+        "starlight-media": "awaiting_approval",
+        "zhiyuan-ai": "rolled_back",
+    }
+    rolled = MigrationPlan.objects.get(tenant__slug="zhiyuan-ai")
+    assert rolled.current_gate.runs.get(status="failed").metrics.filter(status="failed").exists()
+    target = rolled.target_cluster_id
+    assert traffic_shares_for_cluster(cluster_id=target)["chat-llama-2-70b-001"] == 0.05
+    rows = AuditEntry.objects.count()
+    call_command("seed_migrations", stdout=open(tmp_path / "o", "w"))
+    assert MigrationPlan.objects.count() == 3 and AuditEntry.objects.count() == rows

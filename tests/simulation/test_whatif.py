@@ -1,0 +1,182 @@
+"""What-if runs: the form, the background task with progress, the page, CSV and API."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from simulation.models import WhatIfRun
+from simulation.services import whatif as whatif_service
+from simulation.tasks import run_whatif
+from tests.access import ApiAccessCases, PageAccessCases
+
+SMALL = {"cards": 64, "hardware": "h100-sxm", "hours": 1, "seed": 3, "trace_kind": ""}
+
+
+class TestWhatIfPageAccess(PageAccessCases):
+    url = "/whatif/"
+    allowed_roles = ("operator",)
+
+
+class TestWhatIfApiAccess(ApiAccessCases):
+    url = "/api/v1/whatif/"
+    allowed_roles = ("operator", "approver")
+
+
+@pytest.fixture
+def small_run(users) -> WhatIfRun:
+    return WhatIfRun.objects.create(
+        cards=64, hardware="h100-sxm", hours=1, seed=3, created_by=users["operator"]
+    )
+
+
+@pytest.mark.django_db
+def test_the_task_runs_both_policies_and_reports_progress(small_run, monkeypatch):
+    seen: list[float] = []
+    real_update = WhatIfRun.objects.filter
+
+    monkeypatch.setattr(whatif_service, "PROGRESS_EVERY_S", 0.0)  # record every step
+
+    def spy(*args, **kwargs):
+        qs = real_update(*args, **kwargs)
+        original = qs.update
+
+        def update(**values):
+            if "progress" in values:
+                seen.append(values["progress"])
+            return original(**values)
+
+        qs.update = update
+        return qs
+
+    monkeypatch.setattr(WhatIfRun.objects, "filter", spy)
+    outcome = run_whatif.apply(args=[small_run.pk]).get()
+    small_run.refresh_from_db()
+    assert outcome == {"status": "done", "progress": 1.0}
+    assert small_run.status == "done" and small_run.progress == 1.0
+    # progress climbs monotonically through both policies before reaching 1
+    steps = [p for p in seen if 0 < p < 1]
+    assert steps == sorted(steps) and len(steps) > 50
+    assert any(p > 0.5 for p in steps) and seen[-1] == 1.0
+    summary = small_run.result["summary"]
+    assert set(summary) == {"split", "unified"}
+    assert summary["split"]["simulated_hours"] == pytest.approx(1.0)
+    series = small_run.result["series"]
+    assert len(series["t_hours"]) == 60  # 60 one-minute steps, all kept
+    assert len(series["unified"]["cluster_utilization_busy_ratio"]) == 60
+
+
+@pytest.mark.django_db
+def test_an_engine_failure_marks_the_run_failed_with_the_reason(small_run, monkeypatch):
+    def boom(**_):
+        raise ValueError("scenario exploded")
+
+    monkeypatch.setattr(whatif_service, "build_scenario", boom)
+    run_whatif.apply(args=[small_run.pk])
+    small_run.refresh_from_db()
+    assert small_run.status == "failed" and "scenario exploded" in small_run.error
+    assert small_run.result is None
+
+
+@pytest.mark.django_db
+def test_operator_starts_a_run_which_is_queued_after_commit(
+    client_as, django_capture_on_commit_callbacks, monkeypatch
+):
+    queued = []
+    monkeypatch.setattr(run_whatif, "delay", lambda pk: queued.append(pk))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_as("operator").post("/whatif/", SMALL)
+    run = WhatIfRun.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/whatif/{run.pk}/"
+    assert queued == [run.pk] and run.status == "queued" and run.created_by.username == "op"
+
+
+@pytest.mark.django_db
+def test_a_finished_run_shows_table_charts_and_csv(small_run, client_as):
+    run_whatif.apply(args=[small_run.pk])
+    client = client_as("operator")
+    page = client.get(f"/whatif/{small_run.pk}/").content.decode()
+    assert "Side by side" in page and 'data-figure="whatif-fig-0"' in page
+    assert f'data-refresh-url="/whatif/{small_run.pk}/?partial=1"' in page
+    fragment = client.get(f"/whatif/{small_run.pk}/?partial=1").content.decode()
+    assert "<html" not in fragment and 'data-status="done"' in fragment
+    rows = list(
+        csv.DictReader(
+            io.StringIO(client.get(f"/whatif/{small_run.pk}/?format=csv").content.decode())
+        )
+    )
+    busy = next(r for r in rows if r["metric"] == "utilization_busy_mean")
+    small_run.refresh_from_db()
+    assert float(busy["unified"]) == pytest.approx(
+        small_run.result["summary"]["unified"]["utilization_busy_mean"]
+    )
+    api = client.get(f"/api/v1/whatif/{small_run.pk}/").json()
+    assert api["status"] == "done" and api["result"]["summary"]["split"]
+
+
+@pytest.mark.django_db
+def test_a_queued_run_shows_progress_and_no_result(small_run, client_as):
+    WhatIfRun.objects.filter(pk=small_run.pk).update(status="running", progress=0.42)
+    fragment = client_as("operator").get(f"/whatif/{small_run.pk}/?partial=1").content.decode()
+    assert 'data-status="running"' in fragment and 'value="42"' in fragment
+    assert "Side by side" not in fragment
+
+
+def _upload(name: str, text: str, kind: str) -> dict:
+    return {**SMALL, "trace_kind": kind, "trace_file": SimpleUploadedFile(name, text.encode())}
+
+
+AZURE_OK = "TIMESTAMP,ContextTokens,GeneratedTokens\n" + "".join(
+    f"2023-11-16 18:{m:02d}:{s:02d}.1234567,{500 + m},{100 + s}\n"
+    for m in range(0, 30)
+    for s in (0, 20, 40)
+)
+
+
+@pytest.mark.django_db
+def test_a_bad_trace_is_refused_naming_file_line_and_column(client_as):
+    bad = AZURE_OK.splitlines()
+    bad[4] = "2023-11-16 18:01:20.1234567,lots,100"
+    response = client_as("operator").post(
+        "/whatif/", _upload("azure-day.csv", "\n".join(bad) + "\n", "azure")
+    )
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "azure-day.csv, line 5, column ContextTokens: not a number" in page
+    assert not WhatIfRun.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_philly_trace_with_a_wrong_header_names_the_column(client_as):
+    text = "timestamp,duration,gpus,gpu_time,cluster\n0,3600,8,28800,c1\n"
+    response = client_as("operator").post("/whatif/", _upload("jobs.csv", text, "philly"))
+    assert response.status_code == 400
+    assert "jobs.csv, line 1, column num_gpus" in response.content.decode()
+    assert not WhatIfRun.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_valid_trace_is_stored_and_used_by_the_run(client_as, monkeypatch):
+    monkeypatch.setattr(run_whatif, "delay", lambda pk: None)
+    response = client_as("operator").post("/whatif/", _upload("azure-day.csv", AZURE_OK, "azure"))
+    assert response.status_code == 302
+    run = WhatIfRun.objects.get()
+    assert run.trace_kind == "azure" and run.trace_name == "azure-day.csv"
+    run = whatif_service.whatif_execute(run_id=run.pk)
+    assert run.status == "done", run.error
+    assert run.result["scenario"]["trace"] == "azure-day.csv"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "changes,field",
+    [({"cards": 10}, "cards"), ({"hours": 100}, "hours"), ({"trace_kind": "azure"}, "trace_file")],
+)
+def test_bad_parameters_are_refused_and_nothing_saved(client_as, changes, field):
+    response = client_as("operator").post("/whatif/", {**SMALL, **changes})
+    assert response.status_code == 400
+    assert field in response.context["form"].errors
+    assert not WhatIfRun.objects.exists()
