@@ -1,0 +1,129 @@
+"""Benchmark: dashboard data endpoints with 30 simulated days of history at 10,240 cards.
+
+Builds a 10,240-card twin cluster (plus a 1,024-card legacy baseline), one real tick each,
+then 30 days of synthetic history (``bench/_history.py``) on PostgreSQL. Measures, in
+process (server time: Django handling the request, no network), the overview, hardware
+heatmap and cost data endpoints for several ranges: p50/p95 over repeated requests and the
+queries per request.
+
+Run: ``python bench/bench_dashboards.py [--days 30] [--repeats 20]`` (needs PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import django_setup, fresh_postgres, write_result  # noqa: E402
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--cards", type=int, default=10240)
+    parser.add_argument("--repeats", type=int, default=20)
+    args = parser.parse_args()
+    with fresh_postgres("dashboards") as url:
+        django_setup(url)
+        from _history import build_history
+        from django.db import connection
+        from django.test import Client
+        from django.test.utils import CaptureQueriesContext, override_settings
+
+        from monitoring.models import Cluster, User
+        from simulation.engine import default_scenario
+        from simulation.services import twin_run_create, twin_tick
+
+        started = time.perf_counter()
+        clusters = {}
+        for name, kind, cards, hardware, policy in (
+            ("unified-bench", Cluster.Kind.UNIFIED, args.cards, "ascend-950dt", "unified"),
+            ("legacy-bench", Cluster.Kind.LEGACY, 1024, "h100-sxm", "split"),
+        ):
+            cluster = Cluster.objects.create(name=name, kind=kind)
+            run = twin_run_create(
+                name=name,
+                cluster=cluster,
+                scenario=default_scenario(cards=cards, seed=7, hardware=hardware, policy=policy),
+            )
+            twin_tick(run_id=run.pk, expected_seq=0)
+            counts = build_history(cluster, days=args.days)
+            print(f"{name}: history written {counts}")
+            clusters[name] = cluster
+        build_s = time.perf_counter() - started
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_size_pretty(pg_database_size(current_database()))")
+            db_size = cursor.fetchone()[0]
+        print(f"history built in {build_s:.0f} s; database size {db_size}")
+
+        operator = User.objects.create_user("bench-operator", password="x", is_staff=True)
+        from monitoring.services.roles import ROLE_OPERATOR, roles_ensure
+
+        operator.groups.add(roles_ensure()[ROLE_OPERATOR])
+        client = Client()
+        client.force_login(operator)
+        endpoints = []
+        for period in ("6h", "24h", "7d", "30d"):
+            endpoints += [
+                (
+                    f"overview {period}",
+                    f"/api/v1/dashboards/overview/?cluster=unified-bench&range={period}",
+                ),
+            ]
+        endpoints += [
+            ("hardware heatmap", "/api/v1/dashboards/hardware/?cluster=unified-bench&range=6h"),
+            ("cost clusters 24h", "/api/v1/cost/clusters/?hours=24"),
+            ("cost clusters 30d", f"/api/v1/cost/clusters/?hours={24 * args.days}"),
+            ("cost comparison 24h", "/api/v1/cost/comparison/?hours=24"),
+        ]
+        results = []
+        with override_settings(DEBUG=False):
+            for label, path in endpoints:
+                response = client.get(path)
+                assert response.status_code == 200, (
+                    path,
+                    response.status_code,
+                    response.content[:500],
+                )
+                times, queries = [], 0
+                for _ in range(args.repeats):
+                    with CaptureQueriesContext(connection) as captured:
+                        t0 = time.perf_counter()
+                        response = client.get(path)
+                        times.append((time.perf_counter() - t0) * 1000)
+                    queries = len(captured.captured_queries)
+                row = {
+                    "endpoint": label,
+                    "path": path,
+                    "p50_ms": percentile(times, 50),
+                    "p95_ms": percentile(times, 95),
+                    "queries": queries,
+                    "bytes": len(response.content),
+                }
+                results.append(row)
+                print(
+                    f"{label:<22} p50 {row['p50_ms']:7.1f} ms  p95 {row['p95_ms']:7.1f} ms  "
+                    f"{queries:3d} queries  {row['bytes'] / 1024:7.1f} KiB"
+                )
+    write = {
+        "days": args.days,
+        "cards": args.cards,
+        "repeats": args.repeats,
+        "history_build_s": build_s,
+        "database_size": db_size,
+        "endpoints": results,
+    }
+    print(f"wrote {write_result('dashboards', write)}")
+
+
+if __name__ == "__main__":
+    main()
