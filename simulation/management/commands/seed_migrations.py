@@ -1,0 +1,150 @@
+"""python manage.py seed_migrations: three demo plans produced by running the workflow
+against the digital twin.
+
+Needs ``seed_demo`` (logins) and ``seed_twin`` (clusters ``unified-demo`` and
+``legacy-h100``) first — ``make demo`` runs them in that order. Every plan goes through the
+same services the UI and API call (start, analysis steps, promotion requests, approvals by two
+approvers). Before each measurement the command advances both twin runs by one tick, so every
+gate measures what the twin's model produced at that traffic share — no telemetry is typed in.
+Gate thresholds are the operator inputs a real plan would carry:
+
+- ``acme-bank``: the gray gate asks for P99 latency within the service's own SLO → passes at
+  every step; the plan completes (pilot → gray 5/25/50/100 % → full);
+- ``starlight-media``: same gates; left in gray at 5 %, analysis passed, awaiting approval;
+- ``zhiyuan-ai``: its gate demands a 50 ms P99 for a 70B-parameter chat service — below what
+  decode physics allows — so the first gray step's analysis fails on measured data and traffic
+  rolls back.
+
+Lives in the simulation app because it ticks the twin (rollout must not import simulation).
+Idempotent: a plan that already exists is left as it is.
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from monitoring.models import Cluster, Tenant, User, Workload
+from rollout.models import Criterion, MigrationPlan, PhaseKind, PlanState
+from rollout.services.analysis import analysis_run_step
+from rollout.services.audit import Actor
+from rollout.services.plans import criterion_save, plan_create
+from rollout.services.transitions import gate_approve, plan_promote, plan_start
+from simulation.models import TwinRun
+from simulation.services import twin_tick
+
+TARGET, SOURCE = "unified-demo", "legacy-h100"
+LATENCY = "inference_latency_p99_seconds"
+STRICT_P99_SECONDS = 0.05  # zhiyuan-ai's gate: stricter than decode physics allows
+# tenant, pilot (non-core) workload, gray (core) workload, where the plan should end
+PLANS = (
+    ("acme-bank", "train-0000", "chat-llama-3-8b-000", "completed"),
+    ("starlight-media", "train-0003", "chat-bloom-176b-003", "awaiting"),
+    ("zhiyuan-ai", "train-0001", "chat-llama-2-70b-001", "strict"),
+)
+
+
+class Command(BaseCommand):
+    help = "Create three demo migration plans by running the workflow on the twin (idempotent)."
+
+    def handle(self, *args, **options) -> None:
+        try:
+            self.target = Cluster.objects.get(name=TARGET)
+            self.source = Cluster.objects.get(name=SOURCE)
+            self.operator = Actor(User.objects.get(username="operator"))
+            self.approvers = [
+                Actor(User.objects.get(username=name)) for name in ("approver1", "approver2")
+            ]
+        except (Cluster.DoesNotExist, User.DoesNotExist) as exc:
+            raise CommandError("Run seed_demo and seed_twin first.") from exc
+        self.runs = list(TwinRun.objects.filter(cluster__in=[self.target, self.source]))
+        for slug, pilot, gray, outcome in PLANS:
+            name = f"{slug}: {SOURCE} → {TARGET}"
+            tenant = Tenant.objects.filter(slug=slug).first()
+            if tenant is None:
+                self.stdout.write(f"Tenant {slug!r} not found; skipped.")
+                continue
+            if MigrationPlan.objects.filter(tenant=tenant, name=name).exists():
+                self.stdout.write(f"Plan {name!r} already exists; left as it is.")
+                continue
+            plan = self._plan(tenant, name, pilot, gray, outcome)
+            self._drive(plan, outcome)
+            plan.refresh_from_db()
+            self.stdout.write(
+                f"Plan {name!r}: {plan.state}, phase {plan.current_phase or '-'}"
+                + (f" {plan.current_step_percent}%" if plan.current_step_percent else "")
+            )
+
+    def _plan(
+        self, tenant: Tenant, name: str, pilot: str, gray: str, outcome: str
+    ) -> MigrationPlan:
+        source = {w.name: w for w in Workload.objects.filter(cluster=self.source, tenant=tenant)}
+        if pilot not in source or gray not in source:
+            raise CommandError(f"{tenant.slug}: the twin has no {pilot!r} / {gray!r} to move")
+        plan = plan_create(
+            tenant=tenant,
+            name=name,
+            source_cluster=self.source,
+            target_cluster=self.target,
+            workloads={PhaseKind.PILOT: [source[pilot]], PhaseKind.GRAY: [source[gray]]},
+            actor=self.operator,
+        )
+        service_slo = source[gray].slo_p99_ms / 1000 if source[gray].slo_p99_ms else 20.0
+        latency_limit = STRICT_P99_SECONDS if outcome == "strict" else service_slo
+        criteria = (
+            # Moving non-core training must not hurt the unified cluster's inference SLOs.
+            (PhaseKind.PILOT, "cluster-slo", "cluster_inference_slo_attainment_ratio",
+             "cluster", "cluster", "mean", "ge", 0.95, False),
+            (PhaseKind.GRAY, "p99-latency", LATENCY, "workload", gray, "p99", "le",
+             latency_limit, False),
+            (PhaseKind.GRAY, "slo-attainment", "inference_slo_attainment_ratio", "workload",
+             gray, "mean", "ge", 0.99, True),
+            (PhaseKind.FULL, "p99-latency", LATENCY, "workload", gray, "p99", "le",
+             latency_limit, False),
+        )  # fmt: skip
+        for kind, cname, metric, entity_kind, key, agg, comparator, threshold, dry in criteria:
+            criterion_save(
+                criterion=Criterion(
+                    phase=plan.phases.get(kind=kind),
+                    name=cname,
+                    metric=metric,
+                    entity_kind=entity_kind,
+                    entity_key=key,
+                    aggregation=agg,
+                    comparator=comparator,
+                    threshold=threshold,
+                    window_seconds=120,
+                    count=1,
+                    interval_seconds=30,
+                    dry_run=dry,
+                ),
+                actor=self.operator,
+            )
+        return plan
+
+    def _tick_twin(self) -> None:
+        """Advance every demo twin run once: fresh telemetry at the current traffic shares."""
+        for run in self.runs:
+            run.refresh_from_db()
+            twin_tick(run_id=run.pk, expected_seq=run.tick_seq)
+
+    def _measure(self, plan: MigrationPlan) -> str:
+        self._tick_twin()
+        plan.refresh_from_db()
+        run = plan.current_gate.runs.get(status="running")
+        return analysis_run_step(run_id=run.pk, now=timezone.now())
+
+    def _drive(self, plan: MigrationPlan, outcome: str) -> None:
+        plan_start(plan_id=plan.pk, actor=self.operator)
+        while True:
+            plan.refresh_from_db()
+            if plan.state != PlanState.RUNNING:
+                return
+            if self._measure(plan) != "successful":
+                return  # failed → rolled back, inconclusive → paused: as the workflow decides
+            at_5 = plan.current_phase == PhaseKind.GRAY and plan.current_step_percent == 5
+            plan_promote(plan_id=plan.pk, actor=self.operator, reason="analysis passed")
+            if outcome == "awaiting" and at_5:
+                return
+            for approver in self.approvers:
+                gate_approve(plan_id=plan.pk, actor=approver, comment="figures within the gate")
