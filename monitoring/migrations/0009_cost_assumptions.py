@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('currency', models.CharField(default='USD', max_length=3, verbose_name='currency')),
                 ('card_price', models.FloatField(default=30000.0, validators=[django.core.validators.MinValueValidator(0.01)], verbose_name='price per accelerator card')),
-                ('other_capex_share', models.FloatField(default=0.6, help_text='0.6 means every card brings 60% of its price again in servers etc.', validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(10.0)], verbose_name='servers, network and other capex (share of card price)')),
+                ('other_capex_share', models.FloatField(default=0.6, help_text='0.6 means every card brings 60 percent of its price again in servers etc.', validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(10.0)], verbose_name='servers, network and other capex (share of card price)')),
                 ('amortisation_years', models.FloatField(default=4.0, validators=[django.core.validators.MinValueValidator(0.5), django.core.validators.MaxValueValidator(20.0)], verbose_name='amortisation life (years)')),
                 ('electricity_price_per_kwh', models.FloatField(default=0.1, validators=[django.core.validators.MinValueValidator(0.0001)], verbose_name='electricity price per kWh')),
                 ('pue', models.FloatField(default=1.3, help_text='Facility power / IT power, between 1.0 and 3.0.', validators=[django.core.validators.MinValueValidator(1.0), django.core.validators.MaxValueValidator(3.0)], verbose_name='PUE')),

@@ -42,7 +42,7 @@ class CostAssumptions(models.Model):
         _("servers, network and other capex (share of card price)"),
         default=0.6,
         validators=[MinValueValidator(0.0), MaxValueValidator(10.0)],
-        help_text=_("0.6 means every card brings 60% of its price again in servers etc."),
+        help_text=_("0.6 means every card brings 60 percent of its price again in servers etc."),
     )
     amortisation_years = models.FloatField(
         _("amortisation life (years)"),
