@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import django_setup, fresh_postgres, write_result  # noqa: E402
+from _common import django_setup, fresh_postgres, reused, write_result  # noqa: E402
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -31,8 +31,13 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--cards", type=int, default=10240)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the database afterwards and reuse it next time (for profiling)",
+    )
     args = parser.parse_args()
-    with fresh_postgres("dashboards") as url:
+    with fresh_postgres("dashboards", keep=args.keep) as url:
         django_setup(url)
         from _history import build_history
         from django.db import connection
@@ -45,10 +50,15 @@ def main() -> None:
 
         started = time.perf_counter()
         clusters = {}
-        for name, kind, cards, hardware, policy in (
-            ("unified-bench", Cluster.Kind.UNIFIED, args.cards, "ascend-950dt", "unified"),
-            ("legacy-bench", Cluster.Kind.LEGACY, 1024, "h100-sxm", "split"),
-        ):
+        history = (
+            ()
+            if reused(url)
+            else (
+                ("unified-bench", Cluster.Kind.UNIFIED, args.cards, "ascend-950dt", "unified"),
+                ("legacy-bench", Cluster.Kind.LEGACY, 1024, "h100-sxm", "split"),
+            )
+        )
+        for name, kind, cards, hardware, policy in history:
             cluster = Cluster.objects.create(name=name, kind=kind)
             run = twin_run_create(
                 name=name,
@@ -65,7 +75,9 @@ def main() -> None:
             db_size = cursor.fetchone()[0]
         print(f"history built in {build_s:.0f} s; database size {db_size}")
 
-        operator = User.objects.create_user("bench-operator", password="x", is_staff=True)
+        operator, _ = User.objects.get_or_create(
+            username="bench-operator", defaults={"is_staff": True}
+        )
         from monitoring.services.roles import ROLE_OPERATOR, roles_ensure
 
         operator.groups.add(roles_ensure()[ROLE_OPERATOR])
