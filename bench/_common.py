@@ -55,19 +55,50 @@ def _psql(sql: str) -> None:
     )
 
 
+def _exists(db: str) -> bool:
+    result = subprocess.run(
+        [
+            "psql",
+            f"{PG_ADMIN_URL}/postgres",
+            "-At",
+            "-c",
+            f"SELECT 1 FROM pg_database WHERE datname = '{db}'",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return result.stdout.strip() == "1"
+
+
+_REUSED: dict[str, bool] = {}
+
+
 @contextmanager
-def fresh_postgres(name: str):
-    """A new, migrated PostgreSQL database for one benchmark; dropped afterwards."""
+def fresh_postgres(name: str, *, keep: bool = False):
+    """A new, migrated PostgreSQL database for one benchmark; dropped afterwards.
+
+    With ``keep`` an existing database of that name is reused (see :func:`reused`) and left
+    in place afterwards, so a slow-to-build dataset can be measured again while profiling.
+    """
     db = f"bench_{name}"
-    _psql(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
-    _psql(f"CREATE DATABASE {db}")
     url = f"{PG_ADMIN_URL}/{db}"
+    _REUSED[url] = keep and _exists(db)
+    if not _REUSED[url]:
+        _psql(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+        _psql(f"CREATE DATABASE {db}")
     env = {**os.environ, "DATABASE_URL": url}
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     try:
         yield url
     finally:
-        _psql(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+        if not keep:
+            _psql(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+
+
+def reused(url: str) -> bool:
+    """Whether :func:`fresh_postgres` found the database already built (``keep=True``)."""
+    return _REUSED.get(url, False)
 
 
 def django_setup(database_url: str) -> None:

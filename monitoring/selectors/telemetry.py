@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from django.db import connection
 from django.db.models import Count, Max, Q, QuerySet, Sum
 
 from monitoring.models import Entity, MetricDefinition, Rollup, Sample
@@ -93,6 +94,29 @@ def series_read(
 
 FINER = {86400: 3600, 3600: 60, 60: 0}
 
+# On PostgreSQL the re-bucketing to the plotted step happens in the database, so a 7-day
+# range ships ~600 grouped rows instead of 10,080 minute rollups.
+_PG_RAW = """
+SELECT floor(extract(epoch FROM ts) / %s) * %s AS k, count(*), sum(value), min(value),
+       max(value)
+FROM monitoring_sample WHERE metric_id = %s AND entity_id = %s AND ts >= %s AND ts < %s
+GROUP BY k
+"""
+_PG_ROLLUP = """
+SELECT floor(extract(epoch FROM bucket) / %s) * %s AS k, sum(count), sum(sum), min(min),
+       max(max)
+FROM monitoring_rollup
+WHERE metric_id = %s AND entity_id = %s AND resolution = %s AND bucket >= %s AND bucket < %s
+GROUP BY k
+"""
+
+
+def _fold_grouped(sql: str, params: list, buckets: dict) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for key, count, total, low, high in cursor.fetchall():
+            fold_bucket(buckets, int(key), int(count), total, low, high)
+
 
 def _fold_tiered(
     metric: MetricDefinition,
@@ -112,6 +136,9 @@ def _fold_tiered(
     if start >= end:
         return
     if resolution == 0:
+        if connection.vendor == "postgresql":
+            _fold_grouped(_PG_RAW, [step, step, metric.pk, entity.pk, start, end], buckets)
+            return
         rows = Sample.objects.filter(metric=metric, entity=entity, ts__gte=start, ts__lt=end)
         for ts, value in rows.values_list("ts", "value").iterator():
             fold_bucket(buckets, int(ts.timestamp() // step * step), 1, value, value, value)
@@ -119,13 +146,22 @@ def _fold_tiered(
     complete = marks.get(resolution)
     upto = min(end, complete) if complete else start
     if upto > start:
-        rows = Rollup.objects.filter(
-            metric=metric, entity=entity, resolution=resolution, bucket__gte=start, bucket__lt=upto
-        )
-        for bucket, count, total, low, high in rows.values_list(
-            "bucket", "count", "sum", "min", "max"
-        ).iterator():
-            fold_bucket(buckets, int(bucket.timestamp() // step * step), count, total, low, high)
+        if connection.vendor == "postgresql":
+            params = [step, step, metric.pk, entity.pk, resolution, start, upto]
+            _fold_grouped(_PG_ROLLUP, params, buckets)
+        else:
+            rows = Rollup.objects.filter(
+                metric=metric,
+                entity=entity,
+                resolution=resolution,
+                bucket__gte=start,
+                bucket__lt=upto,
+            )
+            for bucket, count, total, low, high in rows.values_list(
+                "bucket", "count", "sum", "min", "max"
+            ).iterator():
+                key = int(bucket.timestamp() // step * step)
+                fold_bucket(buckets, key, count, total, low, high)
     _fold_tiered(metric, entity, max(start, upto), end, FINER[resolution], step, buckets, marks)
 
 

@@ -165,6 +165,15 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("cluster_cards_healthy", "cards", _C, "Healthy cards."),
     MetricSpec("cluster_cards_allocated", "cards", _C, "Cards allocated to workloads."),
     MetricSpec(
+        "cluster_training_cards_allocated", "cards", _C, "Cards allocated to training jobs."
+    ),
+    MetricSpec(
+        "cluster_inference_cards_allocated",
+        "cards",
+        _C,
+        "Cards allocated to inference replicas.",
+    ),
+    MetricSpec(
         "cluster_utilization_allocated_ratio", "ratio", _C, "Allocated cards / healthy cards."
     ),
     MetricSpec(

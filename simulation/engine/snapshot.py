@@ -145,6 +145,10 @@ def build_snapshot(eng: Engine, lat: dict, train: dict, mem: dict, dt: float) ->
         "cluster_cards_total": float(st.owner.size),
         "cluster_cards_healthy": float(n_h),
         "cluster_cards_allocated": float(alloc.sum()),
+        # The day/night split of a unified cluster, as scalars so fleet charts read one row
+        # per step instead of every workload's frame.
+        "cluster_training_cards_allocated": float(jcards.sum()),
+        "cluster_inference_cards_allocated": float(scards.sum()),
         "cluster_utilization_allocated_ratio": float(alloc.sum()) / n_h,
         "cluster_utilization_busy_ratio": float(util.sum()) / n_h,
         "cluster_mfu_ratio": mfu_c,

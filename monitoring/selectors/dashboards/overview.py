@@ -39,8 +39,13 @@ SERIES = (
     "cluster_cards_healthy",
     "cluster_training_samples_per_second",
     "cluster_inference_tokens_per_second",
-    "workload_allocated_cards",
 )
+# The day/night curve: cards held by training vs inference, as cluster scalars (one row per
+# step). Sources that only report per-workload frames fall back to summing those.
+SPLIT = {
+    "training_cards": ("cluster_training_cards_allocated", "training"),
+    "inference_cards": ("cluster_inference_cards_allocated", "inference"),
+}
 
 
 @dataclass
@@ -90,20 +95,27 @@ def overview(cluster: Cluster, tr: TimeRange) -> OverviewData:
     data.open_alerts = Alert.objects.filter(
         entity__cluster=cluster, state__in=(Alert.State.FIRING, Alert.State.ACKNOWLEDGED)
     ).count()
-    metrics = metric_defs(SERIES)
-    for name in SERIES[:-1]:
+    metrics = metric_defs(
+        (*SERIES, *(scalar for scalar, _ in SPLIT.values()), "workload_allocated_cards")
+    )
+    for name in SERIES:
         data.series[name] = series_points(metrics.get(name), entity, tr)
-    by_kind = workload_entity_ids(cluster)
-    for kind, ids in by_kind.items():
-        data.series[f"{kind}_cards"] = (
-            kind_series(
-                cluster_id=cluster.pk,
-                kind="workload",
-                metric=metrics.get("workload_allocated_cards"),
-                tr=tr,
-                entity_ids=ids,
+    by_kind = None
+    for key, (scalar, workload_kind) in SPLIT.items():
+        points = series_points(metrics.get(scalar), entity, tr)
+        if not points:
+            by_kind = by_kind if by_kind is not None else workload_entity_ids(cluster)
+            ids = by_kind[workload_kind]
+            points = (
+                kind_series(
+                    cluster_id=cluster.pk,
+                    kind="workload",
+                    metric=metrics.get("workload_allocated_cards"),
+                    tr=tr,
+                    entity_ids=ids,
+                )
+                if ids
+                else []
             )
-            if ids
-            else []
-        )
+        data.series[key] = points
     return data
