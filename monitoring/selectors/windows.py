@@ -122,10 +122,21 @@ def entity_sums(
         )
         for row in raw:
             add(row["entity_id"], row["total"], row["n"])
-    # Frames keep their own minute rollups, merged as they are written: no watermark needed.
+    # Frames keep their own rollups, merged as they are written: no watermark needed. Windows
+    # of six hours or more read hourly frames (hour-aligned: the first partial hour counts
+    # whole), so a month is 720 frames instead of 43,200 — and minute frames are only kept
+    # two days anyway.
+    frame_resolution = 3600 if (end - start).total_seconds() >= 6 * 3600 else 60
+    frame_start = datetime.fromtimestamp(
+        start.timestamp() // frame_resolution * frame_resolution, tz=start.tzinfo
+    )
     for layout in FrameLayout.objects.filter(cluster=cluster, kind=kind):
         frames = Frame.objects.filter(
-            metric=metric, layout=layout, resolution=60, ts__gte=start, ts__lt=end
+            metric=metric,
+            layout=layout,
+            resolution=frame_resolution,
+            ts__gte=frame_start,
+            ts__lt=end,
         )
         total = count = None
         for c, s in frames.values_list("count", "sum").iterator():
