@@ -15,7 +15,7 @@ from django.db.models import QuerySet
 
 from monitoring.cost import model as cm
 from monitoring.models import Accelerator, Cluster, CostAssumptions, EntityKind, Workload
-from monitoring.selectors.windows import WindowStat, cluster_stat, entity_sums
+from monitoring.selectors.windows import WindowStat, cluster_stat, cluster_stats, entity_sums
 
 INPUT_FIELDS = (
     "currency",
@@ -32,6 +32,13 @@ INPUT_FIELDS = (
     "is_assumption",
 )
 ALLOCATED_CARDS = "workload_allocated_cards"
+CLUSTER_FIGURES = (
+    "cluster_power_watts",
+    "cluster_utilization_allocated_ratio",
+    "cluster_utilization_busy_ratio",
+    "cluster_inference_tokens_per_second",
+    "cluster_training_samples_per_second",
+)
 
 
 def assumptions_for(cluster: Cluster | None) -> CostAssumptions:
@@ -133,7 +140,8 @@ def cluster_cost(cluster: Cluster, start: datetime, end: datetime) -> ClusterCos
     inputs = inputs_of(row)
     cards = card_count(cluster)
     tdp = cluster.hardware_model.tdp_watts if cluster.hardware_model_id else None
-    power = cluster_stat(cluster, "cluster_power_watts", start, end)
+    stats = cluster_stats(cluster, list(CLUSTER_FIGURES), start, end)
+    power = stats["cluster_power_watts"]
     result = ClusterCost(
         cluster=cluster,
         start=start,
@@ -143,10 +151,10 @@ def cluster_cost(cluster: Cluster, start: datetime, end: datetime) -> ClusterCos
         cards=cards,
         tdp_watts=tdp,
         power=power,
-        allocated=cluster_stat(cluster, "cluster_utilization_allocated_ratio", start, end),
-        busy=cluster_stat(cluster, "cluster_utilization_busy_ratio", start, end),
-        tokens=cluster_stat(cluster, "cluster_inference_tokens_per_second", start, end),
-        samples=cluster_stat(cluster, "cluster_training_samples_per_second", start, end),
+        allocated=stats["cluster_utilization_allocated_ratio"],
+        busy=stats["cluster_utilization_busy_ratio"],
+        tokens=stats["cluster_inference_tokens_per_second"],
+        samples=stats["cluster_training_samples_per_second"],
         asset=cm.asset_cost(
             inputs,
             cards=cards,

@@ -82,7 +82,84 @@ def stat_of_series(series: Series | None, start: datetime, end: datetime) -> Win
 def cluster_stat(
     cluster: Cluster, metric_name: str, start: datetime, end: datetime
 ) -> WindowStat | None:
-    return stat_of_series(cluster_series(cluster, metric_name, start, end), start, end)
+    return cluster_stats(cluster, [metric_name], start, end).get(metric_name)
+
+
+def cluster_stats(
+    cluster: Cluster, metric_names: list[str], start: datetime, end: datetime
+) -> dict[str, WindowStat | None]:
+    """Window statistics of several cluster scalars at once, in a handful of grouped queries.
+
+    Same tiers as a range read — hourly rollups up to their watermark for windows of two days
+    or more, then minute rollups, then raw samples after the compaction watermark — but
+    summed per metric in the database instead of returned as a series.
+    """
+    metrics = dict(MetricDefinition.objects.filter(name__in=metric_names).values_list("pk", "name"))
+    entity = cluster_entity(cluster)
+    found: dict[str, list[float]] = {}
+    if metrics and entity is not None:
+        marks = watermarks()
+        resolution = 3600 if (end - start).total_seconds() >= 2 * 86400 else 60
+        _tier_sums(entity.pk, list(metrics), start, end, resolution, marks, metrics, found)
+    stats: dict[str, WindowStat | None] = {}
+    for name in metric_names:
+        agg = found.get(name)
+        stats[name] = (
+            WindowStat(name, start, end, agg[1] / agg[0], int(agg[0]), agg[2], agg[3])
+            if agg and agg[0]
+            else None
+        )
+    return stats
+
+
+_FINER = {3600: 60, 60: 0}
+
+
+def _tier_sums(
+    entity_id: int,
+    metric_ids: list[int],
+    start: datetime,
+    end: datetime,
+    resolution: int,
+    marks: dict,
+    names: dict[int, str],
+    found: dict[str, list[float]],
+) -> None:
+    if start >= end:
+        return
+    if resolution == 0:
+        rows = (
+            Sample.objects.filter(
+                entity_id=entity_id, metric_id__in=metric_ids, ts__gte=start, ts__lt=end
+            )
+            .values("metric_id")
+            .annotate(n=Count("id"), total=Sum("value"), low=Min("value"), high=Max("value"))
+        )
+    else:
+        complete = marks.get(resolution)
+        upto = min(end, complete) if complete else start
+        rows = []
+        if upto > start:
+            rows = (
+                Rollup.objects.filter(
+                    entity_id=entity_id,
+                    metric_id__in=metric_ids,
+                    resolution=resolution,
+                    bucket__gte=start,
+                    bucket__lt=upto,
+                )
+                .values("metric_id")
+                .annotate(n=Sum("count"), total=Sum("sum"), low=Min("min"), high=Max("max"))
+            )
+        _tier_sums(
+            entity_id, metric_ids, max(start, upto), end, _FINER[resolution], marks, names, found
+        )
+    for row in rows:
+        agg = found.setdefault(names[row["metric_id"]], [0, 0.0, float("inf"), float("-inf")])
+        agg[0] += row["n"]
+        agg[1] += row["total"]
+        agg[2] = min(agg[2], row["low"])
+        agg[3] = max(agg[3], row["high"])
 
 
 def entity_sums(
