@@ -68,3 +68,9 @@ def client_as(client, users):
 def fast_password_hashing(settings):
     # PBKDF2's deliberate slowness protects real logins; in tests it only costs minutes.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def no_dashboard_cache(settings):
+    # Tests change data between requests; the few-second payload cache has its own test.
+    settings.DASHBOARD_CACHE_SECONDS = 0

@@ -133,6 +133,10 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 
+# Dashboard data endpoints share computed payloads this long (0 disables). Redis when the
+# broker is Redis (shared by every web process), else a per-process memory cache.
+DASHBOARD_CACHE_SECONDS = env_int("DASHBOARD_CACHE_SECONDS", 10)
+
 # --- Celery -----------------------------------------------------------------------------------
 CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS, BROKER_DESCRIPTION = resolve_broker(VAR_DIR)
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
@@ -142,6 +146,17 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
         "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 300)
     }
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
+CACHES = {
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": env_str("CACHE_URL") or CELERY_BROKER_URL,
+            "KEY_PREFIX": "portal",
+        }
+        if (env_str("CACHE_URL") or CELERY_BROKER_URL).startswith(("redis://", "rediss://"))
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

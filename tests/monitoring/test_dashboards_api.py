@@ -223,3 +223,29 @@ def test_query_counts_stay_bounded(
     client = client_as("operator")
     with django_assert_max_num_queries(budget):
         assert client.get(url).status_code == 200
+
+
+@pytest.mark.django_db
+def test_dashboard_payloads_are_shared_briefly_but_never_across_tenants(client_as, settings, users):
+    from django.core.cache import cache
+
+    from monitoring.api import dashboards
+
+    settings.DASHBOARD_CACHE_SECONDS = 30
+    cache.clear()
+    calls = []
+    original = dashboards.WorkloadListDataView.build
+
+    def counting(self, request, tr, **kwargs):
+        calls.append(request.user.username)
+        return original(self, request, tr, **kwargs)
+
+    dashboards.WorkloadListDataView.build = counting
+    try:
+        for role in ("operator", "approver", "customer", "customer", "other_customer"):
+            client_as(role).get("/api/v1/dashboards/workloads/?range=6h")
+    finally:
+        dashboards.WorkloadListDataView.build = original
+        cache.clear()
+    # staff share one entry; each tenant computes its own
+    assert calls == ["op", "cust-acme", "cust-panda"]
