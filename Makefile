@@ -55,8 +55,11 @@ messages: install
 	$(BIN)/python manage.py makemessages -l zh_Hans --ignore=.venv --ignore=var
 	$(BIN)/python manage.py compilemessages --ignore=.venv
 
+# Every benchmark, then the summary table at the top of BENCHMARKS.md. Needs PostgreSQL and
+# Redis on 127.0.0.1 (as CI has); takes about 20 minutes on 2 cores. Not part of `make test`.
 bench: install-dev
 	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+	$(BIN)/python bench/summary.py
 
 clean:
 	rm -rf $(VENV) var/broker var/*.sqlite3 staticfiles

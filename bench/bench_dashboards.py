@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -26,11 +27,92 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
+def measure_concurrent(url: str, endpoints, users: int, seconds: float) -> dict:
+    """``users`` concurrent clients against gunicorn, with and without the payload cache."""
+    import os
+    import socket
+    import subprocess
+
+    from _common import ROOT
+    from _load import run_users
+
+    from monitoring.services.tokens import token_create
+
+    token = token_create(name="bench-load", scopes=["read"]).plaintext
+    out = {}
+    for cache_seconds in (10, 0):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "DEBUG": "0",
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "LOG_LEVEL": "WARNING",
+            "DASHBOARD_CACHE_SECONDS": str(cache_seconds),
+        }
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "cluster_portal.wsgi",
+                "-w",
+                "2",
+                "-k",
+                "gthread",
+                "--threads",
+                "4",
+                "-b",
+                f"127.0.0.1:{port}",
+                "--timeout",
+                "120",
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            for _ in range(100):
+                try:
+                    urllib.request.urlopen(base + "/healthz", timeout=2)
+                    break
+                except OSError:
+                    time.sleep(0.3)
+            latencies = run_users(base, endpoints, users=users, seconds=seconds, token=token)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        rows = []
+        for label, values in latencies.items():
+            if values:
+                rows.append(
+                    {
+                        "endpoint": label,
+                        "requests": len(values),
+                        "p50_ms": percentile(values, 50),
+                        "p95_ms": percentile(values, 95),
+                    }
+                )
+                print(
+                    f"  {users} users, cache {cache_seconds:>2} s: {label:<22} "
+                    f"p50 {rows[-1]['p50_ms']:7.1f} ms  p95 {rows[-1]['p95_ms']:7.1f} ms  "
+                    f"({len(values)} requests)"
+                )
+        out[f"cache_{cache_seconds}s"] = rows
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--cards", type=int, default=10240)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--users", type=int, default=10)
+    parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument(
         "--keep",
         action="store_true",
@@ -98,7 +180,7 @@ def main() -> None:
             ("cost comparison 24h", "/api/v1/cost/comparison/?hours=24"),
         ]
         results = []
-        with override_settings(DEBUG=False):
+        with override_settings(DEBUG=False, DASHBOARD_CACHE_SECONDS=0):
             for label, path in endpoints:
                 response = client.get(path)
                 assert response.status_code == 200, (
@@ -126,7 +208,9 @@ def main() -> None:
                     f"{label:<22} p50 {row['p50_ms']:7.1f} ms  p95 {row['p95_ms']:7.1f} ms  "
                     f"{queries:3d} queries  {row['bytes'] / 1024:7.1f} KiB"
                 )
+        concurrent = measure_concurrent(url, endpoints, args.users, args.seconds)
     write = {
+        "concurrent": concurrent,
         "days": args.days,
         "cards": args.cards,
         "repeats": args.repeats,

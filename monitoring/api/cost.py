@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from monitoring.api.caching import cached_payload
 from monitoring.api.permissions import HasRequiredScope
 from monitoring.models import Tenant
 from monitoring.selectors.cost import (
@@ -97,7 +98,13 @@ class ClusterCostView(StaffOnlyMixin, APIView):
     def get(self, request: Request) -> Response:
         self.check_staff(request)
         start, end = _window(request)
-        return Response({"results": [cluster_cost_json(c) for c in clusters_cost(start, end)]})
+        return Response(
+            cached_payload(
+                request,
+                "cost-clusters",
+                lambda: {"results": [cluster_cost_json(c) for c in clusters_cost(start, end)]},
+            )
+        )
 
 
 class CostComparisonView(StaffOnlyMixin, APIView):

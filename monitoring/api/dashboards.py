@@ -13,12 +13,9 @@ range data from rollups, never from raw history (see :mod:`monitoring.selectors.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 from datetime import UTC, datetime
 
-from django.conf import settings
-from django.core.cache import cache
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -29,6 +26,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from monitoring.api.caching import cached_payload
 from monitoring.api.permissions import HasRequiredScope
 from monitoring.dashboards.csv import table_csv
 from monitoring.dashboards.payloads.hardware import (
@@ -111,32 +109,15 @@ class DashboardView(APIView):
         return Response(payload)
 
     def cached_build(self, request: Request, tr: TimeRange, **kwargs) -> dict:
-        """The payload, shared for ``DASHBOARD_CACHE_SECONDS`` by everyone with the same view.
+        """The payload, shared briefly by everyone with the same scope (see api.caching)."""
 
-        Ten operators watching one cluster refresh the same figures every 15 s; computing them
-        once per few seconds instead of once per viewer keeps the server's cores free. The key
-        includes the caller's scope (staff, or the customer's tenant), so tenants never share
-        an entry; ``updated`` tells when the figures were computed.
-        """
-        seconds = settings.DASHBOARD_CACHE_SECONDS
-        scope = "staff" if principal_sees_all(request.user) else f"tenant:{request.user.tenant_id}"
-        params = sorted((k, v) for k, v in request.query_params.items() if k != "format")
-        key = (
-            "dash:"
-            + hashlib.sha256(
-                repr((type(self).__name__, scope, params, sorted(kwargs.items()))).encode()
-            ).hexdigest()
-        )
-        if seconds:
-            cached = cache.get(key)
-            if cached is not None:
-                return cached
-        payload = self.build(request, tr, **kwargs)
-        payload["range"] = tr.as_json()
-        payload["updated"] = datetime.now(tz=UTC).isoformat()
-        if seconds:
-            cache.set(key, payload, seconds)
-        return payload
+        def build() -> dict:
+            payload = self.build(request, tr, **kwargs)
+            payload["range"] = tr.as_json()
+            payload["updated"] = datetime.now(tz=UTC).isoformat()
+            return payload
+
+        return cached_payload(request, type(self).__name__, build, **kwargs)
 
     def csv_prefix(self, payload: dict) -> str:
         return payload.get("cluster") or "dashboard"
@@ -234,34 +215,6 @@ class WorkloadListDataView(DashboardView):
             "tables": {"workloads": workload_list_table(workload_rows(workloads))},
         }
 
-    def cached_build(self, request: Request, tr: TimeRange, **kwargs) -> dict:
-        """The payload, shared for ``DASHBOARD_CACHE_SECONDS`` by everyone with the same view.
-
-        Ten operators watching one cluster refresh the same figures every 15 s; computing them
-        once per few seconds instead of once per viewer keeps the server's cores free. The key
-        includes the caller's scope (staff, or the customer's tenant), so tenants never share
-        an entry; ``updated`` tells when the figures were computed.
-        """
-        seconds = settings.DASHBOARD_CACHE_SECONDS
-        scope = "staff" if principal_sees_all(request.user) else f"tenant:{request.user.tenant_id}"
-        params = sorted((k, v) for k, v in request.query_params.items() if k != "format")
-        key = (
-            "dash:"
-            + hashlib.sha256(
-                repr((type(self).__name__, scope, params, sorted(kwargs.items()))).encode()
-            ).hexdigest()
-        )
-        if seconds:
-            cached = cache.get(key)
-            if cached is not None:
-                return cached
-        payload = self.build(request, tr, **kwargs)
-        payload["range"] = tr.as_json()
-        payload["updated"] = datetime.now(tz=UTC).isoformat()
-        if seconds:
-            cache.set(key, payload, seconds)
-        return payload
-
     def csv_prefix(self, payload: dict) -> str:
         return "workloads"
 
@@ -283,34 +236,6 @@ class WorkloadDetailDataView(DashboardView):
             "slo_p99_ms": workload.slo_p99_ms,
             "slo_ttft_ms": workload.slo_ttft_ms,
         }
-        return payload
-
-    def cached_build(self, request: Request, tr: TimeRange, **kwargs) -> dict:
-        """The payload, shared for ``DASHBOARD_CACHE_SECONDS`` by everyone with the same view.
-
-        Ten operators watching one cluster refresh the same figures every 15 s; computing them
-        once per few seconds instead of once per viewer keeps the server's cores free. The key
-        includes the caller's scope (staff, or the customer's tenant), so tenants never share
-        an entry; ``updated`` tells when the figures were computed.
-        """
-        seconds = settings.DASHBOARD_CACHE_SECONDS
-        scope = "staff" if principal_sees_all(request.user) else f"tenant:{request.user.tenant_id}"
-        params = sorted((k, v) for k, v in request.query_params.items() if k != "format")
-        key = (
-            "dash:"
-            + hashlib.sha256(
-                repr((type(self).__name__, scope, params, sorted(kwargs.items()))).encode()
-            ).hexdigest()
-        )
-        if seconds:
-            cached = cache.get(key)
-            if cached is not None:
-                return cached
-        payload = self.build(request, tr, **kwargs)
-        payload["range"] = tr.as_json()
-        payload["updated"] = datetime.now(tz=UTC).isoformat()
-        if seconds:
-            cache.set(key, payload, seconds)
         return payload
 
     def csv_prefix(self, payload: dict) -> str:

@@ -1,0 +1,35 @@
+"""A few seconds of shared caching for read-only payloads that many viewers refresh.
+
+Ten operators watching one cluster refresh the same figures every 15 s; computing them once
+per few seconds instead of once per viewer keeps the server's cores free. The key includes the
+caller's scope (staff, or the customer's tenant), so tenants never share an entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+
+from django.conf import settings
+from django.core.cache import cache
+from rest_framework.request import Request
+
+from monitoring.selectors.scoping import principal_sees_all
+
+
+def cached_payload(request: Request, name: str, build: Callable[[], dict], **extra) -> dict:
+    """``build()``'s result, shared for ``DASHBOARD_CACHE_SECONDS`` within one scope."""
+    seconds = settings.DASHBOARD_CACHE_SECONDS
+    if not seconds:
+        return build()
+    scope = "staff" if principal_sees_all(request.user) else f"tenant:{request.user.tenant_id}"
+    params = sorted((k, v) for k, v in request.query_params.items() if k != "format")
+    key = (
+        "payload:"
+        + hashlib.sha256(repr((name, scope, params, sorted(extra.items()))).encode()).hexdigest()
+    )
+    payload = cache.get(key)
+    if payload is None:
+        payload = build()
+        cache.set(key, payload, seconds)
+    return payload
