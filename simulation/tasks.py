@@ -33,8 +33,14 @@ TICK_OPTIONS = {
 }
 
 
-@shared_task(name="simulation.advance_run", **TICK_OPTIONS)
-def advance_run(run_id: int, expected_seq: int) -> dict:
+def _same_queue(task) -> dict:
+    """Route follow-up tasks to the queue this task came from (dedicated tick queues)."""
+    routing_key = (task.request.delivery_info or {}).get("routing_key")
+    return {"queue": routing_key} if routing_key else {}
+
+
+@shared_task(name="simulation.advance_run", bind=True, **TICK_OPTIONS)
+def advance_run(self, run_id: int, expected_seq: int) -> dict:
     """One scheduler tick: in this task, or fanned out per supernode for large runs."""
     run = TwinRun.objects.select_related("cluster").get(pk=run_id)
     if run.fan_out:
@@ -42,7 +48,7 @@ def advance_run(run_id: int, expected_seq: int) -> dict:
         tick_time = time.time()
         group(
             stage_tick_part.s(run_id, expected_seq, part, tick_time, parts) for part in range(parts)
-        ).apply_async()
+        ).apply_async(**_same_queue(self))
         return {"fanned_out": parts, "seq": expected_seq}
     outcome = twin_tick(run_id=run_id, expected_seq=expected_seq)
     return {
@@ -53,16 +59,16 @@ def advance_run(run_id: int, expected_seq: int) -> dict:
     }
 
 
-@shared_task(name="simulation.stage_tick_part", **TICK_OPTIONS)
+@shared_task(name="simulation.stage_tick_part", bind=True, **TICK_OPTIONS)
 def stage_tick_part(
-    run_id: int, expected_seq: int, part: int, tick_time: float, parts: int
+    self, run_id: int, expected_seq: int, part: int, tick_time: float, parts: int
 ) -> dict:
     """Stage one supernode's share; the last part to finish asks for the commit (the join)."""
     complete = tick_stage_part(
         run_id=run_id, expected_seq=expected_seq, part=part, tick_time=tick_time
     )
     if complete:
-        commit_tick.delay(run_id, expected_seq, parts)
+        commit_tick.apply_async((run_id, expected_seq, parts), **_same_queue(self))
     return {"part": part, "complete": complete}
 
 
