@@ -116,6 +116,11 @@ class CostComparisonView(StaffOnlyMixin, APIView):
     def get(self, request: Request) -> Response:
         self.check_staff(request)
         start, end = _window(request)
+        return Response(
+            cached_payload(request, "cost-comparison", lambda: self.build(request, start, end))
+        )
+
+    def build(self, request: Request, start, end) -> dict:
         costs = clusters_cost(start, end)
         unified, baseline = default_pair(costs)
         by_name = {c.cluster.name: c for c in costs}
@@ -129,21 +134,19 @@ class CostComparisonView(StaffOnlyMixin, APIView):
             raise ValidationError({"unified": "need a unified and a different baseline cluster"})
         comparison = compare_policies(unified, baseline)
         tco = comparison.tco
-        return Response(
-            {
-                "unified": cluster_cost_json(unified),
-                "baseline": cluster_cost_json(baseline),
-                "same_workload_tco": None
-                if tco is None
-                else {**asdict(tco), "saving_per_month": tco.saving_per_month},
-                "payback_months": comparison.payback_months,
-                "internal_ledger": {
-                    **asdict(comparison.ledger),
-                    "budget_left": comparison.ledger.budget_left,
-                    "within_budget": comparison.ledger.within_budget,
-                },
-            }
-        )
+        return {
+            "unified": cluster_cost_json(unified),
+            "baseline": cluster_cost_json(baseline),
+            "same_workload_tco": None
+            if tco is None
+            else {**asdict(tco), "saving_per_month": tco.saving_per_month},
+            "payback_months": comparison.payback_months,
+            "internal_ledger": {
+                **asdict(comparison.ledger),
+                "budget_left": comparison.ledger.budget_left,
+                "within_budget": comparison.ledger.within_budget,
+            },
+        }
 
 
 class ShowbackView(APIView):
