@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitoring.models import Cluster, Entity, Workload
+from monitoring.models import Accelerator, Cluster, Entity, Node, Rack, Supernode, Workload
 
 
 @pytest.fixture
@@ -32,3 +32,22 @@ def twin_cluster(db, users, tenants) -> Cluster:
 
 def tenant_workload(slug: str) -> Workload:
     return Workload.objects.get(tenant__slug=slug)
+
+
+class WithInventory:
+    """Access checks need entities to exist, not telemetry: a tiny inventory is enough."""
+
+    @pytest.fixture(autouse=True)
+    def _inventory(self, cluster, workloads):
+        supernode = Supernode.objects.create(cluster=cluster, name="sn0")
+        rack = Rack.objects.create(supernode=supernode, name="sn0/r0")
+        node = Node.objects.create(cluster=cluster, rack=rack, hostname="sn0/r0/n0")
+        Accelerator.objects.create(node=node, index=0, vendor_id="uuid-0")
+        for workload in workloads.values():
+            Entity.objects.create(
+                cluster=cluster,
+                kind="workload",
+                key=workload.name,
+                workload=workload,
+                tenant=workload.tenant,
+            )

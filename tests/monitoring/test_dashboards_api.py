@@ -8,79 +8,64 @@ import io
 
 import pytest
 
-from monitoring.models import Accelerator, Entity, Node, Rack, Supernode, Workload
+from monitoring.models import Accelerator, Node, Rack, Workload
 from tests.access import ALL_ROLES, ApiAccessCases
-from tests.monitoring.dashboards_fixtures import tenant_workload, twin_cluster  # noqa: F401
+from tests.monitoring.dashboards_fixtures import (  # noqa: F401
+    WithInventory,
+    tenant_workload,
+    twin_cluster,
+)
 
 STAFF = ("operator", "approver")
 
 
-class WithTwin:
-    """Access checks need entities to exist, not telemetry: a tiny inventory is enough."""
-
-    @pytest.fixture(autouse=True)
-    def _inventory(self, cluster, workloads):
-        supernode = Supernode.objects.create(cluster=cluster, name="sn0")
-        rack = Rack.objects.create(supernode=supernode, name="sn0/r0")
-        node = Node.objects.create(cluster=cluster, rack=rack, hostname="sn0/r0/n0")
-        Accelerator.objects.create(node=node, index=0, vendor_id="uuid-0")
-        for workload in workloads.values():
-            Entity.objects.create(
-                cluster=cluster,
-                kind="workload",
-                key=workload.name,
-                workload=workload,
-                tenant=workload.tenant,
-            )
-
-
-class TestOverviewAccess(WithTwin, ApiAccessCases):
+class TestOverviewAccess(WithInventory, ApiAccessCases):
     url = "/api/v1/dashboards/overview/"
     allowed_roles = STAFF
 
 
-class TestHardwareAccess(WithTwin, ApiAccessCases):
+class TestHardwareAccess(WithInventory, ApiAccessCases):
     url = "/api/v1/dashboards/hardware/"
     allowed_roles = STAFF
 
 
-class TestMemoryAccess(WithTwin, ApiAccessCases):
+class TestMemoryAccess(WithInventory, ApiAccessCases):
     url = "/api/v1/dashboards/memory/"
     allowed_roles = STAFF
 
 
-class TestNetworkAccess(WithTwin, ApiAccessCases):
+class TestNetworkAccess(WithInventory, ApiAccessCases):
     url = "/api/v1/dashboards/network/"
     allowed_roles = STAFF
 
 
-class TestRackAccess(WithTwin, ApiAccessCases):
+class TestRackAccess(WithInventory, ApiAccessCases):
     allowed_roles = STAFF
 
     def get_url(self, users) -> str:
         return f"/api/v1/dashboards/hardware/racks/{Rack.objects.first().pk}/"
 
 
-class TestNodeAccess(WithTwin, ApiAccessCases):
+class TestNodeAccess(WithInventory, ApiAccessCases):
     allowed_roles = STAFF
 
     def get_url(self, users) -> str:
         return f"/api/v1/dashboards/hardware/nodes/{Node.objects.first().pk}/"
 
 
-class TestAcceleratorAccess(WithTwin, ApiAccessCases):
+class TestAcceleratorAccess(WithInventory, ApiAccessCases):
     allowed_roles = STAFF
 
     def get_url(self, users) -> str:
         return f"/api/v1/dashboards/hardware/accelerators/{Accelerator.objects.first().pk}/"
 
 
-class TestWorkloadListAccess(WithTwin, ApiAccessCases):
+class TestWorkloadListAccess(WithInventory, ApiAccessCases):
     url = "/api/v1/dashboards/workloads/"
     allowed_roles = ALL_ROLES
 
 
-class TestWorkloadDetailAccess(WithTwin, ApiAccessCases):
+class TestWorkloadDetailAccess(WithInventory, ApiAccessCases):
     """Acme's workload: staff and acme read it; panda's customer gets 404 (not 403, which
     would confirm the id exists), checked here in place of the mixin's 403."""
 

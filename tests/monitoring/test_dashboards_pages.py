@@ -5,28 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from monitoring.models import Accelerator, Entity, Node, Rack, Supernode, Workload
+from monitoring.models import Accelerator, Node, Rack, Workload
 from tests.access import ALL_ROLES, PageAccessCases
-from tests.monitoring.dashboards_fixtures import tenant_workload, twin_cluster  # noqa: F401
+from tests.monitoring.dashboards_fixtures import (  # noqa: F401
+    WithInventory,
+    tenant_workload,
+    twin_cluster,
+)
 
 STAFF = ("operator", "approver")
-
-
-class WithInventory:
-    @pytest.fixture(autouse=True)
-    def _inventory(self, cluster, workloads):
-        supernode = Supernode.objects.create(cluster=cluster, name="sn0")
-        rack = Rack.objects.create(supernode=supernode, name="sn0/r0")
-        node = Node.objects.create(cluster=cluster, rack=rack, hostname="sn0/r0/n0")
-        Accelerator.objects.create(node=node, index=0, vendor_id="uuid-0")
-        for workload in workloads.values():
-            Entity.objects.create(
-                cluster=cluster,
-                kind="workload",
-                key=workload.name,
-                workload=workload,
-                tenant=workload.tenant,
-            )
 
 
 class TestOverviewPage(WithInventory, PageAccessCases):
