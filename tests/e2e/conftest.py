@@ -56,11 +56,19 @@ def browser():
 def login(browser, live_server):
     """``login(username, password)`` signs in through the real login form."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     def sign_in(username: str, password: str) -> None:
         browser.get(f"{live_server.url}/login/")
         browser.find_element(By.ID, "id_username").send_keys(username)
         browser.find_element(By.ID, "id_password").send_keys(password)
         browser.find_element(By.CSS_SELECTOR, "form[action='/login/'] button[type=submit]").click()
+        # Wait for the signed-in page: navigating on before the POST's answer has set the
+        # session cookie would land on the login page again.
+        WebDriverWait(browser, 15).until(
+            lambda b: (
+                "/login/" not in b.current_url and b.find_elements(By.CSS_SELECTOR, "header .who")
+            )
+        )
 
     return sign_in
