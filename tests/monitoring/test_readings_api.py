@@ -141,3 +141,15 @@ def test_accelerator_list_needs_a_known_cluster(client_as, recorded):
     client = client_as("operator")
     assert client.get("/api/v1/accelerators/").status_code == 400
     assert client.get("/api/v1/accelerators/?cluster=nowhere").status_code == 404
+
+
+class TestMetricCatalogue(ApiAccessCases):
+    url = "/api/v1/metrics/"
+
+
+@pytest.mark.django_db
+def test_the_catalogue_lists_core_metrics_with_units(client_as):
+    body = client_as("customer").get("/api/v1/metrics/?page_size=500").json()
+    by_name = {m["name"]: m for m in body["results"]}
+    assert by_name["accelerator_utilization_ratio"]["unit"] == "ratio"
+    assert by_name["accelerator_health_status"]["entity_kind"] == "accelerator"
