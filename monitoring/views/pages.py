@@ -10,6 +10,7 @@ from django.shortcuts import render
 
 from monitoring.models import Tenant
 from monitoring.selectors.dashboards.workloads import workload_rows, workloads_visible_to
+from monitoring.selectors.gaps import recent_data_gaps
 from monitoring.selectors.heartbeats import any_alive, heartbeat_statuses
 from monitoring.selectors.readiness import readiness
 from monitoring.views.access import staff_page
@@ -39,9 +40,12 @@ def home(request: HttpRequest) -> HttpResponse:
 @staff_page
 def status(request: HttpRequest) -> HttpResponse:
     statuses = heartbeat_statuses()
+    checks = readiness()
     context = {
         "statuses": statuses,
-        "checks": readiness(),
+        "checks": checks,
+        "broker_down": any(c.name == "broker" and not c.ok for c in checks),
+        "data_gaps": recent_data_gaps(),
         "broker": settings.BROKER_DESCRIPTION,
         "database": f"{connection.vendor} ({connection.settings_dict['NAME']})",
         "stale_after": settings.HEARTBEAT_STALE_AFTER_SECONDS,

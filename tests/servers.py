@@ -1,0 +1,238 @@
+"""Throwaway Redis and PostgreSQL servers for fault-tolerance tests.
+
+The shared servers on 6379 and 5432 are never stopped by a test: a test that needs to kill or
+restart a broker or a database starts its own on a free port, in a temporary directory, and
+removes it afterwards. ``RedisServer`` keeps nothing on disk (``--save "" --appendonly no``),
+so a restart comes back empty, as a crashed cache-only Redis would. ``PostgresCluster`` runs
+``initdb``/``pg_ctl`` from the installed PostgreSQL (as the ``postgres`` user when the tests
+run as root, because initdb refuses to run as root).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from cluster_portal.env import tcp_reachable
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"timed out after {timeout}s waiting for {what}")
+
+
+def redis_binary() -> str | None:
+    return shutil.which("redis-server")
+
+
+class RedisServer:
+    """A private, non-persistent redis-server on its own port; stop and start it at will."""
+
+    def __init__(self, port: int | None = None) -> None:
+        binary = redis_binary()
+        if binary is None:
+            raise RuntimeError("redis-server is not installed")
+        self.binary = binary
+        self.port = port or free_port()
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def start(self) -> RedisServer:
+        self.process = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _wait(lambda: tcp_reachable("127.0.0.1", self.port), 15, f"redis on {self.port}")
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        _wait(lambda: not tcp_reachable("127.0.0.1", self.port), 10, f"redis {self.port} down")
+
+
+def postgres_bindir() -> Path | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if found:
+        return Path(found[-1]).parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).parent if initdb else None
+
+
+class PostgresCluster:
+    """A private PostgreSQL cluster (trust auth, user ``postgres``) in a temporary directory."""
+
+    def __init__(self) -> None:
+        bindir = postgres_bindir()
+        if bindir is None:
+            raise RuntimeError("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+        self.bindir = bindir
+        self.port = free_port()
+        self.root = Path(tempfile.mkdtemp(prefix="portal-pg-"))
+        self.data = self.root / "data"
+        self.log = self.root / "server.log"
+        self.as_root = os.geteuid() == 0
+        if self.as_root:
+            shutil.chown(self.root, "postgres", "postgres")
+        self._run(
+            str(self.bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres"
+        )
+
+    def _run(self, *args: str) -> subprocess.CompletedProcess:
+        command = ["runuser", "-u", "postgres", "--", *args] if self.as_root else list(args)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)} failed: {done.stdout}\n{done.stderr}")
+        return done
+
+    def _ctl(self, action: str, *extra: str) -> None:
+        options = (
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        )
+        self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            action,
+            *extra,
+        )
+
+    def start(self) -> PostgresCluster:
+        self._ctl("start")
+        return self
+
+    def restart(self) -> None:
+        """``pg_ctl restart -m fast``: every open connection is terminated."""
+        self._ctl("restart", "-m", "fast")
+
+    def stop(self) -> None:
+        if (self.data / "postmaster.pid").exists():
+            self._ctl("stop", "-m", "fast")
+
+    def url(self, database: str) -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, name: str) -> str:
+        import psycopg
+
+        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def remove(self) -> None:
+        try:
+            self.stop()
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+class WebServer:
+    """``gunicorn cluster_portal.wsgi`` on a free port, as production runs it (several processes)."""
+
+    def __init__(self, *, env: dict[str, str], workers: int = 2, threads: int = 4) -> None:
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "cluster_portal.wsgi",
+                "--workers",
+                str(workers),
+                "--threads",
+                str(threads),
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--graceful-timeout",
+                "5",
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env={**os.environ, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        _wait(self._ready, 60, f"gunicorn on {self.port}")
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    def _ready(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"gunicorn exited: {''.join(self.lines)}")
+        return tcp_reachable("127.0.0.1", self.port)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
