@@ -3,6 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from cluster_portal.security import csp_report
 from monitoring.api.prometheus_export import PrometheusMetricsView
 from monitoring.views import health
 
@@ -10,6 +11,7 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", PrometheusMetricsView.as_view(), name="prometheus-metrics"),
+    path("csp-report/", csp_report, name="csp-report"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("rollout.api.urls")),

@@ -45,7 +45,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Security headers first, so every response carries them — including the static files
+    # that WhiteNoise answers without running the middleware below it.
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -53,7 +57,6 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
 ROOT_URLCONF = "cluster_portal.urls"
@@ -194,6 +197,49 @@ TWIN_TICK_FAULT_PAUSE_SECONDS = float(env_str("TWIN_TICK_FAULT_PAUSE_SECONDS") o
 # Cards in the demo's unified twin cluster (make demo). Per-card data is stored as frames,
 # so even SQLite writes a 8,192-card tick of 10 simulated minutes in about 2.5 s.
 TWIN_DEMO_CARDS = env_int("TWIN_DEMO_CARDS", 8192)
+
+# --- Security headers and login protection (README "Security and operations") ----------------
+# Sent on every response in every environment (Django's defaults, spelled out so they are not
+# lost by accident); production.py adds HSTS and secure cookies on top.
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+PLOTLY_EMPTY_STYLE_HASH = "'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='"
+PLOTLY_MAPLIBRE_STYLE_HASH = "'sha256-ji27qzEtxXZW+7dun6UwjHXJ18e6WAin1VvNtkzIE/o='"
+# Content-Security-Policy (django-csp 4). Pages load only their own static files: no inline
+# scripts, no CDNs, no plugins, and no page may be framed. Violations are reported to
+# /csp-report/, which logs them (logger "cluster_portal.csp").
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'", "'report-sample'"],
+        # Plotly.js inserts two <style> elements when it loads; nothing else inline is allowed:
+        # - an EMPTY one it then fills through CSSOM insertRule (which CSP does not police),
+        #   allowed by the hash of the empty string — an empty style element can style nothing;
+        # - MapLibre's stylesheet (map traces, unused here but injected at load), allowed by the
+        #   hash of its exact text in the bundled plotly.js (tests/cluster_portal/
+        #   test_security_headers.py recomputes it from the installed plotly package).
+        # Everything else Plotly styles through CSSOM (element.style), which CSP allows.
+        "style-src": [
+            "'self'",
+            PLOTLY_EMPTY_STYLE_HASH,
+            PLOTLY_MAPLIBRE_STYLE_HASH,
+            "'report-sample'",
+        ],
+        # Style attributes: only the empty one (Plotly's colour bars reset theirs with
+        # setAttribute("style", "")); 'unsafe-hashes' permits exactly the listed values.
+        "style-src-attr": ["'unsafe-hashes'", PLOTLY_EMPTY_STYLE_HASH, "'report-sample'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+        "report-uri": ["/csp-report/"],
+    },
+}
 
 LOGGING = {
     "version": 1,

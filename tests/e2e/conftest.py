@@ -45,6 +45,8 @@ def browser():
         f"--user-data-dir={profile}",
     ):
         options.add_argument(flag)
+    # Console messages, including Content-Security-Policy violations, for driver.get_log.
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.implicitly_wait(0)
     yield driver
