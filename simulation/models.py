@@ -46,6 +46,9 @@ class TwinRun(models.Model):
     last_tick_at = models.DateTimeField(_("last tick"), null=True, blank=True)
     last_tick_ms = models.FloatField(_("last tick duration (ms)"), null=True, blank=True)
     last_pool_tick_at = models.DateTimeField(_("last memory-pool tick"), null=True, blank=True)
+    # A paused run is not late: tick gaps are measured from the later of the last tick and
+    # the last (re)start.
+    resumed_at = models.DateTimeField(_("last started"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
@@ -82,6 +85,31 @@ class TwinTick(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run.name}#{self.kind}{self.seq}"
+
+
+class TwinGap(models.Model):
+    """A stretch of wall-clock time in which a running run committed no tick (and so no data).
+
+    Recorded by the first tick after the gap (a broker or worker outage, beat down): the twin
+    does not fill the interval with fabricated telemetry, it resumes at the present and says
+    which interval is missing.
+    """
+
+    run = models.ForeignKey(TwinRun, on_delete=models.CASCADE, related_name="gaps")
+    seq = models.PositiveBigIntegerField(_("first tick after the gap"))
+    started_at = models.DateTimeField(_("no data from"))
+    ended_at = models.DateTimeField(_("data again from"))
+    seconds = models.FloatField(_("gap (s)"))
+    missed_ticks = models.PositiveIntegerField(_("missed ticks"))
+
+    class Meta:
+        ordering = ["run", "-ended_at"]
+        verbose_name = _("twin tick gap")
+        verbose_name_plural = _("twin tick gaps")
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="twingap_unique_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.run.name} gap {self.seconds:.0f}s before #{self.seq}"
 
 
 class StagedPart(models.Model):

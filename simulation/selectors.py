@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
 
-from simulation.models import TwinRun
+from simulation.models import TwinGap, TwinRun
 from simulation.services.lag import tick_lag_seconds
 
 
@@ -20,14 +20,22 @@ class RunStatus:
     pool_age_s: float | None
     simulated_hours_per_wall_hour: float
     sim_clock: str
+    # Intervals without data in the last day (outages), newest first.
+    recent_gaps: tuple[TwinGap, ...] = ()
 
 
 def _age(moment: datetime | None, now: datetime) -> float | None:
     return None if moment is None else max(0.0, (now - moment).total_seconds())
 
 
+GAP_WINDOW = timedelta(days=1)
+
+
 def run_statuses() -> list[RunStatus]:
     now = timezone.now()
+    gaps: dict[int, list[TwinGap]] = {}
+    for gap in TwinGap.objects.filter(ended_at__gte=now - GAP_WINDOW).order_by("-ended_at"):
+        gaps.setdefault(gap.run_id, []).append(gap)
     result = []
     for run in TwinRun.objects.select_related("cluster").order_by("name"):
         step_seconds = float(run.scenario.get("step_seconds", 60.0))
@@ -41,6 +49,7 @@ def run_statuses() -> list[RunStatus]:
                 pool_age_s=_age(run.last_pool_tick_at, now),
                 simulated_hours_per_wall_hour=speed,
                 sim_clock=f"d{days} {rest // 3600:02d}:{rest % 3600 // 60:02d}",
+                recent_gaps=tuple(gaps.get(run.pk, ())),
             )
         )
     return result

@@ -2,7 +2,8 @@
 
 All tick tasks are ``acks_late`` with ``reject_on_worker_lost``: a worker killed mid-tick leaves
 the message unacknowledged, it is redelivered, and the tick (which committed nothing) runs
-again. Sequence numbers make duplicate deliveries no-ops.
+again. Sequence numbers make duplicate deliveries no-ops. A tick that fails on a dead database
+connection is retried rather than acknowledged as failed, so the tick is not lost.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import time
 
 from celery import group, shared_task
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
 from simulation.models import TwinRun, WhatIfRun
 from simulation.services import (
@@ -27,8 +29,10 @@ TICK_OPTIONS = {
     "reject_on_worker_lost": True,
     # Older than a few intervals, a tick message is superseded by the next beat's.
     "expires": 300,
-    "max_retries": 3,
-    "autoretry_for": (ConnectionError,),
+    # A lost broker or database connection mid-tick (PostgreSQL restarted, a failover) rolls
+    # the tick back; it is retried, with the same sequence number, on a fresh connection.
+    "max_retries": 5,
+    "autoretry_for": (ConnectionError, OperationalError, InterfaceError),
     "retry_backoff": True,
 }
 

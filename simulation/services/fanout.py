@@ -103,5 +103,11 @@ def tick_commit_staged(*, run_id: int, expected_seq: int, parts: int) -> TickOut
         steps, state = _assemble(payloads)
         written = step_data_write(run.cluster, steps)
         StagedPart.objects.filter(run=run, seq__lte=expected_seq).delete()
-        tick_finish(run, Engine.load_state(state), rows_written=written, started=started)
+        written = tick_finish(
+            run,
+            Engine.load_state(state),
+            rows_written=written,
+            started=started,
+            first_ts=steps[0].ts,
+        )
     return TickOutcome(True, expected_seq + 1, samples=written)

@@ -215,6 +215,8 @@ def twin_run_control(*, run_id: int, action: str, steps_per_tick: int | None = N
     """
     run = TwinRun.objects.select_for_update().get(pk=run_id)
     if action == "start":
+        if run.status != TwinRun.Status.RUNNING:
+            run.resumed_at = timezone.now()  # the pause is not a gap in the data
         run.status = TwinRun.Status.RUNNING
     elif action == "pause":
         run.status = TwinRun.Status.PAUSED

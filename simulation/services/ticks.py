@@ -4,7 +4,8 @@ Both kinds lock the run row for their whole duration, so they never mutate a run
 the same time, and each commits its telemetry, the new engine state, its sequence number and
 its TwinTick row in one transaction: a duplicate delivery or a second beat finds the sequence
 moved on and does nothing; a worker killed mid-tick commits nothing and the redelivered task
-performs the tick.
+performs the tick. A tick never catches up on missed time: after an outage it steps once and
+stamps its data at the present; the first tick after a gap records the gap (``gaps.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from monitoring.services.heartbeats import heartbeat_record
 from rollout.selectors import traffic_shares_for_cluster
 from simulation.engine import Engine
 from simulation.models import TwinRun, TwinTick
+from simulation.services.gaps import gap_record
 from simulation.services.tickdata import Row, StepData, engine_steps, step_data_write
 
 
@@ -57,14 +59,23 @@ def twin_tick(*, run_id: int, expected_seq: int, tick_time: float | None = None)
         if run.status != TwinRun.Status.RUNNING:
             return TickOutcome(False, run.tick_seq, reason="paused")
         engine = load_engine(run)
-        written = step_data_write(run.cluster, engine_steps(engine, run.steps_per_tick, tick_time))
+        steps = engine_steps(engine, run.steps_per_tick, tick_time)
+        written = step_data_write(run.cluster, steps)
         _fault_injection_pause()
-        tick_finish(run, engine, rows_written=written, started=started)
+        written = tick_finish(
+            run, engine, rows_written=written, started=started, first_ts=steps[0].ts
+        )
     return TickOutcome(True, expected_seq + 1, samples=written)
 
 
-def tick_finish(run: TwinRun, engine: Engine, *, rows_written: int, started: float) -> None:
-    """Save the engine state, move the sequence on and record the tick (inside the lock)."""
+def tick_finish(
+    run: TwinRun, engine: Engine, *, rows_written: int, started: float, first_ts: float
+) -> int:
+    """Record a gap before this tick if any, save the engine state, move the sequence on and
+    record the tick (inside the lock). Returns the values written, the gap's sample included.
+    """
+    if gap_record(run, first_ts=first_ts, seq=run.tick_seq + 1) is not None:
+        rows_written += 1
     run.state = engine.save_state()
     run.sim_time = engine.t
     run.tick_seq += 1
@@ -80,6 +91,7 @@ def tick_finish(run: TwinRun, engine: Engine, *, rows_written: int, started: flo
         duration_ms=run.last_tick_ms,
     )
     heartbeat_record(kind="tick", name=f"scheduler:{run.name}")
+    return rows_written
 
 
 # Memory-pool aggregates (per supernode) → catalogue metrics. Ratios need two arrays.
