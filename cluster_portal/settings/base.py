@@ -136,6 +136,29 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 
+# Per-scope API throttling (monitoring/api/throttling.py): one budget per principal (user,
+# token or, anonymous, address) and per scope of the endpoint. Generous: it stops runaway
+# scripts, not people. "N/s|min|hour|day"; an empty variable keeps the default. Counters live
+# in the Django cache; if the cache is down, requests pass (fail open) and a warning is logged.
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = [
+    "monitoring.api.throttling.ScopedPrincipalThrottle",
+]
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {
+    "read": env_str("API_THROTTLE_READ") or "600/min",
+    "ingest": env_str("API_THROTTLE_INGEST") or "1200/min",
+    "approve": env_str("API_THROTTLE_APPROVE") or "60/min",
+}
+for _scope, _rate in REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"].items():
+    import re as _re
+
+    if not _re.fullmatch(r"[1-9]\d*/(s|sec|second|m|min|minute|h|hour|d|day)", _rate):
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"API_THROTTLE_{_scope.upper()} must look like 600/min (N/s|min|hour|day), "
+            f"got {_rate!r}"
+        )
+
 # Dashboard data endpoints share computed payloads this long (0 disables). Redis when the
 # broker is Redis (shared by every web process), else a per-process memory cache.
 DASHBOARD_CACHE_SECONDS = env_int("DASHBOARD_CACHE_SECONDS", 10)

@@ -3,12 +3,17 @@ from django.urls import path
 from monitoring.api import alerts, dashboards, readings, telemetry, views
 from monitoring.api import cost as cost_api
 from monitoring.api import report as report_api
+from monitoring.api import tokens as tokens_api
 
 app_name = "api"
 
 urlpatterns = [
     path("me/", views.MeView.as_view(), name="me"),
     path("status/processes/", views.ProcessStatusView.as_view(), name="process-status"),
+    path("tokens/", tokens_api.TokenListView.as_view(), name="tokens"),
+    path("tokens/<int:pk>/", tokens_api.TokenDetailView.as_view(), name="token"),
+    path("tokens/<int:pk>/rotate/", tokens_api.TokenRotateView.as_view(), name="token-rotate"),
+    path("tokens/<int:pk>/revoke/", tokens_api.TokenRevokeView.as_view(), name="token-revoke"),
     path("telemetry/samples/", telemetry.SampleBatchView.as_view(), name="telemetry-samples"),
     path(
         "telemetry/prometheus/",
