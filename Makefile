@@ -41,6 +41,7 @@ browser:
 test: install-dev browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
 	$(BIN)/python -m pytest
 
 lint: install-dev

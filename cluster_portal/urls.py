@@ -18,7 +18,7 @@ urlpatterns = [
     path("api/v1/", include("monitoring.api.urls")),
     path("twin/", include("simulation.urls")),
     path("whatif/", include("simulation.whatif_urls")),
-    path("api/v1/whatif/", include("simulation.whatif_api_urls")),
+    path("api/v1/", include("simulation.whatif_api_urls")),
     path("migrations/", include("rollout.urls")),
     path("", include("monitoring.urls")),
 ]

@@ -16,6 +16,8 @@ class MonitoringConfig(AppConfig):
         post_migrate.connect(roles_ensure_after_migrate, sender=self)
         post_migrate.connect(_catalogue_after_migrate, sender=self)
         post_migrate.connect(alert_rules_ensure_after_migrate, sender=self)
+        # Registers the OpenAPI description of token authentication with drf-spectacular.
+        import monitoring.api.schema  # noqa: F401
 
 
 def _catalogue_after_migrate(**_: object) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 
 from monitoring.models import Workload
-from monitoring.selectors.scoping import principal_sees_all
+from monitoring.selectors.scoping import scope_to_tenant
 from rollout.models import AuditEntry, MigrationPlan, PlanState, PlanWorkload
 
 
@@ -38,22 +38,11 @@ def traffic_shares_for_cluster(*, cluster_id: int) -> dict[str, float]:
 def plans_visible_to(user) -> QuerySet[MigrationPlan]:
     """Staff and operator-level tokens see every plan; customers their tenant's only."""
     plans = MigrationPlan.objects.select_related("tenant", "source_cluster", "target_cluster")
-    if principal_sees_all(user):
-        return plans
-    tenant_id = getattr(user, "tenant_id", None)
-    if tenant_id is None:
-        return plans.none()
-    return plans.filter(tenant_id=tenant_id)
+    return scope_to_tenant(plans, user)
 
 
 def audit_visible_to(user) -> QuerySet[AuditEntry]:
-    entries = AuditEntry.objects.select_related("plan")
-    if principal_sees_all(user):
-        return entries
-    tenant_id = getattr(user, "tenant_id", None)
-    if tenant_id is None:
-        return entries.none()
-    return entries.filter(plan__tenant_id=tenant_id)
+    return scope_to_tenant(AuditEntry.objects.select_related("plan"), user, "plan__tenant")
 
 
 def plan_timeline(plan: MigrationPlan) -> list[dict]:

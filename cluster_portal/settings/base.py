@@ -5,6 +5,7 @@ See the configuration table in README.md for every variable and its default.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -39,6 +40,11 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
+    # Login brute-force protection (AXES_* below).
+    "axes",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "monitoring",
     "rollout",
     "simulation",
@@ -57,6 +63,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Last, as django-axes requires: turns a locked-out login into the 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "cluster_portal.urls"
@@ -101,6 +109,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# django-axes first: it refuses a locked-out username+IP before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -131,8 +144,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "monitoring.api.pagination.PortalPagination",
     "PAGE_SIZE": 100,
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # One error body everywhere: {"detail": ..., "code": ..., "errors": {field: [...]}}.
+    "EXCEPTION_HANDLER": "monitoring.api.errors.portal_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 
@@ -158,6 +175,39 @@ for _scope, _rate in REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"].items():
             f"API_THROTTLE_{_scope.upper()} must look like 600/min (N/s|min|hour|day), "
             f"got {_rate!r}"
         )
+
+# OpenAPI 3 at /api/schema/, docs at /api/docs/ (Swagger UI served from the sidecar package,
+# never from a CDN).
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Cluster Portal API",
+    "DESCRIPTION": (
+        "Monitoring, cost, migration and digital-twin API of Cluster Portal. Authenticate with "
+        "a browser session (CSRF enforced) or an integration token: "
+        "`Authorization: Bearer cp_...` with scopes ingest, read, approve. Errors share one "
+        "body: `{detail, code, errors}`."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    # One name per choice set shared by several fields (spectacular would invent hashes).
+    "ENUM_NAME_OVERRIDES": {
+        "PlanStateEnum": "rollout.models.PlanState",
+        "PhaseKindEnum": "rollout.models.plans.PhaseKind",
+        "AnalysisOutcomeEnum": "rollout.models.Outcome",
+        "WhatIfStatusEnum": "simulation.models.WhatIfRun.Status",
+        "WorkloadKindEnum": "monitoring.models.Workload.Kind",
+        "ClusterKindEnum": "monitoring.models.Cluster.Kind",
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "monitoring.api.schema.add_error_responses",
+    ],
+}
 
 # Dashboard data endpoints share computed payloads this long (0 disables). Redis when the
 # broker is Redis (shared by every web process), else a per-process memory cache.
@@ -263,6 +313,20 @@ CONTENT_SECURITY_POLICY = {
         "report-uri": ["/csp-report/"],
     },
 }
+
+# django-axes: after AXES_FAILURE_LIMIT wrong passwords for one username from one IP address,
+# that pair is refused (HTTP 429, templates/registration/locked_out.html) for AXES_COOLOFF_TIME,
+# even with the right password. Other users and other addresses are unaffected.
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_LOCKOUT_CALLABLE = "cluster_portal.security.lockout_response"
+# The client address is REMOTE_ADDR, or — behind TRUSTED_PROXY_COUNT reverse proxies that
+# append to X-Forwarded-For — the address the outermost trusted proxy saw.
+AXES_CLIENT_IP_CALLABLE = "cluster_portal.security.client_ip"
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 
 LOGGING = {
     "version": 1,

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -27,6 +29,7 @@ from monitoring.selectors.scoping import principal_sees_all
 from monitoring.selectors.windows import WindowStat
 
 MAX_HOURS = 24 * 400
+HOURS = OpenApiParameter("hours", float, description="Window length in hours (default 24).")
 
 
 def _window(request: Request) -> tuple[datetime, datetime]:
@@ -89,6 +92,7 @@ class StaffOnlyMixin:
             raise PermissionDenied("Cluster cost is visible to cluster staff only; see showback.")
 
 
+@extend_schema(parameters=[HOURS], responses=OpenApiTypes.OBJECT)
 class ClusterCostView(StaffOnlyMixin, APIView):
     """``GET ?hours=24``: every cluster's cost figures with their inputs and sources."""
 
@@ -107,6 +111,14 @@ class ClusterCostView(StaffOnlyMixin, APIView):
         )
 
 
+@extend_schema(
+    parameters=[
+        HOURS,
+        OpenApiParameter("unified", str, description="Unified cluster's name."),
+        OpenApiParameter("baseline", str, description="Baseline (split) cluster's name."),
+    ],
+    responses=OpenApiTypes.OBJECT,
+)
 class CostComparisonView(StaffOnlyMixin, APIView):
     """``GET ?hours=&unified=NAME&baseline=NAME``: same-workload TCO and both ledgers."""
 
@@ -149,6 +161,10 @@ class CostComparisonView(StaffOnlyMixin, APIView):
         }
 
 
+@extend_schema(
+    parameters=[HOURS, OpenApiParameter("tenant", str, description="Tenant slug (staff).")],
+    responses=OpenApiTypes.OBJECT,
+)
 class ShowbackView(APIView):
     """``GET ?hours=&tenant=SLUG``: workloads' cost. Customers and tenant tokens get their own
     tenant whatever they ask for another; staff name a tenant or get every tenant."""

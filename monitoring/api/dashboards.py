@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -28,6 +29,12 @@ from rest_framework.views import APIView
 
 from monitoring.api.caching import cached_payload
 from monitoring.api.permissions import HasRequiredScope
+from monitoring.api.schema import (
+    CLUSTER_PARAMETER,
+    CSV_PARAMETERS,
+    DASHBOARD_RESPONSES,
+    TIME_RANGE_PARAMETERS,
+)
 from monitoring.dashboards.csv import table_csv
 from monitoring.dashboards.payloads.hardware import (
     entity_series_payload,
@@ -42,7 +49,7 @@ from monitoring.dashboards.payloads.workloads import (
     workload_list_table,
 )
 from monitoring.dashboards.timerange import TimeRange, TimeRangeError, parse_timerange
-from monitoring.models import Accelerator, Cluster, Entity, Node, Rack
+from monitoring.models import Accelerator, Cluster, Entity, Node, Rack, Workload
 from monitoring.selectors.dashboards.common import cluster_pick
 from monitoring.selectors.dashboards.hardware import (
     CARD_SERIES,
@@ -90,6 +97,7 @@ class DashboardView(APIView):
     def build(self, request: Request, tr: TimeRange, **kwargs) -> dict:
         raise NotImplementedError
 
+    @extend_schema(responses=DASHBOARD_RESPONSES, parameters=TIME_RANGE_PARAMETERS + CSV_PARAMETERS)
     def get(self, request: Request, **kwargs) -> Response | HttpResponse:
         if not self.customers_allowed and not principal_sees_all(request.user):
             raise PermissionDenied("This dashboard is visible to cluster staff only.")
@@ -123,6 +131,7 @@ class DashboardView(APIView):
         return payload.get("cluster") or "dashboard"
 
 
+@extend_schema_view(get=extend_schema(parameters=[CLUSTER_PARAMETER]))
 class ClusterDashboardView(DashboardView):
     """A page about one cluster: ``?cluster=NAME`` (default: the first unified cluster)."""
 
@@ -197,6 +206,15 @@ class AcceleratorDataView(DashboardView):
         return payload
 
 
+@extend_schema_view(
+    get=extend_schema(
+        operation_id="dashboards_workloads_list",
+        parameters=[
+            OpenApiParameter("kind", str, enum=list(Workload.Kind.values)),
+            OpenApiParameter("cluster", str, description="Only this cluster's workloads."),
+        ],
+    )
+)
 class WorkloadListDataView(DashboardView):
     """Workloads the caller may see (customers: their tenant's only) with key figures."""
 

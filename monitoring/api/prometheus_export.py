@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db.models import Count
 from django.http import HttpResponse
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -101,6 +102,7 @@ class PortalCollector:
         yield alive
 
 
+@extend_schema(exclude=True)  # Prometheus text at /metrics, not part of the JSON API.
 class PrometheusMetricsView(APIView):
     """Scrape with a staff session or an operator-level token with the ``read`` scope."""
 

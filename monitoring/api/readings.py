@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from django.utils.dateparse import parse_datetime
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.generics import ListAPIView
@@ -39,6 +40,9 @@ class AcceleratorSerializer(serializers.ModelSerializer):
         return self.context["latest"].get(entity_id, {})
 
 
+@extend_schema(
+    parameters=[OpenApiParameter("cluster", str, required=True, description="Cluster name.")]
+)
 class AcceleratorListView(ListAPIView):
     """Accelerators of ``?cluster=NAME`` with model, node, health and the latest value of
     every metric reported in the last hour. Staff and operator-level tokens only."""
@@ -48,6 +52,8 @@ class AcceleratorListView(ListAPIView):
     serializer_class = AcceleratorSerializer
 
     def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return Accelerator.objects.none()
         if not principal_sees_all(self.request.user):
             raise PermissionDenied("Accelerator inventory is visible to cluster staff only.")
         name = self.request.query_params.get("cluster")
@@ -92,6 +98,43 @@ def _parse_time(value: str | None, name: str, default: datetime) -> datetime:
     return parsed
 
 
+SeriesSerializer = inline_serializer(
+    name="Series",
+    fields={
+        "metric": serializers.CharField(),
+        "unit": serializers.CharField(),
+        "entity": serializers.CharField(),
+        "source": serializers.CharField(),
+        "step_seconds": serializers.IntegerField(),
+        "start": serializers.DateTimeField(),
+        "end": serializers.DateTimeField(),
+        "points": serializers.ListField(
+            child=inline_serializer(
+                name="SeriesPoint",
+                fields={
+                    "ts": serializers.DateTimeField(),
+                    "mean": serializers.FloatField(allow_null=True),
+                    "min": serializers.FloatField(allow_null=True),
+                    "max": serializers.FloatField(allow_null=True),
+                    "count": serializers.IntegerField(),
+                },
+            )
+        ),
+    },
+)
+
+
+@extend_schema(
+    responses=SeriesSerializer,
+    parameters=[
+        OpenApiParameter("metric", str, required=True, description="See /api/v1/metrics/."),
+        OpenApiParameter("entity", str, required=True, description="The entity's key."),
+        OpenApiParameter("cluster", str, description="Needed when the key is in several."),
+        OpenApiParameter("kind", str, enum=list(EntityKind.values)),
+        OpenApiParameter("start", str, description="ISO 8601 with zone, or unix seconds."),
+        OpenApiParameter("end", str, description="ISO 8601 with zone, or unix seconds."),
+    ],
+)
 class SeriesView(APIView):
     """``?metric=&entity=&[cluster=&kind=&]start=&end=``: one series at automatic resolution."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -10,6 +12,7 @@ from rest_framework.views import APIView
 
 from monitoring.api.cost import _stat, cluster_cost_json
 from monitoring.api.permissions import HasRequiredScope
+from monitoring.api.schema import TIME_RANGE_PARAMETERS
 from monitoring.dashboards.timerange import TimeRangeError, parse_timerange
 from monitoring.models import Cluster
 from monitoring.selectors.report import CURVE_METRICS, ClusterFigures, cluster_figures
@@ -29,6 +32,14 @@ def _figures_json(f: ClusterFigures) -> dict:
     }
 
 
+@extend_schema(
+    parameters=[
+        OpenApiParameter("baseline", str, required=True, description="Split cluster's name."),
+        OpenApiParameter("unified", str, required=True, description="Unified cluster's name."),
+        *TIME_RANGE_PARAMETERS,
+    ],
+    responses=OpenApiTypes.OBJECT,
+)
 class ReportView(APIView):
     permission_classes = [IsAuthenticated, HasRequiredScope]
     required_scope = "read"

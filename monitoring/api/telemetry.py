@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 from django.db import transaction
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError
 from rest_framework.generics import ListAPIView
@@ -51,6 +53,47 @@ def _atomic(work):
         return work()
 
 
+IngestResultSerializer = inline_serializer(
+    name="IngestResult",
+    fields={
+        "accepted": serializers.IntegerField(),
+        "inserted": serializers.IntegerField(),
+        "duplicates": serializers.IntegerField(),
+    },
+)
+
+SampleBatchSerializer = inline_serializer(
+    name="SampleBatch",
+    fields={
+        "samples": serializers.ListField(
+            child=inline_serializer(
+                name="SampleIn",
+                fields={
+                    "metric": serializers.CharField(),
+                    "cluster": serializers.CharField(),
+                    "entity_kind": serializers.CharField(),
+                    "entity": serializers.CharField(),
+                    "ts": serializers.CharField(help_text="ISO 8601 with zone, or unix seconds"),
+                    "value": serializers.FloatField(),
+                },
+            )
+        )
+    },
+)
+
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key",
+    str,
+    location=OpenApiParameter.HEADER,
+    description="Replays answer the first result and write nothing (200, not 201).",
+)
+
+
+@extend_schema(
+    request=SampleBatchSerializer,
+    parameters=[IDEMPOTENCY_KEY],
+    responses={201: IngestResultSerializer, 200: IngestResultSerializer, 422: OpenApiTypes.OBJECT},
+)
 class SampleBatchView(APIView):
     """POST a JSON batch ``{"samples": [{metric, cluster, entity_kind, entity, ts, value}]}``.
 
@@ -81,6 +124,16 @@ class PrometheusTextParser(BaseParser):
             raise ParseError(f"the body is not UTF-8 text: {exc}") from exc
 
 
+@extend_schema(
+    request={"text/plain": OpenApiTypes.STR},
+    parameters=[
+        IDEMPOTENCY_KEY,
+        OpenApiParameter("cluster", str, required=True, description="The scraped cluster."),
+        OpenApiParameter("node", str, description="Hostname the exposition came from."),
+        OpenApiParameter("source", str, enum=["auto", "dcgm", "npu"]),
+    ],
+    responses={201: OpenApiTypes.OBJECT, 200: OpenApiTypes.OBJECT, 422: OpenApiTypes.OBJECT},
+)
 class PrometheusIngestView(APIView):
     """POST exporter text: ``?cluster=NAME[&node=HOST][&source=dcgm|npu|auto]``.
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -12,6 +14,39 @@ from monitoring.api.authentication import IntegrationPrincipal
 from monitoring.api.permissions import HasRequiredScope
 from monitoring.selectors.heartbeats import heartbeat_statuses
 
+MeSerializer = inline_serializer(
+    name="Me",
+    fields={
+        "kind": serializers.ChoiceField(choices=["user", "token"]),
+        "username": serializers.CharField(required=False),
+        "name": serializers.CharField(required=False),
+        "tenant": serializers.CharField(allow_null=True),
+        "roles": serializers.ListField(child=serializers.CharField(), required=False),
+        "scopes": serializers.ListField(child=serializers.CharField(), required=False),
+        "sees_all_tenants": serializers.BooleanField(required=False),
+    },
+)
+
+ProcessStatusSerializer = inline_serializer(
+    name="ProcessStatus",
+    fields={
+        "broker": serializers.CharField(),
+        "processes": serializers.ListField(
+            child=inline_serializer(
+                name="ProcessHeartbeat",
+                fields={
+                    "kind": serializers.CharField(),
+                    "name": serializers.CharField(),
+                    "last_seen": serializers.DateTimeField(),
+                    "age_seconds": serializers.FloatField(),
+                    "alive": serializers.BooleanField(),
+                    "beats": serializers.IntegerField(),
+                },
+            )
+        ),
+    },
+)
+
 
 class MeView(APIView):
     """The authenticated principal: a user with their roles, or a token with its scopes."""
@@ -19,6 +54,7 @@ class MeView(APIView):
     permission_classes = [IsAuthenticated, HasRequiredScope]
     required_scope = "read"
 
+    @extend_schema(responses=MeSerializer)
     def get(self, request: Request) -> Response:
         user = request.user
         if isinstance(user, IntegrationPrincipal):
@@ -47,6 +83,7 @@ class ProcessStatusView(APIView):
     permission_classes = [IsAuthenticated, HasRequiredScope]
     required_scope = "read"
 
+    @extend_schema(responses=ProcessStatusSerializer)
     def get(self, request: Request) -> Response:
         if not request.user.sees_all_tenants:
             return Response({"detail": "Only staff may see process status."}, status=403)

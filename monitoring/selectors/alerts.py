@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db.models import Case, IntegerField, QuerySet, Value, When
 
 from monitoring.models import Alert, Severity
-from monitoring.selectors.scoping import principal_sees_all
+from monitoring.selectors.scoping import scope_to_tenant
 
 # "open" is not a stored state: it means firing or acknowledged, what triage cares about.
 STATE_FILTERS: tuple[str, ...] = ("open", *Alert.State.values)
@@ -18,13 +18,7 @@ SEVERITY_FILTERS: tuple[str, ...] = tuple(Severity.values)
 
 
 def alerts_visible_to(user) -> QuerySet[Alert]:
-    alerts = Alert.objects.all()
-    if principal_sees_all(user):
-        return alerts
-    tenant_id = getattr(user, "tenant_id", None)
-    if tenant_id is None:
-        return alerts.none()
-    return alerts.filter(tenant_id=tenant_id)
+    return scope_to_tenant(Alert.objects.all(), user)
 
 
 def alerts_for_triage(

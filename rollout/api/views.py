@@ -8,9 +8,8 @@ missing permission or a four-eyes violation.
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from django.utils.translation import gettext as _
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import ValidationError
 from rest_framework.generics import ListAPIView, RetrieveAPIView
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -18,7 +17,8 @@ from rest_framework.views import APIView
 
 from monitoring.api.permissions import HasRequiredScope
 from rollout.api import serializers as s
-from rollout.models import AnalysisRun, Approval, Gate, PlanState
+from rollout.api.filters import AnalysisRunFilter, AuditFilter, PlanFilter
+from rollout.models import AnalysisRun, Approval, Gate, Phase
 from rollout.selectors import audit_visible_to, plans_visible_to
 from rollout.services import transitions as t
 from rollout.services.audit import Actor
@@ -32,20 +32,20 @@ class _Read:
     def plan(self):
         return get_object_or_404(plans_visible_to(self.request.user), pk=self.kwargs["pk"])
 
+    @property
+    def describing_schema(self) -> bool:
+        """drf-spectacular calls get_queryset without a request's URL arguments."""
+        return getattr(self, "swagger_fake_view", False)
+
 
 class PlanListView(_Read, ListAPIView):
-    """Plans the caller may see; ``?state=`` filters by state."""
+    """Plans the caller may see; filter by ``state``, ``tenant``, ``target_cluster``."""
 
     serializer_class = s.PlanSerializer
+    filterset_class = PlanFilter
 
     def get_queryset(self):
-        plans = plans_visible_to(self.request.user)
-        state = self.request.query_params.get("state")
-        if state:
-            if state not in PlanState.values:
-                raise ValidationError({"state": _("one of %s") % ", ".join(PlanState.values)})
-            plans = plans.filter(state=state)
-        return plans
+        return plans_visible_to(self.request.user)
 
 
 class PlanDetailView(_Read, RetrieveAPIView):
@@ -60,6 +60,8 @@ class PhaseListView(_Read, ListAPIView):
     pagination_class = None
 
     def get_queryset(self):
+        if self.describing_schema:
+            return Phase.objects.none()
         return self.plan().phases.all()
 
 
@@ -67,6 +69,8 @@ class GateListView(_Read, ListAPIView):
     serializer_class = s.GateSerializer
 
     def get_queryset(self):
+        if self.describing_schema:
+            return Gate.objects.none()
         return Gate.objects.filter(plan=self.plan()).select_related("phase", "plan")
 
 
@@ -74,23 +78,22 @@ class AnalysisRunListView(_Read, ListAPIView):
     """Runs with every metric and measurement; ``?gate=`` narrows to one gate."""
 
     serializer_class = s.AnalysisRunSerializer
+    filterset_class = AnalysisRunFilter
 
     def get_queryset(self):
-        runs = AnalysisRun.objects.filter(gate__plan=self.plan()).prefetch_related(
+        if self.describing_schema:
+            return AnalysisRun.objects.none()
+        return AnalysisRun.objects.filter(gate__plan=self.plan()).prefetch_related(
             "metrics__measurements"
         )
-        gate = self.request.query_params.get("gate")
-        if gate:
-            if not gate.isdigit():
-                raise ValidationError({"gate": _("a gate id")})
-            runs = runs.filter(gate_id=int(gate))
-        return runs
 
 
 class ApprovalListView(_Read, ListAPIView):
     serializer_class = s.ApprovalSerializer
 
     def get_queryset(self):
+        if self.describing_schema:
+            return Approval.objects.none()
         return Approval.objects.filter(gate__plan=self.plan())
 
 
@@ -98,20 +101,12 @@ class AuditListView(_Read, ListAPIView):
     """Audit rows, newest first; ``?plan=&action=&actor=`` filter. Read-only by design."""
 
     serializer_class = s.AuditEntrySerializer
+    filterset_class = AuditFilter
 
     def get_queryset(self):
         entries = audit_visible_to(self.request.user)
         if "pk" in self.kwargs:
             entries = entries.filter(plan=self.plan())
-        params = self.request.query_params
-        if params.get("plan"):
-            if not params["plan"].isdigit():
-                raise ValidationError({"plan": _("a plan id")})
-            entries = entries.filter(plan_id=int(params["plan"]))
-        if params.get("action"):
-            entries = entries.filter(action=params["action"])
-        if params.get("actor"):
-            entries = entries.filter(actor_label=params["actor"])
         return entries
 
 
@@ -143,6 +138,11 @@ def _v(data: dict) -> dict:
     return {"expected_version": data.get("expected_version")}
 
 
+@extend_schema(
+    request=s.CommandSerializer,
+    responses={200: s.PlanSerializer},
+    parameters=[OpenApiParameter("command", str, OpenApiParameter.PATH, enum=list(COMMANDS))],
+)
 class PlanCommandView(APIView):
     """``POST /api/v1/plans/<id>/<command>/``; answers the plan as it is afterwards."""
 

@@ -114,7 +114,7 @@ def test_comparison_prices_the_same_workload_and_the_payback(priced, client_as):
 
 def test_comparison_names_an_unknown_cluster(priced, client_as):
     response = client_as("operator").get("/api/v1/cost/comparison/", {"unified": "nope"})
-    assert response.status_code == 400 and "nope" in response.json()["unified"]
+    assert response.status_code == 400 and "nope" in response.json()["errors"]["unified"][0]
 
 
 def test_operator_page_shows_sources_inputs_and_both_ledgers(priced, client_as):

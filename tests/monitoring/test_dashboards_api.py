@@ -180,7 +180,8 @@ def test_csv_for_an_unknown_table_is_a_400_naming_the_tables(client_as, cluster)
 def test_invalid_ranges_are_400_with_a_message(client_as, cluster, query):
     response = client_as("operator").get(f"/api/v1/dashboards/overview/?{query}")
     assert response.status_code == 400
-    assert set(response.json()) <= {"range", "start", "end"} and response.json()
+    assert set(response.json()["errors"]) <= {"range", "start", "end"}
+    assert response.json()["code"] == "invalid" and response.json()["detail"]
 
 
 @pytest.mark.django_db

@@ -123,7 +123,7 @@ def test_a_customer_reads_their_own_workload_series_but_not_another_tenants(clie
 def test_bad_series_queries_name_the_parameter(client_as, recorded, query, field):
     response = client_as("operator").get(f"/api/v1/telemetry/series/?{query}")
     assert response.status_code == 400
-    assert field in response.json()
+    assert field in response.json()["errors"]
 
 
 @pytest.mark.django_db

@@ -128,7 +128,7 @@ def test_report_api_returns_the_same_figures(pair, client_as):
     assert data["unified"]["inference_p99_seconds"]["value"] == pytest.approx(0.8)
     assert data["baseline"]["training_samples_per_second"] is None
     bad = client_as("operator").get("/api/v1/report/?baseline=nope&unified=uni")
-    assert bad.status_code == 400 and "nope" in bad.json()["baseline"]
+    assert bad.status_code == 400 and "nope" in bad.json()["errors"]["baseline"][0]
 
 
 def test_a_bad_window_is_a_clear_400(pair, client_as):

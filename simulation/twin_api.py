@@ -1,0 +1,81 @@
+"""Twin runs over the REST API (staff): ``GET /api/v1/twin/runs/`` and the control commands
+``POST /api/v1/twin/runs/<id>/<start|pause|reset|speed>/`` the /twin/ page's buttons send."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.generics import ListAPIView
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from monitoring.api.errors import form_validation_error
+from monitoring.api.permissions import HasRequiredScope
+from monitoring.selectors.scoping import principal_sees_all
+from simulation.forms import TwinRunSpeedForm
+from simulation.models import TwinRun
+from simulation.services.runs import twin_run_control
+
+TWIN_ACTIONS = ("start", "pause", "reset", "speed")
+
+
+class TwinRunSerializer(serializers.ModelSerializer):
+    cluster = serializers.CharField(source="cluster.name", read_only=True)
+
+    class Meta:
+        model = TwinRun
+        fields = ["id", "name", "cluster", "status", "steps_per_tick", "fan_out", "tick_seq",
+                  "pool_seq", "sim_time", "last_tick_at", "last_tick_ms", "last_pool_tick_at",
+                  "created_at"]  # fmt: skip
+        read_only_fields = fields
+
+
+class TwinActionSerializer(serializers.Serializer):
+    steps_per_tick = serializers.IntegerField(
+        required=False, min_value=1, max_value=60, help_text="speed only: minutes per tick"
+    )
+
+
+class _Staff:
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+
+    def initial(self, request: Request, *args, **kwargs) -> None:
+        super().initial(request, *args, **kwargs)
+        if not principal_sees_all(request.user):
+            raise PermissionDenied(_("Twin runs are visible to cluster staff only."))
+
+
+class TwinRunListView(_Staff, ListAPIView):
+    """Every twin run with its tick counters; ``?status=running|paused``."""
+
+    serializer_class = TwinRunSerializer
+    filterset_fields = ["status"]
+    queryset = TwinRun.objects.select_related("cluster").defer("state", "scenario").order_by("name")
+
+
+@extend_schema(
+    request=TwinActionSerializer,
+    responses={200: TwinRunSerializer},
+    parameters=[OpenApiParameter("action", str, OpenApiParameter.PATH, enum=list(TWIN_ACTIONS))],
+)
+class TwinRunActionView(_Staff, APIView):
+    """Start, pause, reset or change the speed of a run (operators)."""
+
+    def post(self, request: Request, pk: int, action: str) -> Response:
+        run = get_object_or_404(TwinRun, pk=pk)
+        if not request.user.has_perm("monitoring.operate_cluster"):
+            raise PermissionDenied(_("Controlling the twin needs the operator role."))
+        steps = None
+        if action == "speed":
+            form = TwinRunSpeedForm(data=request.data)
+            if not form.is_valid():
+                raise form_validation_error(form)
+            steps = form.cleaned_data["steps_per_tick"]
+        run = twin_run_control(run_id=run.pk, action=action, steps_per_tick=steps)
+        return Response(TwinRunSerializer(run).data)
