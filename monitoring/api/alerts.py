@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
-from rest_framework.generics import ListAPIView
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.generics import ListAPIView, RetrieveAPIView
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
+from monitoring.alerting.actions import AlertTransitionError, alert_acknowledge, alert_resolve
 from monitoring.api.permissions import HasRequiredScope
+from monitoring.api.scoping import TenantScopedMixin
 from monitoring.models import Alert
 from monitoring.selectors.alerts import (
     SEVERITY_FILTERS,
@@ -59,6 +66,12 @@ class AlertSerializer(serializers.ModelSerializer):
         ]
 
 
+@extend_schema(
+    parameters=[
+        OpenApiParameter("state", str, enum=list(STATE_FILTERS)),
+        OpenApiParameter("severity", str, enum=list(SEVERITY_FILTERS)),
+    ]
+)
 class AlertListView(ListAPIView):
     """Alerts, open ones first. Staff and operator-level tokens see all; customers and
     tenant-bound tokens only alerts on their tenant's workloads.
@@ -85,3 +98,46 @@ class AlertListView(ListAPIView):
         return alerts_for_triage(
             alerts_visible_to(self.request.user), state=state, severity=severity
         )
+
+
+class AlertDetailView(TenantScopedMixin, RetrieveAPIView):
+    """One alert; another tenant's is a 404."""
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+    serializer_class = AlertSerializer
+
+    def base_queryset(self):
+        return Alert.objects.select_related("rule", "entity__cluster", "tenant")
+
+
+ALERT_COMMANDS = {"acknowledge": alert_acknowledge, "resolve": alert_resolve}
+
+
+@extend_schema(
+    request=None,
+    responses={200: AlertSerializer},
+    parameters=[OpenApiParameter("command", str, OpenApiParameter.PATH, enum=list(ALERT_COMMANDS))],
+)
+class AlertCommandView(TenantScopedMixin, APIView):
+    """``POST /api/v1/alerts/<id>/acknowledge|resolve/`` (operators, as on the alerts page).
+
+    Another tenant's alert is a 404 before any permission check; an illegal transition (already
+    resolved, say) is a 409 naming it.
+    """
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+
+    def base_queryset(self):
+        return Alert.objects.all()
+
+    def post(self, request: Request, pk: int, command: str) -> Response:
+        alert = get_object_or_404(self.get_queryset(), pk=pk)
+        if not request.user.has_perm("monitoring.operate_cluster"):
+            raise PermissionDenied(_("Acknowledging and resolving alerts needs the operator role."))
+        try:
+            alert = ALERT_COMMANDS[command](alert=alert, user=request.user)
+        except AlertTransitionError as error:
+            return Response({"detail": str(error), "code": "conflict"}, status=409)
+        return Response(AlertSerializer(alert).data)

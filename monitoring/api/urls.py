@@ -1,6 +1,6 @@
-from django.urls import path
+from django.urls import path, re_path
 
-from monitoring.api import alerts, dashboards, readings, telemetry, views
+from monitoring.api import alerts, dashboards, inventory, readings, telemetry, views
 from monitoring.api import cost as cost_api
 from monitoring.api import report as report_api
 from monitoring.api import tokens as tokens_api
@@ -24,6 +24,16 @@ urlpatterns = [
     path("telemetry/series/", readings.SeriesView.as_view(), name="telemetry-series"),
     path("accelerators/", readings.AcceleratorListView.as_view(), name="accelerators"),
     path("alerts/", alerts.AlertListView.as_view(), name="alerts"),
+    path("alerts/<int:pk>/", alerts.AlertDetailView.as_view(), name="alert"),
+    re_path(
+        r"^alerts/(?P<pk>\d+)/(?P<command>acknowledge|resolve)/$",
+        alerts.AlertCommandView.as_view(),
+        name="alert-command",
+    ),
+    path("clusters/", inventory.ClusterListView.as_view(), name="clusters"),
+    path("workloads/", inventory.WorkloadListView.as_view(), name="workloads"),
+    path("workloads/<int:pk>/", inventory.WorkloadDetailView.as_view(), name="workload"),
+    path("exporters/", inventory.ExporterTargetListView.as_view(), name="exporters"),
     path(
         "dashboards/overview/",
         dashboards.OverviewDataView.as_view(),
