@@ -15,7 +15,11 @@ class AuditEntry(models.Model):
     """Who did what to which object, from where, why, and the state before and after.
 
     Rows are only ever inserted: ``save`` refuses updates and ``delete`` refuses deletion
-    (the admin and the API offer neither). Denied attempts are recorded too.
+    (the admin and the API offer neither). Denied attempts are recorded too. The database
+    enforces the same with triggers (migration 0002, ``rollout/db_guard.py``): a queryset
+    ``update()``/``delete()`` or raw SQL fails with an IntegrityError. A plan or user with
+    audit rows therefore cannot be deleted (PROTECT): nulling the reference would be an update.
+    A future migration that rebuilds this table on SQLite must re-create those triggers.
     """
 
     at = models.DateTimeField(_("when"), auto_now_add=True, db_index=True)
@@ -24,7 +28,7 @@ class AuditEntry(models.Model):
         verbose_name=_("user"),
         null=True,
         blank=True,
-        on_delete=models.SET_NULL,
+        on_delete=models.PROTECT,
         related_name="+",
     )
     actor_label = models.CharField(_("who"), max_length=200)
@@ -36,7 +40,7 @@ class AuditEntry(models.Model):
         verbose_name=_("plan"),
         null=True,
         blank=True,
-        on_delete=models.SET_NULL,
+        on_delete=models.PROTECT,
         related_name="audit_entries",
     )
     from_state = models.CharField(_("from"), max_length=40, blank=True)
