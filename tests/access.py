@@ -12,7 +12,7 @@ Class attributes:
   ``tests/test_route_coverage.py`` fails for any route no class covers, and the anonymous
   test checks that the URL really resolves to ``route``.
 * ``method`` — ``"get"`` (default) or ``"post"`` for command routes; ``post_data(users)``
-  gives the body. For a POST an allowed role passes when the answer is not 401/403/404 (nor a
+  gives the body (JSON for the API, a form for pages; ``content_type`` changes it). For a POST an allowed role passes when the answer is not 401/403/404 (nor a
   5xx): a 302, 400 or 409 from the command itself still proves the role got through.
 * ``hidden_roles`` — roles that get 404 instead of 403 (a customer of another tenant asking
   for a tenant-owned object: not even its existence is confirmed).
@@ -58,7 +58,7 @@ class _AccessCases:
     method: str = "get"
     allowed_roles: tuple[str, ...] = ALL_ROLES
     hidden_roles: tuple[str, ...] = ()
-    json_body: bool = False
+    content_type: str | None = None  # of a POST body; None: a form
 
     # Opt-in hooks (see the module docstring); ``None`` means "not a tenant-owned route".
     other_tenant_url = None
@@ -81,11 +81,11 @@ class _AccessCases:
         if self.method == "get":
             return client.get(url)
         body = self.post_data(users) if data is None else data
-        if self.json_body:
-            return client.generic(
-                self.method.upper(), url, json.dumps(body), content_type="application/json"
-            )
-        return getattr(client, self.method)(url, body)
+        if self.content_type is None:  # a browser form
+            return getattr(client, self.method)(url, body)
+        if self.content_type == "application/json" and not isinstance(body, str | bytes):
+            body = json.dumps(body)
+        return client.generic(self.method.upper(), url, body, content_type=self.content_type)
 
     def check_route(self, url: str) -> None:
         if self.route:
@@ -197,7 +197,7 @@ class PageAccessCases(_AccessCases):
 
 
 class ApiAccessCases(_AccessCases):
-    json_body = True
+    content_type = "application/json"
 
     @pytest.mark.django_db
     def test_anonymous_request_is_rejected(self, client, users):

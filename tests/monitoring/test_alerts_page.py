@@ -75,6 +75,12 @@ class TestAlertsPage(PageAccessCases):
 class TestAlertsApi(ApiAccessCases):
     url = "/api/v1/alerts/"
 
+    def list_markers(self, users, tenants) -> list[str]:
+        from tests.monitoring.test_alerts_access import alert_of
+
+        alert_of("acme")
+        return [alert_of("panda").entity.key]
+
 
 @pytest.fixture
 def triage(rules, cards, cluster, workloads) -> dict[str, Alert]:

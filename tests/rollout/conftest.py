@@ -116,21 +116,23 @@ def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
-def plan_for_access():
-    """A draft plan of tenant acme for the access-mixin tests (they get only ``users``)."""
+def plan_for_access(tenant: str = "acme"):
+    """A draft plan of ``tenant`` (acme by default) for the access-mixin tests (they get only
+    ``users``); its clusters and workload are named after the tenant, so both tenants' plans
+    can exist side by side."""
     from monitoring.models import Tenant, User
 
     clusters_ = {
-        "unified": Cluster.objects.create(name="acc-uni", kind=Cluster.Kind.UNIFIED),
-        "legacy": Cluster.objects.create(name="acc-old", kind=Cluster.Kind.LEGACY),
+        "unified": Cluster.objects.create(name=f"acc-uni-{tenant}", kind=Cluster.Kind.UNIFIED),
+        "legacy": Cluster.objects.create(name=f"acc-old-{tenant}", kind=Cluster.Kind.LEGACY),
     }
-    acme = Tenant.objects.get(slug="acme")
+    owner = Tenant.objects.get(slug=tenant)
     workload = Workload.objects.create(
-        tenant=acme, cluster=clusters_["legacy"], name="w", kind="inference"
+        tenant=owner, cluster=clusters_["legacy"], name=f"{tenant}-w", kind="inference"
     )
     return plan_create(
-        tenant=acme,
-        name="access",
+        tenant=owner,
+        name=f"access-{tenant}",
         source_cluster=clusters_["legacy"],
         target_cluster=clusters_["unified"],
         workloads={PhaseKind.PILOT: [workload]},
