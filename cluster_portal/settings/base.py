@@ -280,6 +280,7 @@ SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 PLOTLY_EMPTY_STYLE_HASH = "'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='"
 PLOTLY_MAPLIBRE_STYLE_HASH = "'sha256-ji27qzEtxXZW+7dun6UwjHXJ18e6WAin1VvNtkzIE/o='"
+DRF_BUTTON_STYLE_HASH = "'sha256-OfgyIBrd+/vP79JdFMYP+re4T+fIenvkrHPD2HZ8/cs='"
 # Content-Security-Policy (django-csp 4). Pages load only their own static files: no inline
 # scripts, no CDNs, no plugins, and no page may be framed. Violations are reported to
 # /csp-report/, which logs them (logger "cluster_portal.csp").
@@ -301,8 +302,14 @@ CONTENT_SECURITY_POLICY = {
             "'report-sample'",
         ],
         # Style attributes: only the empty one (Plotly's colour bars reset theirs with
-        # setAttribute("style", "")); 'unsafe-hashes' permits exactly the listed values.
-        "style-src-attr": ["'unsafe-hashes'", PLOTLY_EMPTY_STYLE_HASH, "'report-sample'"],
+        # setAttribute("style", "")) and DRF's browsable-API buttons' exact
+        # style="float: right; margin-right: 10px"; 'unsafe-hashes' permits only these values.
+        "style-src-attr": [
+            "'unsafe-hashes'",
+            PLOTLY_EMPTY_STYLE_HASH,
+            DRF_BUTTON_STYLE_HASH,
+            "'report-sample'",
+        ],
         "img-src": ["'self'", "data:"],
         "font-src": ["'self'"],
         "connect-src": ["'self'"],

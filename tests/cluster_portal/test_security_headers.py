@@ -114,6 +114,16 @@ def test_plotly_style_hashes_match_the_installed_plotly_bundle():
     assert django_settings.PLOTLY_MAPLIBRE_STYLE_HASH == f"'sha256-{digest}'", digest
 
 
+def test_the_drf_button_style_hash_matches_the_installed_browsable_api():
+    import rest_framework
+
+    template = Path(rest_framework.__file__).parent / "templates/rest_framework/base.html"
+    style = "float: right; margin-right: 10px"
+    assert f'style="{style}"' in template.read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
+    assert django_settings.DRF_BUTTON_STYLE_HASH == f"'sha256-{digest}'"
+
+
 def test_templates_have_no_inline_script_style_or_event_handler():
     """What the policy forbids must not be in the templates in the first place."""
     offenders = []

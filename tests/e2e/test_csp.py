@@ -98,3 +98,31 @@ def test_a_violation_is_blocked_logged_by_the_browser_and_reported(
         )
     report = next(r.getMessage() for r in caplog.records if "CSP violation" in r.getMessage())
     assert "/status/" in report and "script-src" in report and "window.injected" in report
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "path, ready",
+    [
+        ("/admin/", "#content-main"),
+        ("/admin/rollout/migrationplan/add/", "#migrationplan_form"),
+        ("/api/v1/metrics/", ".response-info"),  # DRF's browsable API
+        ("/api/v1/workloads/", "button[data-target='#filtersModal']"),  # with a filter form
+        ("/api/docs/", ".swagger-ui .info"),  # Swagger UI, rendered by its scripts
+    ],
+)
+def test_admin_browsable_api_and_swagger_ui_work_under_the_policy(
+    browser, live_server, django_user_model, path, ready
+):
+    from tests.conftest import PASSWORD as password
+
+    django_user_model.objects.create_superuser("root", password=password)
+    browser.get(f"{live_server.url}/admin/login/")
+    browser.find_element(By.ID, "id_username").send_keys("root")
+    browser.find_element(By.ID, "id_password").send_keys(password)
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    WebDriverWait(browser, 15).until(lambda b: "/admin/login/" not in b.current_url)
+    csp_violations(browser)
+    browser.get(f"{live_server.url}{path}")
+    WebDriverWait(browser, 15).until(lambda b: b.find_elements(By.CSS_SELECTOR, ready))
+    assert csp_violations(browser) == []
