@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -133,3 +134,42 @@ def test_production_settings_pass_the_deploy_check_at_warning_level(tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
+
+
+def test_production_ignores_the_demo_key_file_and_a_blank_secret_key(tmp_path):
+    (tmp_path / "secret_key").write_text("demo-key-kept-under-var" * 3)
+    for value in (None, "", "   "):
+        overrides = {"PORTAL_VAR_DIR": str(tmp_path)}
+        if value is not None:
+            overrides["SECRET_KEY"] = value
+        result = run_python(PRINT_SETTINGS, overrides, module="cluster_portal.settings.production")
+        assert result.returncode != 0, value
+        assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_database_credentials_come_only_from_the_environment(tmp_path):
+    code = (
+        "import json, django; from django.conf import settings; django.setup(); "
+        "db = settings.DATABASES['default']; "
+        "print(json.dumps({'user': db['USER'], 'password': db['PASSWORD'], 'host': db['HOST']}))"
+    )
+    result = run_python(
+        code,
+        {
+            "PORTAL_VAR_DIR": str(tmp_path),
+            "SECRET_KEY": "k9$Fq2!xZ7@pL4#vN8%tR1^wB6&yH3*mJ0(cD5)sG-eU_aQ=iO+oP[lK]",
+            "DATABASE_URL": "postgres://portal:s3cr%40t@db.example.com:5432/portal",
+        },
+        module="cluster_portal.settings.production",
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "user": "portal",
+        "password": "s3cr@t",
+        "host": "db.example.com",
+    }
+    # Nothing secret is written into the settings modules themselves.
+    for module in (ROOT / "cluster_portal" / "settings").glob("*.py"):
+        text = module.read_text(encoding="utf-8")
+        assert "postgres://" not in text, module
+        assert not re.search(r"SECRET_KEY\s*=\s*['\"]", text), module
