@@ -27,3 +27,6 @@ urlpatterns = [
     path("migrations/", include("rollout.urls")),
     path("", include("monitoring.urls")),
 ]
+
+handler404 = "monitoring.views.errors.not_found"
+handler500 = "monitoring.views.errors.server_error"

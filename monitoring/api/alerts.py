@@ -35,9 +35,13 @@ class AlertSerializer(serializers.ModelSerializer):
     cluster = serializers.CharField(source="entity.cluster.name")
     entity_kind = serializers.CharField(source="entity.kind")
     entity = serializers.CharField(source="entity.key")
-    tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    acknowledged_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    resolved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    acknowledged_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+    resolved_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = Alert

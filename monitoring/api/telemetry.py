@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import ParseError, PermissionDenied, ValidationError
 from rest_framework.generics import ListAPIView
 from rest_framework.parsers import BaseParser
 from rest_framework.permissions import IsAuthenticated
@@ -148,12 +149,11 @@ class PrometheusIngestView(APIView):
     def post(self, request: Request) -> Response:
         params = request.query_params
         if request.user.tenant_id is not None:
-            return Response(
-                {"detail": "exporter text is infrastructure data: use an operator-level token"},
-                status=403,
+            raise PermissionDenied(
+                _("Exporter text is infrastructure data: use an operator-level token.")
             )
         if not params.get("cluster"):
-            return Response({"detail": "cluster is required", "field": "cluster"}, status=400)
+            raise ValidationError({"cluster": [_("Required: the scraped cluster's name.")]})
         text = request.data if isinstance(request.data, str) else ""
         digest = payload_digest(text.encode(), extra=request.get_full_path())
         return ingestion_response(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -86,7 +88,7 @@ class ProcessStatusView(APIView):
     @extend_schema(responses=ProcessStatusSerializer)
     def get(self, request: Request) -> Response:
         if not request.user.sees_all_tenants:
-            return Response({"detail": "Only staff may see process status."}, status=403)
+            raise PermissionDenied(_("Only staff may see process status."))
         return Response(
             {
                 "broker": settings.BROKER_DESCRIPTION,

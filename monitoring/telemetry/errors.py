@@ -7,6 +7,7 @@ class IngestionError(ValueError):
     """A batch was rejected; nothing of it was written."""
 
     status_code = 400
+    code = "invalid"
 
     def __init__(self, message: str, *, row: int | None = None, field: str | None = None):
         super().__init__(message)
@@ -15,7 +16,7 @@ class IngestionError(ValueError):
         self.field = field
 
     def as_dict(self) -> dict:
-        body: dict = {"detail": self.message}
+        body: dict = {"detail": self.message, "code": self.code}
         if self.row is not None:
             body["row"] = self.row
         if self.field is not None:
@@ -27,3 +28,4 @@ class IdempotencyConflict(IngestionError):
     """The same Idempotency-Key came back with a different payload."""
 
     status_code = 422
+    code = "idempotency_conflict"

@@ -37,8 +37,8 @@ class PlanSerializer(serializers.ModelSerializer):
     tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     source_cluster = serializers.CharField(source="source_cluster.name")
     target_cluster = serializers.CharField(source="target_cluster.name")
-    gray_step_percent = serializers.IntegerField(source="current_step_percent")
-    current_gate = serializers.PrimaryKeyRelatedField(read_only=True)
+    gray_step_percent = serializers.IntegerField(source="current_step_percent", allow_null=True)
+    current_gate = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
 
     class Meta:
         model = MigrationPlan

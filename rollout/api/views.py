@@ -164,8 +164,12 @@ class PlanCommandView(APIView):
         try:
             plan = COMMANDS[command](Actor.from_request(request), plan.pk, body.validated_data)
         except (FourEyesViolation, NotPermitted) as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
+            return Response(
+                {"detail": str(exc), "code": "permission_denied"}, status=status.HTTP_403_FORBIDDEN
+            )
         except WorkflowConflict as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+            return Response(
+                {"detail": str(exc), "code": "conflict"}, status=status.HTTP_409_CONFLICT
+            )
         plan.refresh_from_db()
         return Response(s.PlanSerializer(plan).data)
