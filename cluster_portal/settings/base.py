@@ -228,6 +228,8 @@ CACHES = {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": env_str("CACHE_URL") or CELERY_BROKER_URL,
             "KEY_PREFIX": "portal",
+            # A Redis that stops answering must not hang page loads: fail fast, read uncached.
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
         }
         if (env_str("CACHE_URL") or CELERY_BROKER_URL).startswith(("redis://", "rediss://"))
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
