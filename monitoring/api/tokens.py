@@ -1,6 +1,6 @@
 """Integration-token management over the API: list, create, show, rotate, revoke.
 
-Who may manage tokens (decided here, documented in the README):
+Who may manage tokens (decided here):
 
 * only a **signed-in user** (browser session). A token can never list, mint, rotate or revoke
   tokens, whatever its scopes: a leaked credential must not be able to mint itself successors;
@@ -29,6 +29,7 @@ from django.db import transaction
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.permissions import BasePermission
@@ -169,6 +170,20 @@ class TokenSerializer(serializers.ModelSerializer):
         return issued.token
 
 
+class IssuedTokenSerializer(TokenSerializer):
+    """What create and rotate answer: the token plus its secret, shown this once."""
+
+    token = serializers.CharField(
+        read_only=True, help_text=gettext_lazy("The secret. It is never shown again.")
+    )
+    replaces = serializers.IntegerField(
+        read_only=True, required=False, help_text=gettext_lazy("rotate: the revoked token's id")
+    )
+
+    class Meta(TokenSerializer.Meta):
+        fields = [*TokenSerializer.Meta.fields, "token", "replaces"]
+
+
 class TokenFilter(django_filters.FilterSet):
     active = django_filters.BooleanFilter(
         field_name="revoked_at",
@@ -193,6 +208,7 @@ class _TokenViewMixin:
         return tokens_visible_to(self.request.user)
 
 
+@extend_schema_view(post=extend_schema(responses={201: IssuedTokenSerializer}))
 class TokenListView(_TokenViewMixin, generics.ListCreateAPIView):
     """``GET``: the tokens you may manage (``?active=true|false``, ``?tenant=slug``).
     ``POST {"name", "scopes"[, "tenant"]}``: issue one; the answer carries ``token``, the
@@ -212,6 +228,7 @@ class TokenDetailView(_TokenViewMixin, generics.RetrieveAPIView):
     """``GET``: one token (never its secret)."""
 
 
+@extend_schema(request=None, responses={201: IssuedTokenSerializer})
 class TokenRotateView(_TokenViewMixin, APIView):
     """``POST``: revoke the token and issue a replacement with the same name, tenant and
     scopes; the answer (201) carries the new ``token`` and ``replaces`` (the old id)."""
@@ -230,6 +247,7 @@ class TokenRotateView(_TokenViewMixin, APIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
+@extend_schema(request=None, responses={200: TokenSerializer})
 class TokenRevokeView(_TokenViewMixin, APIView):
     """``POST``: revoke the token at once; revoking a revoked token changes nothing."""
 
