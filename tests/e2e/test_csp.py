@@ -35,7 +35,7 @@ def csp_violations(browser) -> list[str]:
 
 
 def wait_for_a_drawn_chart(browser) -> None:
-    """A Plotly chart has drawn: its SVG exists and the mode bar is styled by Plotly's CSS."""
+    """A Plotly chart has drawn its SVG."""
     WebDriverWait(browser, 15).until(
         lambda b: b.find_elements(By.CSS_SELECTOR, ".js-plotly-plot .main-svg")
     )
