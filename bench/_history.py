@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import numpy as np
 from django.db import connection
 
-from monitoring.models import Frame, RollupWatermark, Sample
+from telemetry.models import Frame, RollupWatermark, Sample
 
 HOUR, MINUTE = 3600, 60
 

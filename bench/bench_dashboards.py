@@ -36,7 +36,7 @@ def measure_concurrent(url: str, endpoints, users: int, seconds: float) -> dict:
     from _common import ROOT
     from _load import run_users
 
-    from monitoring.services.tokens import token_create
+    from accounts.services.tokens import token_create
 
     token = token_create(name="bench-load", scopes=["read"]).plaintext
     out = {}
@@ -126,7 +126,8 @@ def main() -> None:
         from django.test import Client
         from django.test.utils import CaptureQueriesContext, override_settings
 
-        from monitoring.models import Cluster, User
+        from accounts.models import User
+        from inventory.models import Cluster
         from simulation.engine import default_scenario
         from simulation.services import twin_run_create, twin_tick
 
@@ -160,7 +161,7 @@ def main() -> None:
         operator, _ = User.objects.get_or_create(
             username="bench-operator", defaults={"is_staff": True}
         )
-        from monitoring.services.roles import ROLE_OPERATOR, roles_ensure
+        from accounts.services.roles import ROLE_OPERATOR, roles_ensure
 
         operator.groups.add(roles_ensure()[ROLE_OPERATOR])
         client = Client()

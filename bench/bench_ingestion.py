@@ -79,8 +79,9 @@ def main() -> None:
         django_setup(url)
         import psycopg
 
-        from monitoring.models import Cluster, MetricDefinition
-        from monitoring.services.tokens import token_create
+        from accounts.services.tokens import token_create
+        from inventory.models import Cluster
+        from telemetry.models import MetricDefinition
 
         Cluster.objects.create(name="bench", kind=Cluster.Kind.UNIFIED)
         token = token_create(name="bench", scopes=["ingest"]).plaintext
@@ -138,7 +139,7 @@ def main() -> None:
         metric_ids = list(
             MetricDefinition.objects.filter(name__in=METRICS).values_list("id", flat=True)
         )
-        from monitoring.models import Entity
+        from telemetry.models import Entity
 
         entity_ids = list(Entity.objects.filter(cluster__name="bench").values_list("id", flat=True))
         copy_times = []

@@ -46,9 +46,9 @@ def main() -> None:
     os.environ["CELERY_BROKER_URL"] = REDIS_URL
     with fresh_postgres("memory") as url:
         django_setup(url)
+        from accounts.services.tokens import token_create
         from cluster_portal.celery import app
-        from monitoring.models import Cluster
-        from monitoring.services.tokens import token_create
+        from inventory.models import Cluster
         from simulation.engine import default_scenario
         from simulation.models import TwinTick
         from simulation.services import twin_run_create

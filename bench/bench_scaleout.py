@@ -103,7 +103,7 @@ def main() -> None:
     results = {}
     with fresh_postgres("scaleout") as url:
         django_setup(url)
-        from monitoring.models import Cluster
+        from inventory.models import Cluster
         from simulation.engine import default_scenario
         from simulation.services import twin_run_create
 

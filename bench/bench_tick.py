@@ -41,7 +41,7 @@ def main() -> None:
     with fresh_postgres("tick") as url:
         django_setup(url)
         from cluster_portal.celery import app
-        from monitoring.models import Cluster
+        from inventory.models import Cluster
         from simulation.engine import default_scenario
         from simulation.models import TwinRun, TwinTick
         from simulation.services import twin_run_create

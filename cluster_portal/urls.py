@@ -5,8 +5,8 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from cluster_portal.security import csp_report
-from monitoring.api.prometheus_export import PrometheusMetricsView
-from monitoring.views import health
+from cluster_portal.web import health
+from telemetry.api.prometheus_export import PrometheusMetricsView
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
@@ -20,13 +20,17 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/v1/", include("rollout.api.urls")),
-    path("api/v1/", include("monitoring.api.urls")),
+    path("api/v1/", include("cluster_portal.api_urls")),
     path("twin/", include("simulation.urls")),
     path("whatif/", include("simulation.whatif_urls")),
     path("api/v1/", include("simulation.whatif_api_urls")),
     path("migrations/", include("rollout.urls")),
-    path("", include("monitoring.urls")),
+    path("", include("accounts.urls")),
+    path("", include("telemetry.urls")),
+    path("", include("alerts.urls")),
+    path("", include("cost.urls")),
+    path("", include("dashboards.urls")),
 ]
 
-handler404 = "monitoring.views.errors.not_found"
-handler500 = "monitoring.views.errors.server_error"
+handler404 = "cluster_portal.web.error_pages.not_found"
+handler500 = "cluster_portal.web.error_pages.server_error"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.db.models import Q, QuerySet
 
-from monitoring.models import Workload
-from monitoring.selectors.scoping import scope_to_tenant
+from accounts.selectors.scoping import scope_to_tenant
+from inventory.models import Workload
 from rollout.models import AuditEntry, MigrationPlan, PlanState, PlanWorkload
 
 

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from monitoring.views.access import operator_page, staff_page
+from accounts.access import operator_page, staff_page
 from rollout.models import AnalysisRun, Approval, PlanState, WebhookDelivery
 from rollout.selectors import audit_visible_to, plan_timeline, plans_visible_to
 from rollout.services import transitions as t

@@ -6,7 +6,7 @@ from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.utils.translation import gettext_lazy as _
 
-from monitoring.models import Cluster
+from inventory.models import Cluster
 from simulation.engine import HARDWARE, default_scenario
 from simulation.models import TwinRun
 

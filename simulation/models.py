@@ -21,7 +21,7 @@ class TwinRun(models.Model):
 
     name = models.SlugField(_("name"), max_length=60, unique=True)
     cluster = models.OneToOneField(
-        "monitoring.Cluster", on_delete=models.CASCADE, related_name="twin_run"
+        "inventory.Cluster", on_delete=models.CASCADE, related_name="twin_run"
     )
     scenario = models.JSONField(_("scenario"))
     state = models.BinaryField(_("engine state"))

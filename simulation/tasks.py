@@ -22,7 +22,7 @@ from simulation.services import (
     twin_tick,
 )
 from simulation.services.lag import tick_lag_record
-from simulation.services.whatif import whatif_execute
+from simulation.services.whatif_run import whatif_execute
 
 TICK_OPTIONS = {
     "acks_late": True,

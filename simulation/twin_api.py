@@ -14,9 +14,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from monitoring.api.errors import form_validation_error
-from monitoring.api.permissions import HasRequiredScope
-from monitoring.selectors.scoping import principal_sees_all
+from accounts.api.permissions import HasRequiredScope
+from accounts.selectors.scoping import principal_sees_all
+from cluster_portal.web.errors import form_validation_error
 from simulation.forms import TwinRunSpeedForm
 from simulation.models import TwinRun
 from simulation.services.runs import twin_run_control

@@ -10,8 +10,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from monitoring.models import Cluster
-from monitoring.views.access import staff_page
+from accounts.access import staff_page
+from inventory.models import Cluster
 from simulation.forms import TwinRunCreateForm, TwinRunSpeedForm
 from simulation.models import TwinRun
 from simulation.selectors import run_statuses

@@ -17,9 +17,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from monitoring.api.errors import form_validation_error
-from monitoring.api.permissions import HasRequiredScope
-from monitoring.selectors.scoping import principal_sees_all
+from accounts.api.permissions import HasRequiredScope
+from accounts.selectors.scoping import principal_sees_all
+from cluster_portal.web.errors import form_validation_error
 from simulation.models import WhatIfRun
 from simulation.services.whatif import whatif_create
 from simulation.whatif_forms import WhatIfForm

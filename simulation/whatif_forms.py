@@ -10,7 +10,7 @@ from django.utils.translation import gettext_lazy as _
 
 from simulation.engine import HARDWARE, TraceError
 from simulation.models import WhatIfRun
-from simulation.services.whatif import build_scenario
+from simulation.services.whatif_run import build_scenario
 
 MAX_TRACE_BYTES = 5 * 1024 * 1024
 

@@ -10,10 +10,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from monitoring.cost import charts
-from monitoring.views.access import operator_page
+from accounts.access import operator_page
+from cost import charts
 from simulation.models import WhatIfRun
-from simulation.services.whatif import POLICIES, whatif_create
+from simulation.services.whatif import whatif_create
+from simulation.services.whatif_run import POLICIES
 from simulation.whatif_forms import WhatIfForm
 
 # (summary key, label, format) of the side-by-side table; keys from the engine's summary.

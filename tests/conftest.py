@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
+pytest_plugins = ["tests.telemetry_fixtures"]
+
 PASSWORD = "correct-horse-battery-staple"
 
 
@@ -30,7 +32,7 @@ def pytest_runtest_teardown(item, nextitem):
 
 @pytest.fixture
 def tenants(db) -> dict:
-    from monitoring.models import Tenant
+    from accounts.models import Tenant
 
     return {
         "acme": Tenant.objects.create(slug="acme", name="Acme Robotics"),
@@ -41,8 +43,8 @@ def tenants(db) -> dict:
 @pytest.fixture
 def users(tenants) -> dict:
     """One user per role: ``operator``, ``approver``, ``customer`` (acme), ``other_customer``."""
-    from monitoring.models import User
-    from monitoring.services.roles import (
+    from accounts.models import User
+    from accounts.services.roles import (
         ROLE_APPROVER,
         ROLE_CUSTOMER,
         ROLE_OPERATOR,

@@ -1,7 +1,10 @@
-"""The dependency rule from DESIGN.md, checked on the source with ``ast``.
+"""The dependency rule from DESIGN.md §2, checked on the source with ``ast``.
 
-simulation → rollout → monitoring and simulation → monitoring only; ``simulation/engine``
-imports neither Django nor any project package (it must run without Django).
+Apps form a DAG: ``accounts`` at the bottom; ``inventory`` above it; ``telemetry`` above that
+(it names inventory's clusters and cards); ``alerts``, ``cost``, ``dashboards`` and ``rollout``
+on top of those; ``simulation`` at the very top. ``cluster_portal.web`` (shared web plumbing) may
+be used by every app and itself uses only ``accounts``. Relative imports are resolved and checked
+too. Only ``telemetry`` touches the store: ``Sample``, ``Frame``, ``Rollup`` and the frame dtypes.
 """
 
 from __future__ import annotations
@@ -11,47 +14,182 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT_PACKAGES = {"cluster_portal", "monitoring", "rollout", "simulation"}
+
+# app -> the apps it may import (besides itself and cluster_portal.web).
+ALLOWED: dict[str, set[str]] = {
+    "accounts": set(),
+    "inventory": {"accounts"},
+    "telemetry": {"accounts", "inventory"},
+    "alerts": {"accounts", "inventory", "telemetry"},
+    "cost": {"accounts", "inventory", "telemetry"},
+    "dashboards": {"accounts", "inventory", "telemetry", "alerts", "cost"},
+    "rollout": {"accounts", "inventory", "telemetry"},
+    "simulation": {"accounts", "inventory", "telemetry", "alerts", "cost", "dashboards", "rollout"},
+}
+APPS = set(ALLOWED)
+WEB = "cluster_portal.web"
+STORE_NAMES = {"Sample", "Frame", "FrameLayout", "Rollup", "RollupWatermark"}
+STORE_MODULES = ("telemetry.frames", "telemetry.store", "telemetry.compaction")
+DTYPE_NAMES = {"VALUE_DTYPE", "SUM_DTYPE", "COUNT_DTYPE"}
 
 
-def imported_modules(path: Path) -> set[str]:
+def _module_of(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imports_of(path: Path, root: Path | None = None) -> list[tuple[str, set[str]]]:
+    """Every imported module with the names taken from it; relative imports resolved."""
+    root = root or ROOT
     tree = ast.parse(path.read_text(), filename=str(path))
-    names: set[str] = set()
+    package = _module_of(path, root).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    found: list[tuple[str, set[str]]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module)
-    return names
-
-
-def violations(package: str, forbidden: set[str], allowed_prefixes: tuple[str, ...] = ()) -> list:
-    found = []
-    for path in sorted((ROOT / package).rglob("*.py")):
-        for module in imported_modules(path):
-            top = module.split(".")[0]
-            if module.startswith(allowed_prefixes):
-                continue
-            if top in forbidden:
-                found.append(f"{path.relative_to(ROOT)} imports {module}")
+            found.extend((alias.name, set()) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found.append((module, {alias.name for alias in node.names}))
     return found
 
 
-def test_engine_imports_no_django_and_no_project_package():
-    forbidden = PROJECT_PACKAGES | {"django", "rest_framework", "celery"}
-    assert violations("simulation/engine", forbidden, ("simulation.engine",)) == []
+def dag_violations(root: Path | None = None) -> list[str]:
+    root = root or ROOT
+    found = []
+    for app in sorted(APPS | {WEB.replace(".", "/")}):
+        for path in sorted((root / app).rglob("*.py")):
+            if "migrations" in path.parts or "engine" in path.relative_to(root).parts[1:2]:
+                continue
+            me = app.replace("/", ".")
+            allowed = ALLOWED.get(me, {"accounts"}) | {me.split(".")[0]}
+            for module, _names in imports_of(path, root):
+                top = module.split(".")[0]
+                if module.startswith(WEB):
+                    continue
+                if top == "cluster_portal" and me != WEB:
+                    found.append(f"{path.relative_to(root)} imports {module}")
+                elif top in APPS and top not in allowed:
+                    found.append(f"{path.relative_to(root)} imports {module}")
+    return found
 
 
-def test_monitoring_imports_neither_rollout_nor_simulation():
-    assert violations("monitoring", {"rollout", "simulation"}) == []
+def seal_violations(root: Path | None = None) -> list[str]:
+    root = root or ROOT
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        # Tests and benchmarks build store-level fixtures on purpose (they test the store).
+        if (
+            rel.parts[0] in {"telemetry", "tests", "bench", ".venv", "var"}
+            or "migrations" in rel.parts
+        ):
+            continue
+        for module, names in imports_of(path, root):
+            if module.startswith(STORE_MODULES):
+                found.append(f"{rel} imports {module}")
+            elif module.startswith("telemetry.models") and names & STORE_NAMES:
+                found.append(f"{rel} imports {sorted(names & STORE_NAMES)} from {module}")
+            elif module.startswith("telemetry") and names & DTYPE_NAMES:
+                found.append(f"{rel} imports the frame dtype from {module}")
+    return found
 
 
-def test_rollout_does_not_import_simulation():
-    assert violations("rollout", {"simulation"}) == []
+def test_apps_import_only_down_the_dag():
+    assert dag_violations() == []
 
 
-def test_the_checker_catches_a_forbidden_import(tmp_path, monkeypatch):
-    (tmp_path / "monitoring").mkdir()
-    (tmp_path / "monitoring" / "bad.py").write_text("from rollout.models import Plan\n")
+def test_only_telemetry_touches_the_store():
+    assert seal_violations() == []
+
+
+def test_the_checker_catches_a_forbidden_import_relative_ones_too(tmp_path, monkeypatch):
+    (tmp_path / "telemetry" / "api").mkdir(parents=True)
+    (tmp_path / "telemetry" / "bad.py").write_text("from rollout.models import Plan\n")
+    (tmp_path / "accounts").mkdir()
+    (tmp_path / "accounts" / "worse.py").write_text("from ..alerts.models import Alert\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
-    assert violations("monitoring", {"rollout"}) == ["monitoring/bad.py imports rollout.models"]
+    assert dag_violations(tmp_path) == [
+        "accounts/worse.py imports alerts.models",
+        "telemetry/bad.py imports rollout.models",
+    ]
+
+
+def test_the_seal_catches_a_store_import_outside_telemetry(tmp_path):
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "peek.py").write_text(
+        "from telemetry.models import Entity, Frame\nfrom telemetry.frames import VALUE_DTYPE\n"
+    )
+    assert seal_violations(tmp_path) == [
+        "dashboards/peek.py imports ['Frame'] from telemetry.models",
+        "dashboards/peek.py imports telemetry.frames",
+    ]
+
+
+def module_cycles(root: Path | None = None) -> list[list[str]]:
+    """Import cycles among the apps' modules (function-local imports included, since a late
+    import only hides a cycle). The engine is left out: its modules name ``Engine`` for type
+    hints only."""
+    root = root or ROOT
+    modules: dict[str, Path] = {}
+    for app in sorted(APPS | {"cluster_portal"}):
+        for path in (root / app).rglob("*.py"):
+            if "migrations" in path.parts or path.relative_to(root).parts[:2] == (
+                "simulation",
+                "engine",
+            ):
+                continue
+            modules[_module_of(path, root)] = path
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        targets = set()
+        for imported, names in imports_of(path, root):
+            targets |= {imported} | {f"{imported}.{name}" for name in names}
+        graph[module] = (targets & modules.keys()) - {module}
+    cycles, index, low, stack, on_stack = [], {}, {}, [], set()
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_no_module_imports_itself_through_a_cycle():
+    assert module_cycles() == []
+
+
+def test_the_cycle_finder_sees_a_late_import(tmp_path):
+    (tmp_path / "simulation" / "services").mkdir(parents=True)
+    (tmp_path / "simulation" / "tasks.py").write_text("from simulation.services.work import run\n")
+    (tmp_path / "simulation" / "services" / "work.py").write_text(
+        "def queue():\n    from simulation.tasks import task\n"
+    )
+    assert module_cycles(tmp_path) == [["simulation.services.work", "simulation.tasks"]]

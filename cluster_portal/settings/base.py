@@ -45,7 +45,13 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "monitoring",
+    # Domain apps, bottom of the dependency DAG first (DESIGN.md §2).
+    "accounts",
+    "inventory",
+    "telemetry",
+    "alerts",
+    "cost",
+    "dashboards",
     "rollout",
     "simulation",
 ]
@@ -82,7 +88,7 @@ TEMPLATES = [
                 "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "monitoring.context_processors.portal",
+                "cluster_portal.web.context_processors.portal",
             ],
         },
     },
@@ -140,25 +146,25 @@ STORAGES = {
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "monitoring.api.authentication.IntegrationTokenAuthentication",
+        "accounts.api.authentication.IntegrationTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "monitoring.api.pagination.PortalPagination",
+    "DEFAULT_PAGINATION_CLASS": "cluster_portal.web.pagination.PortalPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # One error body everywhere: {"detail": ..., "code": ..., "errors": {field: [...]}}.
-    "EXCEPTION_HANDLER": "monitoring.api.errors.portal_exception_handler",
+    "EXCEPTION_HANDLER": "cluster_portal.web.errors.portal_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 
-# Per-scope API throttling (monitoring/api/throttling.py): one budget per principal (user,
+# Per-scope API throttling (cluster_portal/web/throttling.py): one budget per principal (user,
 # token or, anonymous, address) and per scope of the endpoint. Generous: it stops runaway
 # scripts, not people. "N/s|min|hour|day"; an empty variable keeps the default. Counters live
 # in the Django cache; if the cache is down, requests pass (fail open) and a warning is logged.
 REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = [
-    "monitoring.api.throttling.ScopedPrincipalThrottle",
+    "cluster_portal.web.throttling.ScopedPrincipalThrottle",
 ]
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {
     "read": env_str("API_THROTTLE_READ") or "600/min",
@@ -200,12 +206,12 @@ SPECTACULAR_SETTINGS = {
         "PhaseKindEnum": "rollout.models.plans.PhaseKind",
         "AnalysisOutcomeEnum": "rollout.models.Outcome",
         "WhatIfStatusEnum": "simulation.models.WhatIfRun.Status",
-        "WorkloadKindEnum": "monitoring.models.Workload.Kind",
-        "ClusterKindEnum": "monitoring.models.Cluster.Kind",
+        "WorkloadKindEnum": "inventory.models.Workload.Kind",
+        "ClusterKindEnum": "inventory.models.Cluster.Kind",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "monitoring.api.schema.add_error_responses",
+        "cluster_portal.web.schema.add_error_responses",
     ],
 }
 

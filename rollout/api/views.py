@@ -15,7 +15,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from monitoring.api.permissions import HasRequiredScope
+from accounts.api.permissions import HasRequiredScope
 from rollout.api import serializers as s
 from rollout.api.filters import AnalysisRunFilter, AuditFilter, PlanFilter
 from rollout.models import AnalysisRun, Approval, Gate, Phase

@@ -98,7 +98,7 @@ class Criterion(models.Model):
         return self.name
 
     def clean(self) -> None:
-        from monitoring.models import MetricDefinition
+        from telemetry.models import MetricDefinition
 
         if self.metric and not MetricDefinition.objects.filter(name=self.metric).exists():
             raise ValidationError({"metric": _("Unknown metric: not in the catalogue.")})

@@ -66,13 +66,13 @@ class MigrationPlan(models.Model):
     )
     name = models.CharField(_("name"), max_length=200)
     source_cluster = models.ForeignKey(
-        "monitoring.Cluster",
+        "inventory.Cluster",
         verbose_name=_("source cluster"),
         on_delete=models.PROTECT,
         related_name="+",
     )
     target_cluster = models.ForeignKey(
-        "monitoring.Cluster",
+        "inventory.Cluster",
         verbose_name=_("target cluster"),
         on_delete=models.PROTECT,
         related_name="+",
@@ -193,7 +193,7 @@ class PlanWorkload(models.Model):
 
     plan = models.ForeignKey(MigrationPlan, on_delete=models.CASCADE, related_name="workloads")
     workload = models.ForeignKey(
-        "monitoring.Workload", verbose_name=_("workload"), on_delete=models.PROTECT
+        "inventory.Workload", verbose_name=_("workload"), on_delete=models.PROTECT
     )
     phase = models.CharField(_("phase"), max_length=10, choices=PhaseKind.choices)
     share = models.FloatField(

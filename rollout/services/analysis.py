@@ -23,7 +23,6 @@ from django.forms.models import model_to_dict
 from django.utils import timezone
 
 from rollout.analysis import semantics as S
-from rollout.analysis.telemetry import MeasurementError, window_aggregate
 from rollout.models import (
     AnalysisRun,
     Gate,
@@ -36,6 +35,7 @@ from rollout.models import (
 )
 from rollout.services.audit import SYSTEM, audit_record
 from rollout.services.plans import plan_lock, plan_move, traffic_rollback
+from telemetry.read import MeasurementError, window_aggregate
 
 SPEC_FIELDS = (
     "metric",

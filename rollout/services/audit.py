@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.db import models
 
-from monitoring.api.permissions import principal_has_scope
+from accounts.api.permissions import principal_has_scope
 from rollout.models import AuditEntry, MigrationPlan
 
 

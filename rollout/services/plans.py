@@ -27,7 +27,8 @@ from datetime import date, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from monitoring.models import Cluster, Tenant, Workload
+from accounts.models import Tenant
+from inventory.models import Cluster, Workload
 from rollout.models import (
     DEFAULT_PHASE_DAYS,
     PHASE_ORDER,

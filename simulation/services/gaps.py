@@ -15,10 +15,8 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from monitoring.telemetry.catalogue import catalogue_sync
-from monitoring.telemetry.registry import entities_resolve, metrics_by_name
-from monitoring.telemetry.store import samples_write
 from simulation.models import TwinGap, TwinRun
+from telemetry.write import catalogue_sync, entities_resolve, metrics_by_name, samples_write
 
 GAP_METRIC = (
     "twin_tick_gap_seconds",

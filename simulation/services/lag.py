@@ -7,10 +7,8 @@ import time
 from django.conf import settings
 from django.db import transaction
 
-from monitoring.telemetry.catalogue import catalogue_sync
-from monitoring.telemetry.registry import entities_resolve, metrics_by_name
-from monitoring.telemetry.store import samples_write
 from simulation.models import TwinRun
+from telemetry.write import catalogue_sync, entities_resolve, metrics_by_name, samples_write
 
 LAG_METRIC = (
     "twin_tick_lag_seconds",

@@ -5,23 +5,22 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from monitoring.models import (
+from accounts.models import Tenant
+from inventory.models import (
     Accelerator,
     Cluster,
     Confidence,
-    Entity,
-    EntityKind,
     HardwareModel,
     Link,
     Node,
     Rack,
     Supernode,
-    Tenant,
     Workload,
 )
-from monitoring.telemetry.catalogue import catalogue_sync
 from simulation.engine import HARDWARE, METRICS, Engine, Scenario
 from simulation.models import TwinRun
+from telemetry.models import Entity, EntityKind
+from telemetry.write import catalogue_sync
 
 
 def engine_catalogue_sync() -> None:

@@ -12,12 +12,16 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.conf import settings
 
-from monitoring.models import Cluster
-from monitoring.telemetry.frames import frames_write_many, layout_for_keys
-from monitoring.telemetry.registry import entities_resolve, metrics_by_name
-from monitoring.telemetry.store import samples_write
+from inventory.models import Cluster
 from simulation.engine import METRICS, Engine
 from simulation.services.runs import engine_catalogue_sync
+from telemetry.write import (
+    entities_resolve,
+    frames_write_many,
+    layout_for_keys,
+    metrics_by_name,
+    samples_write,
+)
 
 # Every kind with one value per entity goes to frames; only cluster-wide scalars stay rows.
 DENSE_KINDS = ("accelerator", "link", "node", "rack", "supernode", "memory_pool", "workload")

@@ -18,12 +18,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from monitoring.services.heartbeats import heartbeat_record
 from rollout.selectors import traffic_shares_for_cluster
 from simulation.engine import Engine
 from simulation.models import TwinRun, TwinTick
 from simulation.services.gaps import gap_record
 from simulation.services.tickdata import Row, StepData, engine_steps, step_data_write
+from telemetry.services.heartbeats import heartbeat_record
 
 
 @dataclass(frozen=True)

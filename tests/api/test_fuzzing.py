@@ -27,7 +27,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.monitoring.dashboards_fixtures import twin_cluster  # noqa: F401 (fixture)
+from tests.dashboards.dashboards_fixtures import twin_cluster  # noqa: F401 (fixture)
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "8"))
 #: Every identifier of the other tenant the world holds contains this word.
@@ -65,11 +65,13 @@ CHECKS = [
 @pytest.fixture
 def world(twin_cluster, users, tenants):  # noqa: F811
     """Both tenants own a workload, a plan and an alert; the twin cluster has telemetry."""
-    from monitoring.models import Alert, AlertRule, Cluster, Entity, Workload
-    from monitoring.services.tokens import token_create
+    from accounts.services.tokens import token_create
+    from alerts.models import Alert, AlertRule
+    from inventory.models import Cluster, Workload
     from rollout.models import PhaseKind
     from rollout.services.audit import Actor
     from rollout.services.plans import plan_create
+    from telemetry.models import Entity
 
     legacy = Cluster.objects.create(name="legacy-fuzz", kind=Cluster.Kind.LEGACY)
     rule = AlertRule.objects.order_by("name").first()

@@ -8,8 +8,8 @@ import pytest
 
 from cluster_portal.celery import app
 from cluster_portal.schedule import BEAT_SCHEDULE
-from monitoring.models import Heartbeat
-from monitoring.tasks import heartbeat
+from telemetry.models import Heartbeat
+from telemetry.tasks import heartbeat
 from tests.workers import Worker, redis_broker_url, wait_for
 
 # Update deliberately when adding a task: a rename silently orphans queued messages.

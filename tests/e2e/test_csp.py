@@ -14,8 +14,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.conftest import PASSWORD
+from tests.cost.test_cost_page import priced  # noqa: F401 - fixture used below
 from tests.e2e.test_dashboards import twin_with_history, wait_loaded
-from tests.monitoring.test_cost_page import priced  # noqa: F401 - fixture used below
 
 DASHBOARDS = (
     "/dashboards/?cluster=twin-e2e&range=6h",

@@ -12,8 +12,9 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from monitoring.models import Cluster, Entity, MetricDefinition, Workload
-from monitoring.telemetry.store import samples_write
+from inventory.models import Cluster, Workload
+from telemetry.models import Entity, MetricDefinition
+from telemetry.write import samples_write
 from tests.conftest import PASSWORD
 
 CHART_TRACES = """

@@ -8,7 +8,19 @@ import sys
 from pathlib import Path
 
 ENGINE = Path(__file__).resolve().parents[2] / "simulation" / "engine"
-FORBIDDEN_ROOTS = {"django", "rest_framework", "celery", "monitoring", "rollout", "cluster_portal"}
+FORBIDDEN_ROOTS = {
+    "django",
+    "rest_framework",
+    "celery",
+    "rollout",
+    "cluster_portal",
+    "accounts",
+    "inventory",
+    "telemetry",
+    "alerts",
+    "cost",
+    "dashboards",
+}
 
 
 def _imports(path: Path) -> list[tuple[str, int]]:

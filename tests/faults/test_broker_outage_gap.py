@@ -16,12 +16,13 @@ import pytest
 from django.db import connection
 
 from cluster_portal.celery import app
-from monitoring.models import Cluster, Frame, Sample
+from inventory.models import Cluster
 from simulation.engine import default_scenario
 from simulation.models import TwinGap, TwinRun
 from simulation.services import twin_run_create
 from simulation.services.gaps import GAP_METRIC
 from simulation.tasks import advance_run
+from telemetry.models import Frame, Sample
 from tests.workers import Worker, wait_for
 
 TICK_SECONDS = 1

@@ -15,9 +15,10 @@ from collections import Counter
 import pytest
 import requests
 
-from monitoring.models import Cluster, IngestionBatch, Sample
-from monitoring.services.tokens import token_create
-from monitoring.telemetry.catalogue import catalogue_sync
+from accounts.services.tokens import token_create
+from inventory.models import Cluster
+from telemetry.models import IngestionBatch, Sample
+from telemetry.write import catalogue_sync
 from tests.servers import WebServer
 from tests.workers import database_url_for_subprocess
 

@@ -19,7 +19,7 @@ from tests.faults.conftest import manage
 from tests.workers import Worker, wait_for
 
 SEED = """
-from monitoring.models import Cluster
+from inventory.models import Cluster
 from simulation.engine import default_scenario
 from simulation.services import twin_run_create
 cluster = Cluster.objects.create(name="{name}", kind=Cluster.Kind.UNIFIED)

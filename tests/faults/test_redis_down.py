@@ -7,7 +7,7 @@ import logging
 import pytest
 import redis
 
-from monitoring.models import Cluster
+from inventory.models import Cluster
 from simulation.engine import default_scenario
 from simulation.services import twin_run_create, twin_tick
 
@@ -50,7 +50,7 @@ def test_with_redis_stopped_reads_answer_and_readiness_names_the_broker(
 
     portal_on_private_redis.stop()
 
-    with caplog.at_level(logging.WARNING, logger="monitoring.api.caching"):
+    with caplog.at_level(logging.WARNING, logger="cluster_portal.web.caching"):
         for url in READS:
             response = client.get(url)
             assert response.status_code == 200, (url, response.content[:300])

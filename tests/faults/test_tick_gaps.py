@@ -6,11 +6,12 @@ from datetime import timedelta
 
 import pytest
 
-from monitoring.models import Cluster, Sample
+from inventory.models import Cluster
 from simulation.engine import default_scenario
 from simulation.models import TwinGap, TwinRun, TwinTick
 from simulation.services import twin_run_control, twin_run_create, twin_tick
 from simulation.services.gaps import GAP_METRIC
+from telemetry.models import Sample
 from tests.simulation.conftest import stored_values
 
 

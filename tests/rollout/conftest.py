@@ -6,12 +6,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from monitoring.models import Cluster, Entity, EntityKind, MetricDefinition, Workload
-from monitoring.services.roles import ROLE_APPROVER, roles_ensure
-from monitoring.telemetry.store import samples_write
+from accounts.services.roles import ROLE_APPROVER, roles_ensure
+from inventory.models import Cluster, Workload
 from rollout.models import Criterion, PhaseKind
 from rollout.services.audit import Actor
 from rollout.services.plans import criterion_save, plan_create
+from telemetry.models import Entity, EntityKind, MetricDefinition
+from telemetry.write import samples_write
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 METRIC = "inference_latency_p99_seconds"
@@ -61,7 +62,7 @@ def write(cluster: Cluster, key: str, ts: datetime, value: float, metric: str = 
 
 @pytest.fixture
 def approvers(users, db) -> list:
-    from monitoring.models import User
+    from accounts.models import User
 
     group = roles_ensure()[ROLE_APPROVER]
     made = [users["approver"]]
@@ -120,7 +121,7 @@ def plan_for_access(tenant: str = "acme"):
     """A draft plan of ``tenant`` (acme by default) for the access-mixin tests (they get only
     ``users``); its clusters and workload are named after the tenant, so both tenants' plans
     can exist side by side."""
-    from monitoring.models import Tenant, User
+    from accounts.models import Tenant, User
 
     clusters_ = {
         "unified": Cluster.objects.create(name=f"acc-uni-{tenant}", kind=Cluster.Kind.UNIFIED),

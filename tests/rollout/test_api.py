@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from monitoring.models import Tenant
-from monitoring.services.tokens import token_create
+from accounts.models import Tenant
+from accounts.services.tokens import token_create
 from rollout.models import AuditEntry, PlanState
 from rollout.services.audit import Actor
 from rollout.services.transitions import plan_promote, plan_start

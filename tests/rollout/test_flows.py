@@ -6,7 +6,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from monitoring.models import Cluster, Tenant, Workload
+from accounts.models import Tenant
+from inventory.models import Cluster, Workload
 from rollout.models import AuditEntry, Criterion, MigrationPlan, PhaseKind, PlanState
 from rollout.selectors import traffic_shares_for_cluster
 from rollout.services.analysis import analysis_run_step

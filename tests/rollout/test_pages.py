@@ -90,7 +90,7 @@ def test_audit_csv_export_and_rows_are_append_only(client_as, plan_factory):
 def test_the_admin_offers_no_audit_edit_and_approves_through_the_service(
     client, users, plan_factory, approvers
 ):
-    from monitoring.models import User
+    from accounts.models import User
 
     plan = plan_factory()
     plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitoring.models import Cluster
+from inventory.models import Cluster
 from simulation.engine import default_scenario
 from simulation.services import twin_run_create
 
@@ -21,7 +21,7 @@ def stored_values(cluster) -> int:
     """Raw values stored for ``cluster``: sample rows plus non-missing values in raw frames."""
     import numpy as np
 
-    from monitoring.models import Frame, Sample
+    from telemetry.models import Frame, Sample
 
     frames = Frame.objects.filter(layout__cluster=cluster, resolution=0).values_list(
         "values", flat=True
@@ -34,7 +34,7 @@ def stored_values(cluster) -> int:
 
 def telemetry(cluster) -> list[tuple]:
     """Everything stored for ``cluster``, comparable across clusters (keys, not ids)."""
-    from monitoring.models import Frame, Sample
+    from telemetry.models import Frame, Sample
 
     rows = sorted(
         Sample.objects.filter(entity__cluster=cluster).values_list(

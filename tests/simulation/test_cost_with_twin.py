@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from monitoring.selectors.cost import cluster_cost
-from monitoring.selectors.windows import cluster_stat
+from cost.selectors import cluster_cost
 from simulation.services import twin_tick
+from telemetry.read import cluster_stat
 
 
 @pytest.mark.django_db

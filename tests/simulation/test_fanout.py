@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitoring.models import Cluster
+from inventory.models import Cluster
 from simulation.engine import default_scenario
 from simulation.models import StagedPart, TwinRun
 from simulation.services import tick_commit_staged, tick_stage_part, twin_run_create, twin_tick

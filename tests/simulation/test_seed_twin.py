@@ -7,7 +7,8 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from monitoring.models import Cluster, Tenant
+from accounts.models import Tenant
+from inventory.models import Cluster
 from simulation.models import TwinRun
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from monitoring.models import Accelerator, Entity, Frame, Sample, Workload
+from inventory.models import Accelerator, Workload
 from simulation.engine import Engine
 from simulation.models import TwinRun, TwinTick
 from simulation.services import twin_tick
+from telemetry.models import Entity, Frame, Sample
 from tests.simulation.conftest import stored_values
 
 
@@ -115,7 +116,7 @@ def test_tick_lag_is_recorded_as_telemetry(twin_run):
 
 @pytest.mark.django_db
 def test_a_run_seeds_the_hardware_catalogue_links_and_workload_slos(twin_run):
-    from monitoring.models import HardwareModel, Link
+    from inventory.models import HardwareModel, Link
 
     cluster = twin_run.cluster
     assert HardwareModel.objects.filter(slug__in=["h100-sxm", "ascend-950dt"]).count() == 2
@@ -137,7 +138,7 @@ def test_two_workers_ticking_at_once_commit_one_tick():
 
     from django.db import connection
 
-    from monitoring.models import Cluster
+    from inventory.models import Cluster
     from simulation.engine import default_scenario
     from simulation.services import twin_run_create
 

@@ -6,7 +6,7 @@ get 403 everywhere.
 
 from __future__ import annotations
 
-from monitoring.models import Cluster
+from inventory.models import Cluster
 from simulation.engine import default_scenario
 from simulation.models import TwinRun
 from simulation.services import twin_run_create

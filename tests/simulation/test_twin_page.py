@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitoring.models import Cluster
+from inventory.models import Cluster
 from simulation.engine import Engine
 from simulation.models import TwinRun
 from simulation.services import twin_tick

@@ -9,7 +9,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from simulation.models import WhatIfRun
-from simulation.services import whatif as whatif_service
+from simulation.services import whatif_run as whatif_service
 from simulation.tasks import run_whatif
 from tests.access import ApiAccessCases, PageAccessCases
 

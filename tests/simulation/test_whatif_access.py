@@ -7,7 +7,7 @@ from tests.access import ApiAccessCases, PageAccessCases
 
 
 def finished_run() -> WhatIfRun:
-    from monitoring.models import User
+    from accounts.models import User
 
     return WhatIfRun.objects.create(
         cards=64,

@@ -24,7 +24,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from monitoring.models import Cluster, Tenant, User, Workload
+from accounts.models import Tenant, User
+from inventory.models import Cluster, Workload
 from rollout.models import Criterion, MigrationPlan, PhaseKind, PlanState
 from rollout.services.analysis import analysis_run_step
 from rollout.services.audit import Actor

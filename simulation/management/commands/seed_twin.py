@@ -13,7 +13,7 @@ Both carry several tenants' training jobs and diurnal inference services; each t
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from monitoring.models import Cluster
+from inventory.models import Cluster
 from simulation.engine import default_scenario
 from simulation.models import TwinRun
 from simulation.services import twin_run_create

@@ -1,0 +1,116 @@
+"""Alert rules on telemetry and the alerts they raise, each with a runbook hint."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+
+class Severity(models.TextChoices):
+    INFO = "info", _("info")
+    WARNING = "warning", _("warning")
+    CRITICAL = "critical", _("critical")
+
+
+class AlertRule(models.Model):
+    """``aggregation(metric over window) comparator threshold`` for every entity of a kind.
+
+    ``runbook`` is shown with each alert: what to check first, following the field's
+    troubleshooting playbook (fragmentation before blaming capacity, optics before routing...).
+    """
+
+    class Aggregation(models.TextChoices):
+        MEAN = "mean", _("mean")
+        MAX = "max", _("max")
+        MIN = "min", _("min")
+        LAST = "last", _("last value")
+
+    class Comparator(models.TextChoices):
+        GT = "gt", ">"
+        GE = "ge", "≥"
+        LT = "lt", "<"
+        LE = "le", "≤"
+
+    name = models.SlugField(_("name"), max_length=100, unique=True)
+    title = models.CharField(_("title"), max_length=200)
+    metric = models.CharField(_("metric"), max_length=200)
+    entity_kind = models.CharField(_("entity kind"), max_length=20)
+    aggregation = models.CharField(
+        _("aggregation"), max_length=10, choices=Aggregation.choices, default=Aggregation.MEAN
+    )
+    comparator = models.CharField(_("comparator"), max_length=2, choices=Comparator.choices)
+    threshold = models.FloatField(_("threshold"))
+    window_seconds = models.PositiveIntegerField(
+        _("window (s)"), default=300, validators=[MinValueValidator(60)]
+    )
+    severity = models.CharField(_("severity"), max_length=10, choices=Severity.choices)
+    runbook = models.TextField(_("runbook hint"))
+    enabled = models.BooleanField(_("enabled"), default=True)
+
+    class Meta:
+        db_table = "monitoring_alertrule"  # kept from before the app split
+        ordering = ["name"]
+        verbose_name = _("alert rule")
+        verbose_name_plural = _("alert rules")
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Alert(models.Model):
+    """One firing (or past) condition of a rule on one entity.
+
+    At most one open (firing or acknowledged) alert per rule and entity: re-evaluation updates
+    ``last_seen`` and ``value`` instead of piling up duplicates.
+    """
+
+    class State(models.TextChoices):
+        FIRING = "firing", _("firing")
+        ACKNOWLEDGED = "acknowledged", _("acknowledged")
+        RESOLVED = "resolved", _("resolved")
+
+    rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="alerts")
+    entity = models.ForeignKey("telemetry.Entity", on_delete=models.CASCADE, related_name="alerts")
+    tenant = models.ForeignKey("monitoring.Tenant", null=True, blank=True, on_delete=models.CASCADE)
+    severity = models.CharField(_("severity"), max_length=10, choices=Severity.choices)
+    state = models.CharField(_("state"), max_length=12, choices=State.choices, default=State.FIRING)
+    value = models.FloatField(_("value"))
+    message = models.CharField(_("message"), max_length=400)
+    first_seen = models.DateTimeField(_("first seen"))
+    last_seen = models.DateTimeField(_("last seen"))
+    acknowledged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    acknowledged_at = models.DateTimeField(_("acknowledged at"), null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    resolved_at = models.DateTimeField(_("resolved at"), null=True, blank=True)
+
+    class Meta:
+        db_table = "monitoring_alert"  # kept from before the app split
+        ordering = ["-last_seen"]
+        verbose_name = _("alert")
+        verbose_name_plural = _("alerts")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["rule", "entity"],
+                condition=~Q(state="resolved"),
+                name="alert_one_open_per_rule_entity",
+            )
+        ]
+        indexes = [models.Index(fields=["state", "severity"], name="alert_state_severity")]
+
+    def __str__(self) -> str:
+        return f"{self.rule.name} on {self.entity}"

@@ -1,0 +1,158 @@
+"""The alert triage page, its CSV export, and the operator's acknowledge / resolve buttons."""
+
+from __future__ import annotations
+
+import csv
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from accounts.access import operator_page, staff_page
+from alerts.models import Alert
+from alerts.selectors import (
+    SEVERITY_FILTERS,
+    STATE_FILTERS,
+    alerts_for_triage,
+    alerts_visible_to,
+)
+from alerts.services import AlertTransitionError, alert_acknowledge, alert_resolve
+
+PAGE_SIZE = 100
+
+# CSV headers are stable column identifiers for spreadsheets and scripts, so they are not
+# translated (a script reading "severity" must not break when the UI language changes).
+CSV_COLUMNS = (
+    "id",
+    "severity",
+    "state",
+    "rule",
+    "title",
+    "cluster",
+    "entity_kind",
+    "entity",
+    "tenant",
+    "value",
+    "comparator",
+    "threshold",
+    "first_seen",
+    "last_seen",
+    "acknowledged_by",
+    "resolved_at",
+    "message",
+)
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _choice(value: str | None, allowed: tuple[str, ...]) -> str:
+    # Unknown filter values show everything rather than an error page: the form offers only
+    # valid choices, so an unknown one is a stale or hand-edited link.
+    return value if value in allowed else ""
+
+
+@staff_page
+def alert_list(request: HttpRequest) -> HttpResponse:
+    """Alerts, open ones first; ``?state=&severity=`` filter, ``?format=csv`` exports them."""
+    state = _choice(request.GET.get("state"), STATE_FILTERS)
+    severity = _choice(request.GET.get("severity"), SEVERITY_FILTERS)
+    alerts = alerts_for_triage(
+        alerts_visible_to(request.user), state=state or None, severity=severity or None
+    )
+    if request.GET.get("format") == "csv":
+        return _csv_response(alerts)
+    filters = {key: value for key, value in (("state", state), ("severity", severity)) if value}
+    page = Paginator(alerts, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "page": page,
+        "rows": [(a, _number(a.value), _number(a.rule.threshold)) for a in page],
+        "state": state,
+        "severity": severity,
+        "state_choices": [("open", _("open (firing or acknowledged)")), *Alert.State.choices],
+        "severity_choices": Alert._meta.get_field("severity").choices,
+        "filter_query": urlencode(filters),
+        "csv_query": urlencode({**filters, "format": "csv"}),
+        "can_operate": request.user.has_perm("monitoring.operate_cluster"),
+    }
+    return render(request, "monitoring/alerts.html", context)
+
+
+def _csv_cell(text: str) -> str:
+    # Entity keys and messages come from exporters; a leading = + - @ would run as a formula
+    # when the file is opened in a spreadsheet.
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
+def _csv_response(alerts: QuerySet[Alert]) -> HttpResponse:
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="alerts.csv"'
+    writer = csv.writer(response)
+    writer.writerow(CSV_COLUMNS)
+    for alert in alerts.iterator(chunk_size=2000):
+        writer.writerow(
+            [
+                alert.pk,
+                alert.severity,
+                alert.state,
+                alert.rule.name,
+                _csv_cell(alert.rule.title),
+                _csv_cell(alert.entity.cluster.name),
+                alert.entity.kind,
+                _csv_cell(alert.entity.key),
+                alert.tenant.slug if alert.tenant else "",
+                alert.value,
+                alert.rule.get_comparator_display(),
+                alert.rule.threshold,
+                alert.first_seen.isoformat(),
+                alert.last_seen.isoformat(),
+                alert.acknowledged_by.username if alert.acknowledged_by else "",
+                alert.resolved_at.isoformat() if alert.resolved_at else "",
+                _csv_cell(alert.message),
+            ]
+        )
+    return response
+
+
+def _back(request: HttpRequest) -> str:
+    """Where to return after an action: the filtered list the button was on."""
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return reverse("alerts")
+
+
+@operator_page
+@require_POST
+def alert_acknowledge_view(request: HttpRequest, pk: int) -> HttpResponse:
+    alert = get_object_or_404(Alert, pk=pk)
+    try:
+        alert_acknowledge(alert=alert, user=request.user)
+    except AlertTransitionError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, _("Alert %(id)s acknowledged.") % {"id": alert.pk})
+    return redirect(_back(request))
+
+
+@operator_page
+@require_POST
+def alert_resolve_view(request: HttpRequest, pk: int) -> HttpResponse:
+    alert = get_object_or_404(Alert, pk=pk)
+    try:
+        alert_resolve(alert=alert, user=request.user)
+    except AlertTransitionError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, _("Alert %(id)s resolved.") % {"id": alert.pk})
+    return redirect(_back(request))

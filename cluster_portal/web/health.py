@@ -1,0 +1,28 @@
+"""Liveness and readiness probes for load balancers and orchestrators."""
+
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+from cluster_portal.web.readiness import readiness
+
+
+@never_cache
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    """The process is up and serving; touches nothing else."""
+    return JsonResponse({"status": "ok"})
+
+
+@never_cache
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    """200 when the database and the broker answer; 503 naming the failing component."""
+    checks = readiness()
+    failing = [c.name for c in checks if not c.ok]
+    body = {
+        "status": "ok" if not failing else "unavailable",
+        "failing": failing,
+        "components": {c.name: {"ok": c.ok, "detail": c.detail} for c in checks},
+    }
+    return JsonResponse(body, status=503 if failing else 200)

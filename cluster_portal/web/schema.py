@@ -1,0 +1,123 @@
+"""OpenAPI pieces shared by every API module (drf-spectacular).
+
+The token authentication class is described as HTTP bearer; every operation documents the one
+error body of :mod:`cluster_portal.web.errors`; dashboard-style endpoints share one payload shape
+and one set of time-range parameters.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, inline_serializer
+from rest_framework import serializers
+
+from cluster_portal.web.timerange import PRESETS
+
+
+class IntegrationTokenScheme(OpenApiAuthenticationExtension):
+    """``Authorization: Bearer cp_<prefix>_<secret>`` (see accounts.api.authentication)."""
+
+    target_class = "accounts.api.authentication.IntegrationTokenAuthentication"
+    name = "integrationToken"
+
+    def get_security_definition(self, auto_schema) -> dict:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "cp_<prefix>_<secret>",
+            "description": "Integration token with scopes ingest, read and/or approve.",
+        }
+
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "description": "Every error: a sentence, a stable code and, for invalid input, the fields.",
+    "properties": {
+        "detail": {"type": "string"},
+        "code": {"type": "string"},
+        "errors": {
+            "type": "object",
+            "additionalProperties": {"type": "array", "items": {"type": "string"}},
+        },
+        "row": {"type": "integer"},
+        "field": {"type": "string"},
+    },
+    "required": ["detail", "code"],
+}
+
+ERROR_RESPONSES = {
+    "400": "Invalid input: `errors` names each field.",
+    "401": "Not authenticated.",
+    "403": "Authenticated, but not allowed (role, scope or tenant).",
+    "404": "No such object, or not visible to you.",
+    "405": "Method not allowed.",
+    "406": "Not acceptable: ask for application/json (or text/csv where offered).",
+    "409": "Conflict: the object changed or the transition is not allowed now.",
+    "415": "Unsupported media type.",
+    "429": "Too many requests: see Retry-After.",
+}
+
+
+def add_error_responses(result: dict, generator, request, public) -> dict:
+    """Postprocessing hook: the shared error body on every operation, in every media type the
+    operation's success answers in (a CSV endpoint's errors are CSV rows)."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas["Error"] = ERROR_SCHEMA
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            responses = operation["responses"]
+            success_types = {
+                media
+                for code, body in responses.items()
+                if str(code).startswith("2")
+                for media in body.get("content", {})
+            }
+            content = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+            if "text/csv" in success_types:
+                content["text/csv"] = {"schema": {"type": "string"}}
+            for code, description in ERROR_RESPONSES.items():
+                responses.setdefault(code, {"description": description, "content": content})
+    return result
+
+
+#: The payload every dashboard data endpoint answers (figures are Plotly JSON).
+DashboardPayload = inline_serializer(
+    name="DashboardPayload",
+    fields={
+        "kpis": serializers.ListField(child=serializers.DictField()),
+        "figures": serializers.DictField(),
+        "tables": serializers.DictField(),
+        "range": serializers.DictField(),
+        "updated": serializers.DateTimeField(),
+        "cluster": serializers.CharField(required=False),
+        "workload": serializers.DictField(required=False),
+    },
+)
+
+TIME_RANGE_PARAMETERS = [
+    OpenApiParameter("range", str, enum=list(PRESETS), description="Preset time range."),
+    OpenApiParameter("start", str, description="Custom range start (ISO 8601)."),
+    OpenApiParameter("end", str, description="Custom range end (ISO 8601)."),
+]
+
+CSV_PARAMETERS = [
+    OpenApiParameter(
+        "format", str, enum=["json", "csv"], description="csv: one table (name it in `table`)."
+    ),
+    OpenApiParameter("table", str, description="With format=csv: the table to download."),
+]
+
+CLUSTER_PARAMETER = OpenApiParameter(
+    "cluster", str, description="Cluster name (default: the first unified cluster)."
+)
+
+DASHBOARD_RESPONSES = {
+    (200, "application/json"): DashboardPayload,
+    (200, "text/csv"): OpenApiTypes.STR,
+}
+
+#: A free-form JSON object (figures computed from data; shape documented per endpoint).
+JSON_OBJECT = OpenApiTypes.OBJECT

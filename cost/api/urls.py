@@ -1,0 +1,9 @@
+from django.urls import path
+
+from cost.api import views
+
+urlpatterns = [
+    path("cost/clusters/", views.ClusterCostView.as_view(), name="cost-clusters"),
+    path("cost/comparison/", views.CostComparisonView.as_view(), name="cost-comparison"),
+    path("cost/showback/", views.ShowbackView.as_view(), name="cost-showback"),
+]

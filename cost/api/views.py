@@ -1,0 +1,197 @@
+"""Cost data endpoints: per-cluster cost and the unified-vs-split comparison (staff), and
+tenant showback (customers: their own tenant only)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.api.permissions import HasRequiredScope
+from accounts.models import Tenant
+from accounts.selectors.scoping import principal_sees_all
+from cluster_portal.web.caching import cached_payload
+from cost.selectors import (
+    INPUT_FIELDS,
+    ClusterCost,
+    clusters_cost,
+    compare_policies,
+    default_pair,
+    tenant_showback,
+)
+from telemetry.read import WindowStat
+
+MAX_HOURS = 24 * 400
+HOURS = OpenApiParameter("hours", float, description="Window length in hours (default 24).")
+
+
+def _window(request: Request) -> tuple[datetime, datetime]:
+    raw = request.query_params.get("hours", "24")
+    try:
+        hours = float(raw)
+    except ValueError:
+        raise ValidationError({"hours": "a number of hours, e.g. 24"}) from None
+    if not 0 < hours <= MAX_HOURS:
+        raise ValidationError({"hours": f"between 0 and {MAX_HOURS}"})
+    end = datetime.now(tz=UTC)
+    return end - timedelta(hours=hours), end
+
+
+def _stat(stat: WindowStat | None) -> dict | None:
+    return (
+        None if stat is None else {"metric": stat.metric, "mean": stat.mean, "samples": stat.count}
+    )
+
+
+def cluster_cost_json(c: ClusterCost) -> dict:
+    a, alloc = c.asset, c.allocation
+    return {
+        "cluster": c.cluster.name,
+        "kind": c.cluster.kind,
+        "window": {"start": c.start.isoformat(), "end": c.end.isoformat()},
+        "cards": c.cards,
+        "inputs": {
+            "applies_to": c.assumptions.cluster.name if c.assumptions.cluster_id else "default",
+            **{name: getattr(c.inputs, name) for name in INPUT_FIELDS},
+        },
+        "asset": None
+        if a is None
+        else {
+            "capex_per_hour": a.capex_per_hour,
+            "energy_per_hour": a.energy.cost_per_hour,
+            "energy_source": "measured" if a.energy.measured else "tdp_x_load_factor",
+            "it_power_watts": a.energy.it_power_watts,
+            "operations_per_hour": a.operations_per_hour,
+            "per_hour": a.per_hour,
+            "per_card_hour": a.per_card_hour,
+        },
+        "workload_per_hour": alloc.workload_per_hour if alloc and c.has_usage else None,
+        "idle_per_hour": alloc.idle_per_hour if alloc and c.has_usage else None,
+        "cost_per_1m_tokens": c.cost_per_million_tokens,
+        "cost_per_1k_samples": c.cost_per_thousand_samples,
+        "measurements": {
+            "power": _stat(c.power),
+            "allocated_ratio": _stat(c.allocated),
+            "busy_ratio": _stat(c.busy),
+            "tokens_per_second": _stat(c.tokens),
+            "samples_per_second": _stat(c.samples),
+        },
+    }
+
+
+class StaffOnlyMixin:
+    def check_staff(self, request: Request) -> None:
+        if not principal_sees_all(request.user):
+            raise PermissionDenied("Cluster cost is visible to cluster staff only; see showback.")
+
+
+@extend_schema(parameters=[HOURS], responses=OpenApiTypes.OBJECT)
+class ClusterCostView(StaffOnlyMixin, APIView):
+    """``GET ?hours=24``: every cluster's cost figures with their inputs and sources."""
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+
+    def get(self, request: Request) -> Response:
+        self.check_staff(request)
+        start, end = _window(request)
+        return Response(
+            cached_payload(
+                request,
+                "cost-clusters",
+                lambda: {"results": [cluster_cost_json(c) for c in clusters_cost(start, end)]},
+            )
+        )
+
+
+@extend_schema(
+    parameters=[
+        HOURS,
+        OpenApiParameter("unified", str, description="Unified cluster's name."),
+        OpenApiParameter("baseline", str, description="Baseline (split) cluster's name."),
+    ],
+    responses=OpenApiTypes.OBJECT,
+)
+class CostComparisonView(StaffOnlyMixin, APIView):
+    """``GET ?hours=&unified=NAME&baseline=NAME``: same-workload TCO and both ledgers."""
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+
+    def get(self, request: Request) -> Response:
+        self.check_staff(request)
+        start, end = _window(request)
+        return Response(
+            cached_payload(request, "cost-comparison", lambda: self.build(request, start, end))
+        )
+
+    def build(self, request: Request, start, end) -> dict:
+        costs = clusters_cost(start, end)
+        unified, baseline = default_pair(costs)
+        by_name = {c.cluster.name: c for c in costs}
+        for param in ("unified", "baseline"):
+            name = request.query_params.get(param)
+            if name and name not in by_name:
+                raise ValidationError({param: f"unknown cluster {name!r}"})
+        unified = by_name.get(request.query_params.get("unified", ""), unified)
+        baseline = by_name.get(request.query_params.get("baseline", ""), baseline)
+        if unified is None or baseline is None or unified is baseline:
+            raise ValidationError({"unified": "need a unified and a different baseline cluster"})
+        comparison = compare_policies(unified, baseline)
+        tco = comparison.tco
+        return {
+            "unified": cluster_cost_json(unified),
+            "baseline": cluster_cost_json(baseline),
+            "same_workload_tco": None
+            if tco is None
+            else {**asdict(tco), "saving_per_month": tco.saving_per_month},
+            "payback_months": comparison.payback_months,
+            "internal_ledger": {
+                **asdict(comparison.ledger),
+                "budget_left": comparison.ledger.budget_left,
+                "within_budget": comparison.ledger.within_budget,
+            },
+        }
+
+
+@extend_schema(
+    parameters=[HOURS, OpenApiParameter("tenant", str, description="Tenant slug (staff).")],
+    responses=OpenApiTypes.OBJECT,
+)
+class ShowbackView(APIView):
+    """``GET ?hours=&tenant=SLUG``: workloads' cost. Customers and tenant tokens get their own
+    tenant whatever they ask for another; staff name a tenant or get every tenant."""
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+
+    def get(self, request: Request) -> Response:
+        start, end = _window(request)
+        user = request.user
+        slug = request.query_params.get("tenant")
+        if principal_sees_all(user):
+            tenants = Tenant.objects.all()
+            if slug:
+                tenants = tenants.filter(slug=slug)
+                if not tenants.exists():
+                    raise ValidationError({"tenant": f"unknown tenant {slug!r}"})
+        else:
+            if user.tenant_id is None:
+                raise PermissionDenied("No tenant.")
+            if slug and slug != user.tenant.slug:
+                raise PermissionDenied("Customers see only their own tenant.")
+            tenants = Tenant.objects.filter(pk=user.tenant_id)
+        results = []
+        for tenant in tenants:
+            for row in tenant_showback(tenant.pk, start, end):
+                results.append({"tenant": tenant.slug, **asdict(row)})
+        return Response(
+            {"window": {"start": start.isoformat(), "end": end.isoformat()}, "results": results}
+        )

@@ -1,0 +1,260 @@
+"""Cost figures from stored telemetry + the editable inputs (reads only; maths in ``cost.model``).
+
+Every figure is built from a window's means (see :mod:`telemetry.selectors.windows`) and the
+cluster's :class:`CostAssumptions` (its own row, else the global default, else the model's
+defaults, unsaved). Each result keeps the inputs and sources it used so pages can show them
+next to the number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import QuerySet
+
+from cost import model as cm
+from cost.models import CostAssumptions
+from inventory.models import Accelerator, Cluster, Workload
+from telemetry.models import EntityKind
+from telemetry.read import WindowStat, cluster_stat, cluster_stats, entity_sums
+
+INPUT_FIELDS = (
+    "currency",
+    "card_price",
+    "other_capex_share",
+    "amortisation_years",
+    "electricity_price_per_kwh",
+    "pue",
+    "load_factor",
+    "operations_per_card_year",
+    "budget",
+    "reused_hardware_share",
+    "migration_cost",
+    "is_assumption",
+)
+ALLOCATED_CARDS = "workload_allocated_cards"
+CLUSTER_FIGURES = (
+    "cluster_power_watts",
+    "cluster_utilization_allocated_ratio",
+    "cluster_utilization_busy_ratio",
+    "cluster_inference_tokens_per_second",
+    "cluster_training_samples_per_second",
+)
+
+
+def assumptions_for(cluster: Cluster | None) -> CostAssumptions:
+    """The cluster's own row, else the global default row, else unsaved model defaults."""
+    if cluster is not None:
+        own = CostAssumptions.objects.filter(cluster=cluster).first()
+        if own is not None:
+            return own
+    default = CostAssumptions.objects.filter(cluster__isnull=True).first()
+    return default if default is not None else CostAssumptions()
+
+
+def inputs_of(row: CostAssumptions) -> cm.CostInputs:
+    return cm.CostInputs(**{name: getattr(row, name) for name in INPUT_FIELDS})
+
+
+def card_count(cluster: Cluster) -> int:
+    return Accelerator.objects.filter(node__cluster=cluster).count()
+
+
+@dataclass
+class ClusterCost:
+    """One cluster's cost over a window, with everything it was computed from."""
+
+    cluster: Cluster
+    start: datetime
+    end: datetime
+    assumptions: CostAssumptions
+    inputs: cm.CostInputs
+    cards: int
+    tdp_watts: float | None
+    power: WindowStat | None
+    allocated: WindowStat | None
+    busy: WindowStat | None
+    tokens: WindowStat | None
+    samples: WindowStat | None
+    asset: cm.AssetCost | None
+    workloads: list[cm.WorkloadUse] = field(default_factory=list)
+    allocation: cm.Allocation | None = None
+
+    @property
+    def hours(self) -> float:
+        return (self.end - self.start).total_seconds() / 3600.0
+
+    @property
+    def has_usage(self) -> bool:
+        return any(w.cards_used_mean for w in self.workloads)
+
+    @property
+    def cost_per_million_tokens(self) -> float | None:
+        if self.allocation is None or self.tokens is None:
+            return None
+        cost = cm.fully_loaded_kind_cost(self.allocation, Workload.Kind.INFERENCE)
+        return cm.cost_per_million_tokens(cost, self.tokens.mean) if cost else None
+
+    @property
+    def cost_per_thousand_samples(self) -> float | None:
+        if self.allocation is None or self.samples is None:
+            return None
+        cost = cm.fully_loaded_kind_cost(self.allocation, Workload.Kind.TRAINING)
+        return cm.cost_per_thousand_samples(cost, self.samples.mean) if cost else None
+
+
+def workload_uses(
+    cluster: Cluster, start: datetime, end: datetime, *, tenant_id: int | None = None
+) -> list[cm.WorkloadUse]:
+    """Requested and measured cards of the cluster's workloads (one tenant's, if given)."""
+    workloads: QuerySet[Workload] = Workload.objects.filter(cluster=cluster).select_related(
+        "tenant"
+    )
+    if tenant_id is not None:
+        workloads = workloads.filter(tenant_id=tenant_id)
+    sums = entity_sums(
+        cluster=cluster, metric_name=ALLOCATED_CARDS, kind=EntityKind.WORKLOAD, start=start, end=end
+    )
+    entity_of = dict(
+        cluster.entities.filter(kind=EntityKind.WORKLOAD, workload__isnull=False).values_list(
+            "workload_id", "pk"
+        )
+    )
+    uses = []
+    for w in workloads:
+        agg = sums.get(entity_of.get(w.pk, -1))
+        uses.append(
+            cm.WorkloadUse(
+                name=w.name,
+                tenant=w.tenant.slug,
+                kind=w.kind,
+                cards_requested=float(w.cards_requested),
+                cards_used_mean=agg[0] / agg[1] if agg else None,
+            )
+        )
+    return uses
+
+
+def cluster_cost(cluster: Cluster, start: datetime, end: datetime) -> ClusterCost:
+    """Asset, workload and idle cost rates of one cluster over ``[start, end)``."""
+    row = assumptions_for(cluster)
+    inputs = inputs_of(row)
+    cards = card_count(cluster)
+    tdp = cluster.hardware_model.tdp_watts if cluster.hardware_model_id else None
+    stats = cluster_stats(cluster, list(CLUSTER_FIGURES), start, end)
+    power = stats["cluster_power_watts"]
+    result = ClusterCost(
+        cluster=cluster,
+        start=start,
+        end=end,
+        assumptions=row,
+        inputs=inputs,
+        cards=cards,
+        tdp_watts=tdp,
+        power=power,
+        allocated=stats["cluster_utilization_allocated_ratio"],
+        busy=stats["cluster_utilization_busy_ratio"],
+        tokens=stats["cluster_inference_tokens_per_second"],
+        samples=stats["cluster_training_samples_per_second"],
+        asset=cm.asset_cost(
+            inputs,
+            cards=cards,
+            measured_it_watts=power.mean if power else None,
+            tdp_watts=tdp,
+        )
+        if cards
+        else None,
+    )
+    result.workloads = workload_uses(cluster, start, end)
+    if result.asset is not None:
+        result.allocation = cm.allocate(result.asset, result.workloads)
+    return result
+
+
+def clusters_cost(start: datetime, end: datetime) -> list[ClusterCost]:
+    return [cluster_cost(c, start, end) for c in Cluster.objects.select_related("hardware_model")]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Customer ledger: the unified cluster's workload under both policies, and the payback."""
+
+    unified: ClusterCost
+    baseline: ClusterCost
+    tco: cm.SameWorkloadTco | None
+    payback_months: float | None
+    ledger: cm.InternalLedger
+
+
+def compare_policies(unified: ClusterCost, baseline: ClusterCost) -> Comparison:
+    """TCO of unified vs split for the unified cluster's measured workload; both ledgers."""
+    tco = None
+    if unified.asset is not None and unified.allocated and baseline.allocated:
+        tco = cm.same_workload_tco(
+            per_card_hour=unified.asset.per_card_hour,
+            workload_cards=unified.allocated.mean * unified.cards,
+            unified_allocated_ratio=unified.allocated.mean,
+            split_allocated_ratio=baseline.allocated.mean,
+        )
+    payback = (
+        cm.payback_months(unified.inputs.migration_cost, tco.saving_per_month) if tco else None
+    )
+    return Comparison(
+        unified=unified,
+        baseline=baseline,
+        tco=tco,
+        payback_months=payback,
+        ledger=cm.internal_ledger(unified.inputs, unified.cards),
+    )
+
+
+@dataclass(frozen=True)
+class ShowbackRow:
+    cluster: str
+    workload: str
+    kind: str
+    cards_requested: float
+    cards_used_mean: float | None
+    cards_charged: float
+    cost_per_hour: float
+    cost_window: float
+    currency: str
+
+
+def tenant_showback(tenant_id: int, start: datetime, end: datetime) -> list[ShowbackRow]:
+    """One tenant's workloads and what they cost over the window (OpenCost showback)."""
+    hours = (end - start).total_seconds() / 3600.0
+    rows: list[ShowbackRow] = []
+    clusters = Cluster.objects.filter(workloads__tenant_id=tenant_id).distinct()
+    for cluster in clusters.select_related("hardware_model"):
+        inputs = inputs_of(assumptions_for(cluster))
+        power = cluster_stat(cluster, "cluster_power_watts", start, end)
+        cards = card_count(cluster)
+        tdp = cluster.hardware_model.tdp_watts if cluster.hardware_model_id else None
+        asset = cm.asset_cost(
+            inputs, cards=cards, measured_it_watts=power.mean if power else None, tdp_watts=tdp
+        )
+        for use in workload_uses(cluster, start, end, tenant_id=tenant_id):
+            per_hour = cm.workload_cost_per_hour(asset, use) if asset and cards else 0.0
+            rows.append(
+                ShowbackRow(
+                    cluster=cluster.name,
+                    workload=use.name,
+                    kind=use.kind,
+                    cards_requested=use.cards_requested,
+                    cards_used_mean=use.cards_used_mean,
+                    cards_charged=use.cards_charged,
+                    cost_per_hour=per_hour,
+                    cost_window=per_hour * hours,
+                    currency=inputs.currency,
+                )
+            )
+    return rows
+
+
+def default_pair(costs: list[ClusterCost]) -> tuple[ClusterCost | None, ClusterCost | None]:
+    """The first unified cluster and the first split/legacy one (the demo's pair)."""
+    unified = next((c for c in costs if c.cluster.kind == Cluster.Kind.UNIFIED), None)
+    baseline = next((c for c in costs if c.cluster.kind != Cluster.Kind.UNIFIED), None)
+    return unified, baseline

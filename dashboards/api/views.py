@@ -1,0 +1,261 @@
+"""REST data endpoints of the dashboards: the same JSON the pages chart.
+
+Every endpoint answers ``{"kpis", "figures", "tables", "range", "updated", ...}``; with
+``?format=csv&table=NAME`` it answers that table (every chart's series is a table of the
+chart's name) as CSV. Time range: ``?range=1h|6h|24h|7d|30d`` or ``?start=&end=``.
+
+Queries per request (measured in ``tests/monitoring/test_dashboards_api.py`` including the
+session's, independent of cluster size): overview 46, hardware 17, memory 43, network 33,
+workload list 26 (+~12 per extra cluster). Fleet data comes from the newest frame per metric and
+range data from rollups, never from raw history (see :mod:`dashboards.selectors`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import UTC, datetime
+
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.api.permissions import HasRequiredScope
+from accounts.selectors.scoping import principal_sees_all
+from cluster_portal.web.caching import cached_payload
+from cluster_portal.web.csv import table_csv
+from cluster_portal.web.schema import (
+    CLUSTER_PARAMETER,
+    CSV_PARAMETERS,
+    DASHBOARD_RESPONSES,
+    TIME_RANGE_PARAMETERS,
+)
+from cluster_portal.web.timerange import TimeRange, TimeRangeError, parse_timerange
+from dashboards.payloads.hardware import (
+    entity_series_payload,
+    hardware_payload,
+    members_table,
+)
+from dashboards.payloads.memory import memory_payload
+from dashboards.payloads.network import network_payload
+from dashboards.payloads.overview import overview_payload
+from dashboards.payloads.workloads import (
+    workload_detail_payload,
+    workload_list_table,
+)
+from dashboards.selectors.common import cluster_pick
+from dashboards.selectors.hardware import (
+    CARD_SERIES,
+    entity_series,
+    hardware,
+    node_detail,
+    rack_detail,
+)
+from dashboards.selectors.memory import memory
+from dashboards.selectors.network import network
+from dashboards.selectors.overview import overview
+from dashboards.selectors.workloads import (
+    workload_detail,
+    workload_rows,
+    workloads_visible_to,
+)
+from inventory.models import Accelerator, Cluster, Node, Rack, Workload
+from telemetry.models import Entity
+
+
+class CSVRenderer(BaseRenderer):
+    """Lets ``?format=csv`` through DRF's content negotiation; views answer CSV themselves,
+    so this only renders error bodies (as ``field,message`` rows)."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(["field", "message"])
+        for key, value in (data or {}).items() if isinstance(data, dict) else []:
+            writer.writerow([key, value if isinstance(value, str) else "; ".join(map(str, value))])
+        return out.getvalue().encode()
+
+
+class DashboardView(APIView):
+    """Base: scope ``read``, staff only unless ``customers_allowed``, range and CSV handling."""
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+    renderer_classes = [JSONRenderer, CSVRenderer]
+    customers_allowed = False
+
+    def build(self, request: Request, tr: TimeRange, **kwargs) -> dict:
+        raise NotImplementedError
+
+    @extend_schema(responses=DASHBOARD_RESPONSES, parameters=TIME_RANGE_PARAMETERS + CSV_PARAMETERS)
+    def get(self, request: Request, **kwargs) -> Response | HttpResponse:
+        if not self.customers_allowed and not principal_sees_all(request.user):
+            raise PermissionDenied("This dashboard is visible to cluster staff only.")
+        try:
+            tr = parse_timerange(request.query_params)
+        except TimeRangeError as error:
+            raise ValidationError(error.errors) from None
+        payload = self.cached_build(request, tr, **kwargs)
+        if request.accepted_renderer.format == "csv":
+            name = request.query_params.get("table", "")
+            tables = payload.get("tables", {})
+            if name not in tables:
+                raise ValidationError(
+                    {"table": f"name one of: {', '.join(sorted(tables)) or '(none)'}"}
+                )
+            return table_csv(f"{self.csv_prefix(payload)}-{name}", tables[name])
+        return Response(payload)
+
+    def cached_build(self, request: Request, tr: TimeRange, **kwargs) -> dict:
+        """The payload, shared briefly by everyone with the same scope (see api.caching)."""
+
+        def build() -> dict:
+            payload = self.build(request, tr, **kwargs)
+            payload["range"] = tr.as_json()
+            payload["updated"] = datetime.now(tz=UTC).isoformat()
+            return payload
+
+        return cached_payload(request, type(self).__name__, build, **kwargs)
+
+    def csv_prefix(self, payload: dict) -> str:
+        return payload.get("cluster") or "dashboard"
+
+
+@extend_schema_view(get=extend_schema(parameters=[CLUSTER_PARAMETER]))
+class ClusterDashboardView(DashboardView):
+    """A page about one cluster: ``?cluster=NAME`` (default: the first unified cluster)."""
+
+    def cluster(self, request: Request) -> Cluster:
+        cluster = cluster_pick(request.query_params.get("cluster"))
+        if cluster is None:
+            raise NotFound("unknown cluster (or no cluster yet)")
+        return cluster
+
+    def build(self, request: Request, tr: TimeRange, **kwargs) -> dict:
+        cluster = self.cluster(request)
+        payload = self.cluster_payload(cluster, tr)
+        payload["cluster"] = cluster.name
+        return payload
+
+    def cluster_payload(self, cluster: Cluster, tr: TimeRange) -> dict:
+        raise NotImplementedError
+
+
+class OverviewDataView(ClusterDashboardView):
+    def cluster_payload(self, cluster: Cluster, tr: TimeRange) -> dict:
+        return overview_payload(overview(cluster, tr))
+
+
+class HardwareDataView(ClusterDashboardView):
+    def cluster_payload(self, cluster: Cluster, tr: TimeRange) -> dict:
+        return hardware_payload(hardware(cluster), lambda pk: reverse("dashboard-rack", args=[pk]))
+
+
+class MemoryDataView(ClusterDashboardView):
+    def cluster_payload(self, cluster: Cluster, tr: TimeRange) -> dict:
+        return memory_payload(memory(cluster, tr))
+
+
+class NetworkDataView(ClusterDashboardView):
+    def cluster_payload(self, cluster: Cluster, tr: TimeRange) -> dict:
+        return network_payload(network(cluster, tr))
+
+
+class RackDataView(DashboardView):
+    def build(self, request: Request, tr: TimeRange, pk: int) -> dict:
+        rack = get_object_or_404(Rack.objects.select_related("supernode"), pk=pk)
+        entity = Entity.objects.filter(kind="rack", rack=rack).first()
+        payload = entity_series_payload(
+            entity_series(entity, ("rack_utilization_ratio", "rack_power_watts"), tr), rack.name
+        )
+        payload["tables"]["nodes"] = members_table(rack_detail(rack), cards=False)
+        payload["cluster"] = rack.supernode.cluster.name
+        return payload
+
+
+class NodeDataView(DashboardView):
+    def build(self, request: Request, tr: TimeRange, pk: int) -> dict:
+        node = get_object_or_404(Node.objects.select_related("cluster"), pk=pk)
+        entity = Entity.objects.filter(kind="node", node=node).first()
+        payload = entity_series_payload(
+            entity_series(entity, ("node_utilization_ratio", "node_power_watts"), tr),
+            node.hostname,
+        )
+        payload["tables"]["cards"] = members_table(node_detail(node), cards=True)
+        payload["cluster"] = node.cluster.name
+        return payload
+
+
+class AcceleratorDataView(DashboardView):
+    def build(self, request: Request, tr: TimeRange, pk: int) -> dict:
+        card = get_object_or_404(Accelerator.objects.select_related("node__cluster"), pk=pk)
+        entity = Entity.objects.filter(kind="accelerator", accelerator=card).first()
+        label = f"{card.node.hostname}/{card.index}"
+        payload = entity_series_payload(entity_series(entity, CARD_SERIES, tr), label)
+        payload["cluster"] = card.node.cluster.name
+        return payload
+
+
+@extend_schema_view(
+    get=extend_schema(
+        operation_id="dashboards_workloads_list",
+        parameters=[
+            OpenApiParameter("kind", str, enum=list(Workload.Kind.values)),
+            OpenApiParameter("cluster", str, description="Only this cluster's workloads."),
+        ],
+    )
+)
+class WorkloadListDataView(DashboardView):
+    """Workloads the caller may see (customers: their tenant's only) with key figures."""
+
+    customers_allowed = True
+
+    def build(self, request: Request, tr: TimeRange, **kwargs) -> dict:
+        workloads = workloads_visible_to(request.user)
+        kind = request.query_params.get("kind")
+        if kind:
+            workloads = workloads.filter(kind=kind)
+        if request.query_params.get("cluster"):
+            workloads = workloads.filter(cluster__name=request.query_params["cluster"])
+        return {
+            "kpis": [],
+            "figures": {},
+            "tables": {"workloads": workload_list_table(workload_rows(workloads))},
+        }
+
+    def csv_prefix(self, payload: dict) -> str:
+        return "workloads"
+
+
+class WorkloadDetailDataView(DashboardView):
+    customers_allowed = True
+
+    def build(self, request: Request, tr: TimeRange, pk: int) -> dict:
+        workload = workloads_visible_to(request.user).filter(pk=pk).first()
+        if workload is None:
+            raise NotFound("no such workload (or not visible to you)")
+        payload = workload_detail_payload(workload_detail(workload, tr))
+        payload["workload"] = {
+            "id": workload.pk,
+            "name": workload.name,
+            "tenant": workload.tenant.slug,
+            "kind": workload.kind,
+            "cluster": workload.cluster.name,
+            "slo_p99_ms": workload.slo_p99_ms,
+            "slo_ttft_ms": workload.slo_ttft_ms,
+        }
+        return payload
+
+    def csv_prefix(self, payload: dict) -> str:
+        return f"workload-{payload['workload']['name']}"

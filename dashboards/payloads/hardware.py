@@ -1,0 +1,118 @@
+"""Hardware payloads: rack heatmaps with drill-down links, and rack/node/card detail."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.utils.translation import gettext as _
+
+from dashboards import charts
+from dashboards.payloads.common import Points, kpi, scaled, series_table, table
+from dashboards.selectors.hardware import CARD_METRICS, HardwareData, MemberRow
+
+
+def hardware_payload(data: HardwareData, rack_url: Callable[[int], str]) -> dict:
+    """Three heatmaps (supernode × rack); each cell's customdata is its rack page URL."""
+    figures = {}
+    specs = (
+        (
+            "utilization",
+            _("Accelerator utilization (mean per rack)"),
+            _("utilization"),
+            (0, 1),
+            ".0%",
+        ),
+        ("temperature", _("Temperature (mean per rack, °C)"), "°C", None, ".1f"),
+        ("hbm_used_ratio", _("HBM used / capacity (per rack)"), _("HBM used"), (0, 1), ".0%"),
+    )
+    for attribute, title, value_title, z_range, value_format in specs:
+        supernodes, names, values, ids = data.matrix(attribute)
+        links = [[rack_url(pk) if pk else None for pk in row] for row in ids]
+        figures[attribute] = charts.heatmap(
+            values,
+            x_labels=names,
+            y_labels=supernodes,
+            title=title,
+            value_title=str(value_title),
+            links=links,
+            z_range=z_range,
+            value_format=value_format,
+        )
+    health = data.health
+    kpis = [
+        kpi("cards_total", _("Cards"), float(data.cards_total), "count"),
+        kpi("healthy", _("Healthy"), float(health.get("healthy", 0)), "count"),
+        kpi("unhealthy", _("Unhealthy"), float(health.get("unhealthy", 0)), "count"),
+        kpi("unknown", _("Unknown health"), float(health.get("unknown", 0)), "count"),
+    ]
+    racks = table(
+        [
+            "supernode",
+            "rack",
+            "rack_id",
+            "cards",
+            "utilization_ratio",
+            "temperature_celsius",
+            "hbm_used_ratio",
+        ],
+        [
+            _("supernode"),
+            _("rack"),
+            _("id"),
+            _("cards"),
+            _("utilization"),
+            _("temperature (°C)"),
+            _("HBM used"),
+        ],
+        [
+            [
+                c.supernode,
+                c.rack,
+                c.rack_id,
+                c.cards,
+                c.utilization,
+                c.temperature,
+                c.hbm_used_ratio,
+            ]
+            for c in data.racks
+        ],
+    )
+    return {
+        "kpis": kpis,
+        "figures": figures,
+        "tables": {"racks": racks},
+        "links": {str(c.rack_id): rack_url(c.rack_id) for c in data.racks},
+    }
+
+
+def members_table(rows: list[MemberRow], *, cards: bool) -> dict:
+    names = CARD_METRICS if cards else CARD_METRICS[:3]
+    return table(
+        ["id", "name", "cards", *names],
+        [_("id"), _("name"), _("cards"), *names],
+        [[r.pk, r.name, r.cards, *(r.values.get(n) for n in names)] for r in rows],
+    )
+
+
+def entity_series_payload(series: dict[str, Points], title: str) -> dict:
+    """Charts for a rack, node or card: utilization, temperature, HBM, power."""
+    figures, tables = {}, {}
+    specs = {
+        "rack_utilization_ratio": (_("Utilization"), ".0%", 1.0),
+        "node_utilization_ratio": (_("Utilization"), ".0%", 1.0),
+        "accelerator_utilization_ratio": (_("Utilization"), ".0%", 1.0),
+        "accelerator_temperature_celsius": (_("Temperature (°C)"), "", 1.0),
+        "accelerator_hbm_used_bytes": (_("HBM used (GiB)"), "", 1 / 2**30),
+        "accelerator_power_watts": (_("Power (W)"), "", 1.0),
+        "rack_power_watts": (_("Power (W)"), "", 1.0),
+        "node_power_watts": (_("Power (W)"), "", 1.0),
+    }
+    for name, points in series.items():
+        label, y_format, factor = specs.get(name, (name, "", 1.0))
+        figures[name] = charts.timeseries(
+            {str(label): scaled(points, factor)},
+            title=f"{title} · {label}",
+            y_format=y_format,
+        )
+        tables[name] = series_table({name: points})
+    return {"kpis": [], "figures": figures, "tables": tables}

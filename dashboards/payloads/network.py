@@ -1,0 +1,94 @@
+"""Network payload: links by status and load, failures, self-healing, communication share."""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext as _
+
+from dashboards import charts
+from dashboards.payloads.common import kpi, series_table, table
+from dashboards.selectors.network import NetworkData
+
+STATUS_ORDER = ("up", "degraded", "rerouting", "down")
+
+
+def network_payload(data: NetworkData) -> dict:
+    counts = data.status_counts
+    s = data.series
+    statuses = [x for x in STATUS_ORDER if x in counts] + sorted(set(counts) - set(STATUS_ORDER))
+    kpis = [
+        kpi("links_total", _("Links"), float(data.links_total), "count"),
+        kpi("links_up", _("Up"), float(counts.get("up", 0)), "count"),
+        kpi("links_down", _("Down"), float(counts.get("down", 0)), "count"),
+        kpi(
+            "links_rerouting",
+            _("Rerouting (self-healing)"),
+            float(counts.get("rerouting", 0)),
+            "count",
+        ),
+        kpi("link_failures", _("Link failures in range"), data.link_failures_in_range, "count"),
+        kpi(
+            "rerouting_time",
+            _("Link time spent rerouting in range"),
+            data.rerouting_link_seconds,
+            "seconds",
+        ),
+        kpi(
+            "communication_ratio",
+            _("Communication share of training step time"),
+            data.communication_ratio,
+            "ratio",
+        ),
+    ]
+    figures = {
+        "status": charts.bars(
+            statuses,
+            {_("links"): [counts[x] for x in statuses]},
+            title=_("Links by status"),
+            y_title=_("links"),
+        ),
+        "utilization_histogram": charts.bars(
+            [label for label, _n in data.utilization_histogram],
+            {_("links"): [n for _label, n in data.utilization_histogram]},
+            title=_("Links by utilization"),
+            y_title=_("links"),
+        ),
+        "health_over_time": charts.timeseries(
+            {_("links down"): s["links_down"], _("links rerouting"): s["links_rerouting"]},
+            title=_("Link failures and self-healing over time"),
+            y_title=_("links"),
+        ),
+        "load_over_time": charts.timeseries(
+            {
+                _("mean link utilization"): s["link_utilization_mean"],
+                _("communication share of training step time"): s["training_communication_ratio"],
+            },
+            title=_("Fabric load and training communication share"),
+            y_format=".0%",
+        ),
+    }
+    links = table(
+        ["link", "kind", "status", "utilization_ratio", "capacity_bytes_per_s"],
+        [_("link"), _("kind"), _("status"), _("utilization"), _("capacity (bytes/s)")],
+        [[r.key, r.kind, r.status, r.utilization, r.capacity_bytes_per_s] for r in data.links],
+    )
+    tables = {
+        "links": links,
+        "status": table(
+            ["status", "links"], [_("status"), _("links")], [[x, counts[x]] for x in statuses]
+        ),
+        "utilization_histogram": table(
+            ["utilization", "links"],
+            [_("utilization"), _("links")],
+            [list(x) for x in data.utilization_histogram],
+        ),
+        "health_over_time": series_table(
+            {"links_down": s["links_down"], "links_rerouting": s["links_rerouting"]}
+        ),
+        "load_over_time": series_table(
+            {
+                "link_utilization_mean": s["link_utilization_mean"],
+                "training_communication_ratio": s["training_communication_ratio"],
+            }
+        ),
+    }
+    return {"kpis": kpis, "figures": figures, "tables": tables}

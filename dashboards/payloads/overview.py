@@ -1,0 +1,127 @@
+"""Overview payload: KPI tiles and the cluster's utilization and throughput curves."""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext as _
+
+from dashboards import charts
+from dashboards.payloads.common import kpi, series_table, table
+from dashboards.selectors.overview import OverviewData
+
+
+def overview_payload(data: OverviewData) -> dict:
+    k, s = data.kpis, data.series
+    healthy, total = k.get("cluster_cards_healthy"), k.get("cluster_cards_total")
+    kpis = [
+        kpi(
+            "cards_healthy",
+            _("Healthy / total cards"),
+            healthy,
+            "count",
+            hint=_("of %(total)s") % {"total": f"{total:,.0f}" if total is not None else "—"},
+        ),
+        kpi(
+            "utilization_busy",
+            _("Utilization (busy)"),
+            k.get("cluster_utilization_busy_ratio"),
+            "ratio",
+        ),
+        kpi(
+            "utilization_allocated",
+            _("Allocated"),
+            k.get("cluster_utilization_allocated_ratio"),
+            "ratio",
+        ),
+        kpi("mfu", _("MFU (training)"), k.get("cluster_mfu_ratio"), "ratio"),
+        kpi(
+            "training_samples",
+            _("Training samples/s"),
+            k.get("cluster_training_samples_per_second"),
+            "count",
+        ),
+        kpi(
+            "inference_tokens",
+            _("Inference tokens/s"),
+            k.get("cluster_inference_tokens_per_second"),
+            "count",
+        ),
+        kpi(
+            "p99_latency",
+            _("P99 latency (worst service)"),
+            k.get("inference_latency_p99_seconds"),
+            "seconds_as_ms",
+        ),
+        kpi(
+            "ttft",
+            _("TTFT P99 (worst service)"),
+            k.get("inference_ttft_p99_seconds"),
+            "seconds_as_ms",
+        ),
+        kpi(
+            "slo_attainment",
+            _("SLO attainment"),
+            k.get("cluster_inference_slo_attainment_ratio"),
+            "ratio",
+        ),
+        kpi("hbm_live", _("HBM live"), k.get("cluster_hbm_live_ratio"), "ratio"),
+        kpi("hbm_reserved", _("HBM reserved"), k.get("cluster_hbm_reserved_ratio"), "ratio"),
+        kpi("open_alerts", _("Open alerts"), float(data.open_alerts), "count"),
+        kpi("twin_lag", _("Twin tick lag"), k.get("twin_tick_lag_seconds"), "seconds"),
+    ]
+    util = {
+        _("allocated / healthy cards"): s["cluster_utilization_allocated_ratio"],
+        _("busy (mean card utilization)"): s["cluster_utilization_busy_ratio"],
+    }
+    cards_stacked = {
+        _("training cards"): s.get("training_cards", []),
+        _("inference cards"): s.get("inference_cards", []),
+    }
+    cards_lines = {_("healthy cards"): s["cluster_cards_healthy"]}
+    figures = {
+        "utilization": charts.timeseries(
+            util, title=_("Utilization: allocated vs busy"), y_title=_("share"), y_format=".0%"
+        ),
+        "cards": charts.utilization_area(
+            cards_stacked,
+            lines=cards_lines,
+            title=_("Cards allocated to training and inference"),
+            y_title=_("cards"),
+        ),
+        "training_throughput": charts.timeseries(
+            {_("samples/s"): s["cluster_training_samples_per_second"]},
+            title=_("Training throughput"),
+            y_title=_("samples/s"),
+        ),
+        "inference_throughput": charts.timeseries(
+            {_("tokens/s"): s["cluster_inference_tokens_per_second"]},
+            title=_("Inference throughput"),
+            y_title=_("tokens/s"),
+        ),
+    }
+    tables = {
+        "kpis": table(
+            ["kpi", "value"],
+            [_("figure"), _("value")],
+            [[item["key"], item["value"]] for item in kpis],
+        ),
+        "utilization": series_table(
+            {
+                "allocated_ratio": s["cluster_utilization_allocated_ratio"],
+                "busy_ratio": s["cluster_utilization_busy_ratio"],
+            }
+        ),
+        "cards": series_table(
+            {
+                "training_cards": s.get("training_cards", []),
+                "inference_cards": s.get("inference_cards", []),
+                "healthy_cards": s["cluster_cards_healthy"],
+            }
+        ),
+        "training_throughput": series_table(
+            {"samples_per_second": s["cluster_training_samples_per_second"]}
+        ),
+        "inference_throughput": series_table(
+            {"tokens_per_second": s["cluster_inference_tokens_per_second"]}
+        ),
+    }
+    return {"kpis": kpis, "figures": figures, "tables": tables}

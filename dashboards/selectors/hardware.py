@@ -1,0 +1,202 @@
+"""Hardware page data: per-rack heatmaps from the newest card frames, and the drill-down
+from a rack to its nodes and cards."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.db.models import Count
+
+from cluster_portal.web.timerange import TimeRange
+from dashboards.selectors.common import finite, metric_defs
+from inventory.models import Accelerator, Cluster, Node, Rack
+from telemetry.models import Entity
+from telemetry.read import Points, latest_kind, series_points
+
+CARD_METRICS = (
+    "accelerator_utilization_ratio",
+    "accelerator_temperature_celsius",
+    "accelerator_hbm_used_bytes",
+    "accelerator_hbm_total_bytes",
+    "accelerator_power_watts",
+    "accelerator_health_status",
+)
+CARD_SERIES = CARD_METRICS[:3] + ("accelerator_power_watts",)
+
+
+def natural_key(text: str) -> list:
+    """``r10`` after ``r9``: numbers inside names compare as numbers."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+@dataclass
+class RackCell:
+    rack_id: int
+    supernode: str
+    rack: str  # short name inside the supernode
+    cards: int
+    utilization: float | None
+    temperature: float | None
+    hbm_used_ratio: float | None
+
+
+@dataclass
+class HardwareData:
+    cluster: Cluster
+    racks: list[RackCell] = field(default_factory=list)
+    health: dict[str, int] = field(default_factory=dict)
+    cards_total: int = 0
+    ts: object = None
+
+    def matrix(self, attribute: str) -> tuple[list[str], list[str], list[list], list[list]]:
+        """``(supernodes, rack names, values[supernode][rack], rack ids)`` for a heatmap."""
+        supernodes = sorted({c.supernode for c in self.racks}, key=natural_key)
+        names = sorted({c.rack for c in self.racks}, key=natural_key)
+        values = [[None] * len(names) for _ in supernodes]
+        ids: list[list] = [[None] * len(names) for _ in supernodes]
+        for cell in self.racks:
+            i, j = supernodes.index(cell.supernode), names.index(cell.rack)
+            values[i][j] = getattr(cell, attribute)
+            ids[i][j] = cell.rack_id
+        return supernodes, names, values, ids
+
+
+def _group_mean(groups: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    present = ~np.isnan(values)
+    sums = np.bincount(groups[present], weights=values[present], minlength=size)
+    counts = np.bincount(groups[present], minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def hardware(cluster: Cluster) -> HardwareData:
+    """Per-rack means of the newest card values, and health counts.
+
+    Queries: the card snapshot (2 + one per metric), one for the card → rack map (an id pair
+    per card: ~10k small rows at full scale) and one for the racks.
+    """
+    data = HardwareData(cluster=cluster)
+    snap = latest_kind(cluster.pk, "accelerator", CARD_METRICS)
+    data.ts = snap.ts
+    racks = list(
+        Rack.objects.filter(supernode__cluster=cluster).values_list("pk", "name", "supernode__name")
+    )
+    rack_index = {pk: i for i, (pk, _, _) in enumerate(racks)}
+    card_rack = dict(
+        Entity.objects.filter(cluster=cluster, kind="accelerator").values_list("pk", "rack_id")
+    )
+    data.cards_total = len(card_rack)
+    groups = np.array(
+        [rack_index.get(card_rack.get(e), len(racks)) for e in snap.ids.tolist()], dtype=np.int64
+    )
+    size = len(racks) + 1  # the last group collects cards without a rack
+    util = _group_mean(groups, snap.get("accelerator_utilization_ratio"), size)
+    temp = _group_mean(groups, snap.get("accelerator_temperature_celsius"), size)
+    used, total = snap.get("accelerator_hbm_used_bytes"), snap.get("accelerator_hbm_total_bytes")
+    both = ~np.isnan(used) & ~np.isnan(total)
+    used_sum = np.bincount(groups[both], weights=used[both], minlength=size)
+    total_sum = np.bincount(groups[both], weights=total[both], minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        hbm = np.where(total_sum > 0, used_sum / np.maximum(total_sum, 1), np.nan)
+    cards_per_rack = np.bincount(
+        np.array([rack_index.get(r, len(racks)) for r in card_rack.values()], dtype=np.int64),
+        minlength=size,
+    )
+    for i, (pk, name, supernode) in enumerate(racks):
+        short = name.rsplit("/", 1)[-1]
+        data.racks.append(
+            RackCell(
+                pk,
+                supernode,
+                short,
+                int(cards_per_rack[i]),
+                finite(util[i]),
+                finite(temp[i]),
+                finite(hbm[i]),
+            )
+        )
+    health = snap.get("accelerator_health_status")
+    if np.isfinite(health).any():
+        data.health = {
+            "healthy": int(np.sum(health == 1)),
+            "unhealthy": int(np.sum(health == 0)),
+            "unknown": data.cards_total - int(np.sum(health == 1)) - int(np.sum(health == 0)),
+        }
+    else:
+        # No health telemetry: fall back to the inventory's last known health.
+        counts = dict(
+            Accelerator.objects.filter(node__cluster=cluster)
+            .values_list("health")
+            .annotate(n=Count("pk"))
+        )
+        data.health = {
+            "healthy": counts.get(1, 0),
+            "unhealthy": counts.get(0, 0),
+            "unknown": counts.get(-1, 0),
+        }
+    return data
+
+
+@dataclass
+class MemberRow:
+    """One node of a rack, or one card of a node, with its newest values."""
+
+    pk: int
+    name: str
+    cards: int
+    values: dict[str, float | None]
+
+
+def _card_values(cluster_id: int, card_entities: dict[int, int]) -> dict[int, dict[str, float]]:
+    """Newest card values for ``{entity id: accelerator id}`` keyed by accelerator id."""
+    snap = latest_kind(cluster_id, "accelerator", CARD_METRICS).by_entity()
+    return {acc: snap.get(entity_id, {}) for entity_id, acc in card_entities.items()}
+
+
+def rack_detail(rack: Rack) -> list[MemberRow]:
+    """The rack's nodes with card count and mean newest card values."""
+    cluster_id = rack.supernode.cluster_id
+    nodes = list(Node.objects.filter(rack=rack).order_by("hostname"))
+    cards = dict(
+        Entity.objects.filter(
+            cluster_id=cluster_id, kind="accelerator", rack=rack, accelerator__isnull=False
+        ).values_list("pk", "accelerator_id")
+    )
+    node_of = dict(Accelerator.objects.filter(node__rack=rack).values_list("pk", "node_id"))
+    values = _card_values(cluster_id, cards)
+    rows = []
+    for node in nodes:
+        members = [v for acc, v in values.items() if node_of.get(acc) == node.pk]
+        means = {}
+        for name in CARD_METRICS[:3]:
+            found = [m[name] for m in members if name in m]
+            means[name] = finite(float(np.mean(found))) if found else None
+        count = sum(1 for n in node_of.values() if n == node.pk)
+        rows.append(MemberRow(node.pk, node.hostname, count, means))
+    return rows
+
+
+def node_detail(node: Node) -> list[MemberRow]:
+    """The node's cards with their newest values."""
+    cards = dict(
+        Entity.objects.filter(
+            cluster_id=node.cluster_id, kind="accelerator", node=node, accelerator__isnull=False
+        ).values_list("pk", "accelerator_id")
+    )
+    values = _card_values(node.cluster_id, cards)
+    rows = []
+    for acc in Accelerator.objects.filter(node=node).order_by("index", "pk"):
+        latest = values.get(acc.pk, {})
+        label = f"{node.hostname}/{acc.index if acc.index is not None else acc.vendor_id}"
+        rows.append(MemberRow(acc.pk, label, 1, {n: latest.get(n) for n in CARD_METRICS}))
+    return rows
+
+
+def entity_series(
+    entity: Entity | None, names: tuple[str, ...], tr: TimeRange
+) -> dict[str, Points]:
+    """Series of several metrics of one entity (a rack, node or card)."""
+    metrics = metric_defs(names)
+    return {name: series_points(metrics.get(name), entity, tr) for name in names}

@@ -1,0 +1,92 @@
+"""Memory-pool page data: per supernode pool (HBM tier and host-DRAM tier)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cluster_portal.web.timerange import TimeRange
+from dashboards.selectors.common import finite, metric_defs
+from dashboards.selectors.hardware import natural_key
+from inventory.models import Cluster
+from telemetry.models import Entity, MetricDefinition
+from telemetry.read import Points, cluster_entity, kind_series, latest_kind, series_points
+
+POOL_METRICS = (
+    "memory_pool_hbm_total_bytes",
+    "memory_pool_hbm_reserved_bytes",
+    "memory_pool_hbm_live_bytes",
+    "memory_pool_hbm_free_bytes",
+    "memory_pool_kv_live_bytes",
+    "memory_pool_kv_allocated_bytes",
+    "memory_pool_prefix_cache_bytes",
+    "memory_pool_dram_total_bytes",
+    "memory_pool_dram_used_bytes",
+    "memory_pool_internal_fragmentation_ratio",
+    "memory_pool_external_fragmentation_ratio",
+    "memory_pool_kv_hit_ratio",
+    "memory_pool_kv_evictions_per_second",
+    "memory_pool_allocation_failures_per_second",
+)
+# A baseline hit ratio under plain LRU, if a source reports one next to the LRU-K figure.
+LRU_BASELINE_METRIC = "memory_pool_kv_hit_ratio_lru"
+CLUSTER_SERIES = ("cluster_hbm_live_ratio", "cluster_hbm_reserved_ratio", "cluster_kv_hit_ratio")
+
+
+@dataclass
+class MemoryData:
+    cluster: Cluster
+    pools: list[tuple[str, dict[str, float | None]]] = field(default_factory=list)
+    series: dict[str, Points] = field(default_factory=dict)
+    lru_baseline_reported: bool = False
+
+
+def offload_rate(points: Points) -> Points:
+    """Bytes/s from a cumulative counter's points (a reset, e.g. a twin reset, is skipped)."""
+    out: Points = []
+    for (t0, v0), (t1, v1) in zip(points, points[1:], strict=False):
+        seconds = (t1 - t0).total_seconds()
+        if seconds > 0 and v1 >= v0:
+            out.append((t1, (v1 - v0) / seconds))
+    return out
+
+
+def memory(cluster: Cluster, tr: TimeRange) -> MemoryData:
+    """Newest pool figures per supernode plus the range's cluster-wide memory series.
+
+    Queries: pool snapshot (2 + one per metric), one for pool keys, one per cluster series,
+    one layout read each for the pool-wide failure and eviction curves.
+    """
+    data = MemoryData(cluster=cluster)
+    names = POOL_METRICS + (LRU_BASELINE_METRIC,)
+    snap = latest_kind(cluster.pk, "memory_pool", names).by_entity()
+    keys = dict(
+        Entity.objects.filter(pk__in=list(snap), kind="memory_pool").values_list("pk", "key")
+    )
+    for entity_id in sorted(snap, key=lambda e: natural_key(keys.get(e, ""))):
+        values = snap[entity_id]
+        data.pools.append(
+            (keys.get(entity_id, str(entity_id)), {n: finite(values.get(n)) for n in names})
+        )
+    data.lru_baseline_reported = MetricDefinition.objects.filter(name=LRU_BASELINE_METRIC).exists()
+    entity = cluster_entity(cluster)
+    metrics = metric_defs(
+        CLUSTER_SERIES
+        + (
+            "cluster_kv_offload_bytes_total",
+            "memory_pool_allocation_failures_per_second",
+            "memory_pool_kv_evictions_per_second",
+        )
+    )
+    for name in CLUSTER_SERIES:
+        data.series[name] = series_points(metrics.get(name), entity, tr)
+    data.series["offload_bytes_per_second"] = offload_rate(
+        series_points(metrics.get("cluster_kv_offload_bytes_total"), entity, tr)
+    )
+    for name in (
+        "memory_pool_allocation_failures_per_second",
+        "memory_pool_kv_evictions_per_second",
+    ):
+        data.series[name] = kind_series(
+            cluster_id=cluster.pk, kind="memory_pool", metric=metrics.get(name), tr=tr
+        )
+    return data

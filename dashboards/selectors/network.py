@@ -1,0 +1,140 @@
+"""Network page data: fabric links by status and utilization, failures, self-healing, and
+the communication share of training step time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cluster_portal.web.timerange import TimeRange
+from dashboards.selectors.common import finite, metric_defs
+from dashboards.selectors.overview import workload_entity_ids
+from inventory.models import Cluster, Link
+from telemetry.models import Entity
+from telemetry.read import Points, cluster_entity, kind_series, latest_kind, series_points
+
+LINK_METRICS = ("link_status", "link_utilization_ratio", "link_rerouting_status")
+UTILIZATION_BINS = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0001)
+TABLE_LIMIT = 50
+
+
+@dataclass
+class LinkRow:
+    key: str
+    kind: str
+    status: str  # "up", "down", "rerouting" (telemetry) or the inventory status
+    utilization: float | None
+    capacity_bytes_per_s: float
+
+
+@dataclass
+class NetworkData:
+    cluster: Cluster
+    status_counts: dict[str, int] = field(default_factory=dict)
+    utilization_histogram: list[tuple[str, int]] = field(default_factory=list)
+    links: list[LinkRow] = field(default_factory=list)  # down/rerouting first, then busiest
+    links_total: int = 0
+    communication_ratio: float | None = None
+    link_failures_in_range: float | None = None
+    rerouting_link_seconds: float | None = None
+    series: dict[str, Points] = field(default_factory=dict)
+
+
+def link_seconds(points: Points) -> float:
+    """Integral of a "links in state X" curve over time, in link-seconds."""
+    total = 0.0
+    for (t0, v0), (t1, _) in zip(points, points[1:], strict=False):
+        total += v0 * (t1 - t0).total_seconds()
+    return total
+
+
+def network(cluster: Cluster, tr: TimeRange) -> NetworkData:
+    """Queries: link snapshot (2 + 3), one for the inventory links, one for link entities,
+    a few series reads (cluster scalars and whole-layout link/workload frames)."""
+    data = NetworkData(cluster=cluster)
+    snap = latest_kind(cluster.pk, "link", LINK_METRICS)
+    entity_link = dict(
+        Entity.objects.filter(cluster=cluster, kind="link", link__isnull=False).values_list(
+            "pk", "link_id"
+        )
+    )
+    links = {link.pk: link for link in Link.objects.filter(cluster=cluster)}
+    data.links_total = len(links)
+    status, util, rerouting = (snap.get(n) for n in LINK_METRICS)
+    seen: set[int] = set()
+    rows: list[LinkRow] = []
+    for i, entity_id in enumerate(snap.ids.tolist()):
+        link = links.get(entity_link.get(entity_id))
+        if link is None:
+            continue
+        seen.add(link.pk)
+        if rerouting[i] == 1:
+            state = "rerouting"
+        elif status[i] == 0:
+            state = "down"
+        elif status[i] == 1:
+            state = "up"
+        else:
+            state = link.status
+        rows.append(LinkRow(link.key, link.kind, state, finite(util[i]), link.capacity_bytes_per_s))
+    for pk, link in links.items():
+        if pk not in seen:  # no telemetry: the inventory's status
+            rows.append(LinkRow(link.key, link.kind, link.status, None, link.capacity_bytes_per_s))
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.status] = counts.get(row.status, 0) + 1
+    data.status_counts = counts
+    present = util[~np.isnan(util)]
+    hist, _ = np.histogram(present, bins=UTILIZATION_BINS)
+    labels = ("0–25%", "25–50%", "50–75%", "75–90%", "90–100%")
+    data.utilization_histogram = list(zip(labels, (int(h) for h in hist), strict=True))
+    order = {"down": 0, "rerouting": 1, "degraded": 2, "up": 3}
+    rows.sort(key=lambda r: (order.get(r.status, 4), -(r.utilization or 0.0), r.key))
+    data.links = rows[:TABLE_LIMIT]
+
+    metrics = metric_defs(
+        (
+            "cluster_link_failures_total",
+            "link_rerouting_status",
+            "link_status",
+            "link_utilization_ratio",
+            "training_communication_ratio",
+        )
+    )
+    entity = cluster_entity(cluster)
+    failures = series_points(metrics.get("cluster_link_failures_total"), entity, tr)
+    if failures:
+        data.link_failures_in_range = max(0.0, failures[-1][1] - failures[0][1])
+    data.series["cluster_link_failures_total"] = failures
+    data.series["links_rerouting"] = kind_series(
+        cluster_id=cluster.pk, kind="link", metric=metrics.get("link_rerouting_status"), tr=tr
+    )
+    up = kind_series(cluster_id=cluster.pk, kind="link", metric=metrics.get("link_status"), tr=tr)
+    data.series["links_down"] = [(ts, max(0.0, len(snap.ids) - v)) for ts, v in up]
+    data.series["link_utilization_mean"] = kind_series(
+        cluster_id=cluster.pk,
+        kind="link",
+        metric=metrics.get("link_utilization_ratio"),
+        tr=tr,
+        reduce="mean",
+    )
+    if data.series["links_rerouting"]:
+        data.rerouting_link_seconds = link_seconds(data.series["links_rerouting"])
+    training = workload_entity_ids(cluster).get("training", set())
+    data.series["training_communication_ratio"] = (
+        kind_series(
+            cluster_id=cluster.pk,
+            kind="workload",
+            metric=metrics.get("training_communication_ratio"),
+            tr=tr,
+            entity_ids=training,
+            reduce="mean",
+        )
+        if training
+        else []
+    )
+    jobs = latest_kind(cluster.pk, "workload", ("training_communication_ratio",))
+    comm = jobs.get("training_communication_ratio")[np.isin(jobs.ids, list(training))]
+    data.communication_ratio = finite(np.nanmean(comm)) if np.isfinite(comm).any() else None
+    return data

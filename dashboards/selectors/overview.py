@@ -1,0 +1,122 @@
+"""Overview page data: the cluster's utilization curve, throughput and KPI tiles."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from alerts.models import Alert
+from cluster_portal.web.timerange import TimeRange
+from dashboards.selectors.common import finite, metric_defs
+from inventory.models import Cluster, Workload
+from telemetry.models import Entity
+from telemetry.read import (
+    Points,
+    cluster_entity,
+    kind_series,
+    latest_kind,
+    latest_scalars,
+    series_points,
+)
+
+CLUSTER_KPIS = (
+    "cluster_cards_total",
+    "cluster_cards_healthy",
+    "cluster_cards_allocated",
+    "cluster_utilization_allocated_ratio",
+    "cluster_utilization_busy_ratio",
+    "cluster_mfu_ratio",
+    "cluster_training_samples_per_second",
+    "cluster_inference_tokens_per_second",
+    "cluster_inference_slo_attainment_ratio",
+    "cluster_hbm_live_ratio",
+    "cluster_hbm_reserved_ratio",
+    "twin_tick_lag_seconds",
+)
+SERIES = (
+    "cluster_utilization_allocated_ratio",
+    "cluster_utilization_busy_ratio",
+    "cluster_cards_healthy",
+    "cluster_training_samples_per_second",
+    "cluster_inference_tokens_per_second",
+)
+# The day/night curve: cards held by training vs inference, as cluster scalars (one row per
+# step). Sources that only report per-workload frames fall back to summing those.
+SPLIT = {
+    "training_cards": ("cluster_training_cards_allocated", "training"),
+    "inference_cards": ("cluster_inference_cards_allocated", "inference"),
+}
+
+
+@dataclass
+class OverviewData:
+    cluster: Cluster
+    kpis: dict[str, float | None] = field(default_factory=dict)
+    open_alerts: int = 0
+    series: dict[str, Points] = field(default_factory=dict)
+
+
+def workload_entity_ids(cluster: Cluster) -> dict[str, set[int]]:
+    """Workload entity ids of the cluster by workload kind (training / inference)."""
+    out: dict[str, set[int]] = {kind: set() for kind in Workload.Kind.values}
+    rows = Entity.objects.filter(cluster=cluster, kind="workload", workload__isnull=False)
+    for entity_id, kind in rows.values_list("pk", "workload__kind"):
+        out[kind].add(entity_id)
+    return out
+
+
+def latency_kpis(cluster: Cluster) -> dict[str, float | None]:
+    """Worst current P99 latency and TTFT over the cluster's inference services.
+
+    The twin reports latency per service only; the worst service is the honest single
+    figure (a mean would hide the one service missing its SLO).
+    """
+    snap = latest_kind(
+        cluster.pk, "workload", ("inference_latency_p99_seconds", "inference_ttft_p99_seconds")
+    )
+    out: dict[str, float | None] = {}
+    for name in ("inference_latency_p99_seconds", "inference_ttft_p99_seconds"):
+        values = snap.get(name)
+        out[name] = finite(np.nanmax(values)) if np.isfinite(values).any() else None
+    return out
+
+
+def overview(cluster: Cluster, tr: TimeRange) -> OverviewData:
+    """KPIs (latest values) and the range's series for one cluster.
+
+    Queries: ~12 latest-scalar lookups, ~5 for the latency snapshot, one per series (rollups
+    at the range's resolution) and one layout read per workload-kind curve.
+    """
+    data = OverviewData(cluster=cluster)
+    entity = cluster_entity(cluster)
+    scalars = latest_scalars(entity, CLUSTER_KPIS)
+    data.kpis = {name: scalars.get(name) for name in CLUSTER_KPIS}
+    data.kpis.update(latency_kpis(cluster))
+    data.open_alerts = Alert.objects.filter(
+        entity__cluster=cluster, state__in=(Alert.State.FIRING, Alert.State.ACKNOWLEDGED)
+    ).count()
+    metrics = metric_defs(
+        (*SERIES, *(scalar for scalar, _ in SPLIT.values()), "workload_allocated_cards")
+    )
+    for name in SERIES:
+        data.series[name] = series_points(metrics.get(name), entity, tr)
+    by_kind = None
+    for key, (scalar, workload_kind) in SPLIT.items():
+        points = series_points(metrics.get(scalar), entity, tr)
+        if not points:
+            by_kind = by_kind if by_kind is not None else workload_entity_ids(cluster)
+            ids = by_kind[workload_kind]
+            points = (
+                kind_series(
+                    cluster_id=cluster.pk,
+                    kind="workload",
+                    metric=metrics.get("workload_allocated_cards"),
+                    tr=tr,
+                    entity_ids=ids,
+                )
+                if ids
+                else []
+            )
+        data.series[key] = points
+    return data

@@ -1,0 +1,116 @@
+"""Workloads: the tenant-scoped list with key figures, and one workload's detail.
+
+Customers see only workloads whose entity :func:`entities_visible_to` lets them see (their
+tenant's); staff see all. Another tenant's workload is simply not in the queryset, so a
+detail view answers 404, never 403 (which would confirm that the id exists).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.db.models import QuerySet
+
+from accounts.selectors.scoping import principal_sees_all
+from cluster_portal.web.timerange import TimeRange
+from dashboards.selectors.common import finite, metric_defs
+from inventory.models import Workload
+from telemetry.models import Entity
+from telemetry.read import Points, entities_visible_to, latest_kind, series_points
+
+TRAINING_METRICS = (
+    "workload_allocated_cards",
+    "training_samples_per_second",
+    "training_mfu_ratio",
+    "training_progress_ratio",
+    "training_state",
+    "training_queue_wait_seconds_total",
+    "training_preemptions_total",
+    "training_communication_ratio",
+)
+INFERENCE_METRICS = (
+    "workload_allocated_cards",
+    "inference_replicas",
+    "inference_request_rate_per_second",
+    "inference_tokens_per_second",
+    "inference_latency_p50_seconds",
+    "inference_latency_p99_seconds",
+    "inference_ttft_p99_seconds",
+    "inference_slo_attainment_ratio",
+    "workload_traffic_share_ratio",
+)
+LIST_METRICS = tuple(dict.fromkeys(TRAINING_METRICS + INFERENCE_METRICS))
+TRAINING_SERIES = (
+    "training_samples_per_second",
+    "training_mfu_ratio",
+    "workload_allocated_cards",
+    "training_progress_ratio",
+)
+INFERENCE_SERIES = (
+    "inference_request_rate_per_second",
+    "inference_latency_p50_seconds",
+    "inference_latency_p99_seconds",
+    "inference_ttft_p99_seconds",
+    "inference_slo_attainment_ratio",
+    "inference_replicas",
+)
+TRAINING_STATES = {0: "not submitted", 1: "queued", 2: "running", 3: "done"}
+
+
+def workloads_visible_to(user) -> QuerySet[Workload]:
+    """The workloads ``user`` may read (THE tenant scoping is ``entities_visible_to``)."""
+    workloads = Workload.objects.select_related("tenant", "cluster")
+    if principal_sees_all(user):
+        return workloads
+    visible = entities_visible_to(user).filter(kind="workload", workload__isnull=False)
+    return workloads.filter(pk__in=visible.values("workload_id"))
+
+
+@dataclass
+class WorkloadRow:
+    workload: Workload
+    values: dict[str, float | None] = field(default_factory=dict)
+
+
+def workload_rows(workloads: QuerySet[Workload]) -> list[WorkloadRow]:
+    """Each workload with its newest figures: one frame snapshot per cluster involved."""
+    items = list(workloads.order_by("cluster__name", "tenant__slug", "name"))
+    entity_of = dict(Entity.objects.filter(workload__in=items).values_list("workload_id", "pk"))
+    by_cluster: dict[int, list[Workload]] = defaultdict(list)
+    for workload in items:
+        by_cluster[workload.cluster_id].append(workload)
+    latest: dict[int, dict[str, float]] = {}
+    for cluster_id in by_cluster:
+        latest.update(latest_kind(cluster_id, "workload", LIST_METRICS).by_entity())
+    rows = []
+    for workload in items:
+        values = latest.get(entity_of.get(workload.pk), {})
+        rows.append(WorkloadRow(workload, {n: finite(values.get(n)) for n in LIST_METRICS}))
+    return rows
+
+
+@dataclass
+class WorkloadDetail:
+    workload: Workload
+    values: dict[str, float | None]
+    series: dict[str, Points]
+    state: str | None = None
+
+
+def workload_detail(workload: Workload, tr: TimeRange) -> WorkloadDetail:
+    """Newest figures and the range's series of one workload (one query per series)."""
+    entity = Entity.objects.filter(workload=workload).first()
+    training = workload.kind == Workload.Kind.TRAINING
+    names = TRAINING_METRICS if training else INFERENCE_METRICS
+    values: dict[str, float | None] = {n: None for n in names}
+    if entity is not None:
+        latest = latest_kind(workload.cluster_id, "workload", names).by_entity().get(entity.pk, {})
+        values.update({n: finite(latest.get(n)) for n in names})
+    wanted = TRAINING_SERIES if training else INFERENCE_SERIES
+    metrics = metric_defs(wanted)
+    series = {name: series_points(metrics.get(name), entity, tr) for name in wanted}
+    state = None
+    if training and values.get("training_state") is not None:
+        state = TRAINING_STATES.get(int(values["training_state"]))
+    return WorkloadDetail(workload, values, series, state)

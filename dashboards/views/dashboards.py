@@ -1,0 +1,165 @@
+"""Dashboard pages: server-rendered frames whose charts and tiles ``static/js/dashboard.js``
+fills from the matching ``/api/v1/dashboards/...`` endpoint (live refresh every 15 s)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+
+from accounts.access import staff_page
+from cluster_portal.web.timerange import PRESET_LABELS, TimeRangeError, parse_timerange
+from dashboards.payloads.workloads import workload_list_table
+from dashboards.selectors.common import cluster_pick, clusters
+from dashboards.selectors.hardware import node_detail, rack_detail
+from dashboards.selectors.workloads import workload_rows, workloads_visible_to
+from inventory.models import Accelerator, Node, Rack, Workload
+
+
+def display_cell(column: str, value) -> str:
+    """A list cell as shown on the page (the CSV carries the raw value)."""
+    if value is None:
+        return "—"
+    if column == "kind":
+        return str(Workload.Kind(value).label)
+    if column == "criticality":
+        return str(Workload.Criticality(value).label)
+    if isinstance(value, float):
+        if column.endswith("_ratio"):
+            return f"{value * 100:.1f}%"
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
+    return str(value)
+
+
+def _frame(request: HttpRequest, template: str, data_url: str, **context) -> HttpResponse:
+    """Render a dashboard page with the range picker; a bad range is a 400 page."""
+    try:
+        tr = parse_timerange(request.GET)
+    except TimeRangeError as error:
+        return render(
+            request, "monitoring/dashboards/bad_range.html", {"errors": error.errors}, status=400
+        )
+    keep = {k: v for k, v in request.GET.items() if k in ("cluster", "kind")}
+    presets = [
+        (key, label, "?" + urlencode({**keep, "range": key}), key == tr.preset)
+        for key, label in PRESET_LABELS.items()
+    ]
+    context.update(
+        data_url=data_url,
+        presets=presets,
+        timerange=tr,
+        custom=tr.preset == "custom",
+        keep=keep,
+    )
+    return render(request, template, context)
+
+
+def _cluster_page(request: HttpRequest, template: str, api_name: str) -> HttpResponse:
+    cluster = cluster_pick(request.GET.get("cluster"))
+    if request.GET.get("cluster") and cluster is None:
+        raise Http404("unknown cluster")
+    return _frame(
+        request,
+        template,
+        reverse(f"api:{api_name}"),
+        cluster=cluster,
+        clusters=clusters(),
+    )
+
+
+@staff_page
+def overview_page(request: HttpRequest) -> HttpResponse:
+    return _cluster_page(request, "monitoring/dashboards/overview.html", "dashboard-overview")
+
+
+@staff_page
+def hardware_page(request: HttpRequest) -> HttpResponse:
+    return _cluster_page(request, "monitoring/dashboards/hardware.html", "dashboard-hardware")
+
+
+@staff_page
+def memory_page(request: HttpRequest) -> HttpResponse:
+    return _cluster_page(request, "monitoring/dashboards/memory.html", "dashboard-memory")
+
+
+@staff_page
+def network_page(request: HttpRequest) -> HttpResponse:
+    return _cluster_page(request, "monitoring/dashboards/network.html", "dashboard-network")
+
+
+@staff_page
+def rack_page(request: HttpRequest, pk: int) -> HttpResponse:
+    rack = get_object_or_404(Rack.objects.select_related("supernode__cluster"), pk=pk)
+    return _frame(
+        request,
+        "monitoring/dashboards/rack.html",
+        reverse("api:dashboard-rack", args=[pk]),
+        rack=rack,
+        rows=rack_detail(rack),
+    )
+
+
+@staff_page
+def node_page(request: HttpRequest, pk: int) -> HttpResponse:
+    node = get_object_or_404(Node.objects.select_related("cluster", "rack__supernode"), pk=pk)
+    return _frame(
+        request,
+        "monitoring/dashboards/node.html",
+        reverse("api:dashboard-node", args=[pk]),
+        node=node,
+        rows=node_detail(node),
+    )
+
+
+@staff_page
+def accelerator_page(request: HttpRequest, pk: int) -> HttpResponse:
+    card = get_object_or_404(
+        Accelerator.objects.select_related("node__cluster", "node__rack__supernode"), pk=pk
+    )
+    return _frame(
+        request,
+        "monitoring/dashboards/accelerator.html",
+        reverse("api:dashboard-accelerator", args=[pk]),
+        card=card,
+    )
+
+
+@login_required
+def workload_list_page(request: HttpRequest) -> HttpResponse:
+    """Staff see every workload; customers only their tenant's (same selector as the API)."""
+    workloads = workloads_visible_to(request.user)
+    kind = request.GET.get("kind", "")
+    if kind in ("training", "inference"):
+        workloads = workloads.filter(kind=kind)
+    table = workload_list_table(workload_rows(workloads))
+    return _frame(
+        request,
+        "monitoring/dashboards/workloads.html",
+        reverse("api:dashboard-workloads"),
+        table=table,
+        display_rows=[
+            (row[0], [display_cell(c, v) for c, v in zip(table["columns"], row, strict=True)])
+            for row in table["rows"]
+        ],
+        kind=kind,
+        csv_query=urlencode(
+            {**({"kind": kind} if kind else {}), "format": "csv", "table": "workloads"}
+        ),
+    )
+
+
+@login_required
+def workload_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
+    # Another tenant's workload is not in the customer's queryset: 404, not 403.
+    workload = workloads_visible_to(request.user).filter(pk=pk).first()
+    if workload is None:
+        raise Http404("no such workload")
+    return _frame(
+        request,
+        "monitoring/dashboards/workload_detail.html",
+        reverse("api:dashboard-workload", args=[pk]),
+        workload=workload,
+    )

@@ -1,0 +1,57 @@
+"""Server-rendered pages of the foundation: home (per role) and the process status page."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.db import connection
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from accounts.access import staff_page
+from accounts.models import Tenant
+from cluster_portal.web.readiness import readiness
+from dashboards.selectors.workloads import workload_rows, workloads_visible_to
+from telemetry.read import any_alive, heartbeat_statuses, recent_data_gaps
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    if request.user.sees_all_tenants:
+        statuses = heartbeat_statuses()
+        context = {
+            "tenants": Tenant.objects.all(),
+            "worker_alive": any_alive(statuses, "worker"),
+            "beat_alive": any_alive(statuses, "beat"),
+        }
+        return render(request, "monitoring/home_staff.html", context)
+    tenant = request.user.tenant
+    # The customer's own workloads, scoped by the same selector as /workloads/.
+    rows = workload_rows(workloads_visible_to(request.user))
+    context = {
+        "tenant": tenant,
+        "members": tenant.users.order_by("username") if tenant else [],
+        "workloads": rows,
+    }
+    return render(request, "monitoring/home_customer.html", context)
+
+
+@staff_page
+def status(request: HttpRequest) -> HttpResponse:
+    statuses = heartbeat_statuses()
+    checks = readiness()
+    context = {
+        "statuses": statuses,
+        "checks": checks,
+        "broker_down": any(c.name == "broker" and not c.ok for c in checks),
+        "data_gaps": recent_data_gaps(),
+        "broker": settings.BROKER_DESCRIPTION,
+        "database": f"{connection.vendor} ({connection.settings_dict['NAME']})",
+        "stale_after": settings.HEARTBEAT_STALE_AFTER_SECONDS,
+        "worker_alive": any_alive(statuses, "worker"),
+        "beat_alive": any_alive(statuses, "beat"),
+    }
+    template = (
+        "monitoring/_status_body.html" if request.GET.get("partial") else "monitoring/status.html"
+    )
+    return render(request, template, context)

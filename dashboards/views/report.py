@@ -1,0 +1,162 @@
+"""The one-page validation report: baseline (split/legacy) vs unified over a window, every
+figure with its source, and the data behind each figure as CSV."""
+
+from __future__ import annotations
+
+import csv
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.translation import gettext as _
+
+from accounts.access import staff_page
+from cluster_portal.web.timerange import PRESET_LABELS, TimeRangeError, parse_timerange
+from cost import charts
+from dashboards.selectors.report import (
+    CURVE_METRICS,
+    HBM_METRIC,
+    ClusterFigures,
+    cluster_figures,
+    ratio,
+)
+from inventory.models import Cluster
+from telemetry.read import cluster_series
+
+FIGURES = ("samples", "p99", "utilization", "hbm", "cost")
+
+
+def _choose(request: HttpRequest) -> tuple[Cluster | None, Cluster | None]:
+    clusters = {str(c.pk): c for c in Cluster.objects.select_related("hardware_model")}
+    ordered = sorted(clusters.values(), key=lambda c: c.name)
+    baseline = next((c for c in ordered if c.kind != Cluster.Kind.UNIFIED), None)
+    unified = next((c for c in ordered if c.kind == Cluster.Kind.UNIFIED), None)
+    return (
+        clusters.get(request.GET.get("baseline", ""), baseline),
+        clusters.get(request.GET.get("unified", ""), unified),
+    )
+
+
+@staff_page
+def validation_report(request: HttpRequest) -> HttpResponse:
+    params = request.GET.copy()
+    if not params.get("range") and not params.get("start"):
+        params["range"] = "24h"  # the report's default window
+    context: dict = {
+        "clusters": Cluster.objects.order_by("name"),
+        "presets": PRESET_LABELS.items(),
+    }
+    try:
+        window = parse_timerange(params)
+    except TimeRangeError as error:
+        context["range_errors"] = error.errors
+        return render(request, "monitoring/report.html", context, status=400)
+    baseline, unified = _choose(request)
+    context.update({"window": window, "baseline": baseline, "unified": unified})
+    if baseline is None or unified is None:
+        return render(request, "monitoring/report.html", context)
+    base = cluster_figures(baseline, window.start, window.end)
+    uni = cluster_figures(unified, window.start, window.end)
+    if request.GET.get("format") == "csv":
+        return _csv(request.GET.get("figure", ""), base, uni)
+    context.update(
+        {
+            "base": base,
+            "uni": uni,
+            "samples_ratio": ratio(
+                uni.samples.mean if uni.samples else None,
+                base.samples.mean if base.samples else None,
+            ),
+            "p99_ratio": ratio(
+                uni.p99.value_seconds if uni.p99 else None,
+                base.p99.value_seconds if base.p99 else None,
+            ),
+            "curve_figure": _curve_figure(base, uni),
+            "hbm_figure": _hbm_figure(base, uni),
+            "csv_query": window.as_query() | {"baseline": baseline.pk, "unified": unified.pk},
+            "curve_metrics": CURVE_METRICS,
+            "hbm_metric": HBM_METRIC,
+        }
+    )
+    return render(request, "monitoring/report.html", context)
+
+
+def _points(series) -> tuple[list, list]:
+    if series is None:
+        return [], []
+    return [p.ts for p in series.points], [p.mean for p in series.points]
+
+
+def _curve_figure(base: ClusterFigures, uni: ClusterFigures) -> dict:
+    return charts.lines(
+        _("Allocated utilization"),
+        {
+            base.cluster.name: _points(base.curves[CURVE_METRICS[0]]),
+            uni.cluster.name: _points(uni.curves[CURVE_METRICS[0]]),
+        },
+        _("allocated / healthy cards"),
+        percent=True,
+    )
+
+
+def _hbm_figure(base: ClusterFigures, uni: ClusterFigures) -> dict:
+    return charts.lines(
+        _("HBM live / capacity"),
+        {base.cluster.name: _points(base.hbm_series), uni.cluster.name: _points(uni.hbm_series)},
+        _("ratio"),
+        percent=True,
+    )
+
+
+def _csv(figure: str, base: ClusterFigures, uni: ClusterFigures) -> HttpResponse:
+    """The stored data behind one figure (column names are stable, not translated)."""
+    if figure not in FIGURES:
+        figure = "utilization"
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="report-{figure}.csv"'
+    writer = csv.writer(response)
+    if figure == "p99":
+        writer.writerow(("cluster", "workload", "p99_seconds_mean", "request_rate_mean", "values"))
+        for f in (base, uni):
+            for name, p99, rate, count in f.p99.rows if f.p99 else []:
+                writer.writerow((f.cluster.name, name, p99, rate, count))
+        return response
+    if figure == "cost":
+        writer.writerow(("cluster", "figure", "value"))
+        for f in (base, uni):
+            c = f.cost
+            for key, value in (
+                ("asset_per_hour", c.asset.per_hour if c.asset else None),
+                ("energy_source", _energy_source(c)),
+                ("cost_per_1m_tokens", c.cost_per_million_tokens),
+                ("cost_per_1k_samples", c.cost_per_thousand_samples),
+            ):  # fmt: skip
+                writer.writerow((f.cluster.name, key, "" if value is None else value))
+        return response
+    metrics = {
+        "samples": ("cluster_training_samples_per_second",),
+        "utilization": CURVE_METRICS,
+        "hbm": (HBM_METRIC,),
+    }[figure]
+    writer.writerow(("cluster", "metric", "bucket_start", "mean", "min", "max", "values"))
+    for f in (base, uni):
+        for metric in metrics:
+            series = _series_of(f, metric)
+            for p in series.points if series else []:
+                writer.writerow(
+                    (f.cluster.name, metric, p.ts.isoformat(), p.mean, p.min, p.max, p.count)
+                )
+    return response
+
+
+def _energy_source(c) -> str | None:
+    if c.asset is None:
+        return None
+    return "measured" if c.asset.energy.measured else "tdp_x_load_factor"
+
+
+def _series_of(f: ClusterFigures, metric: str):
+    if metric in f.curves:
+        return f.curves[metric]
+    if metric == HBM_METRIC:
+        return f.hbm_series
+    return cluster_series(f.cluster, metric, f.cost.start, f.cost.end)

@@ -1,0 +1,79 @@
+"""Admin registrations for hardware and the inventory."""
+
+from django.contrib import admin
+
+from inventory.models import (
+    Accelerator,
+    Cluster,
+    HardwareModel,
+    Link,
+    Node,
+    Rack,
+    Supernode,
+    Workload,
+)
+
+
+@admin.register(HardwareModel)
+class HardwareModelAdmin(admin.ModelAdmin):
+    """Seeded from the twin's catalogue (DESIGN.md figures); operators correct figures here."""
+
+    list_display = (
+        "slug",
+        "name",
+        "vendor",
+        "hbm_bytes",
+        "hbm_bandwidth_bytes_per_s",
+        "peak_flops",
+        "tdp_watts",
+        "confidence",
+    )
+    list_filter = ("vendor", "confidence")
+
+
+@admin.register(Cluster)
+class ClusterAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind", "hardware_model", "created_at")
+    list_filter = ("kind",)
+
+
+@admin.register(Supernode)
+class SupernodeAdmin(admin.ModelAdmin):
+    list_display = ("name", "cluster")
+    list_filter = ("cluster",)
+
+
+@admin.register(Rack)
+class RackAdmin(admin.ModelAdmin):
+    list_display = ("name", "supernode")
+    list_filter = ("supernode__cluster",)
+
+
+@admin.register(Node)
+class NodeAdmin(admin.ModelAdmin):
+    list_display = ("hostname", "cluster", "rack", "registered_by_exporter")
+    list_filter = ("cluster", "registered_by_exporter")
+    search_fields = ("hostname",)
+    raw_id_fields = ("rack",)
+
+
+@admin.register(Accelerator)
+class AcceleratorAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "vendor_id", "model_name", "hardware_model", "health")
+    list_filter = ("health", "hardware_model", "node__cluster")
+    search_fields = ("vendor_id", "node__hostname")
+    raw_id_fields = ("node",)
+
+
+@admin.register(Link)
+class LinkAdmin(admin.ModelAdmin):
+    list_display = ("key", "cluster", "kind", "endpoint_a", "endpoint_b", "status")
+    list_filter = ("cluster", "kind", "status")
+    search_fields = ("key",)
+
+
+@admin.register(Workload)
+class WorkloadAdmin(admin.ModelAdmin):
+    list_display = ("name", "tenant", "cluster", "kind", "criticality", "slo_p99_ms")
+    list_filter = ("cluster", "tenant", "kind", "criticality")
+    search_fields = ("name",)

@@ -1,0 +1,9 @@
+from django.urls import path
+
+from inventory.api import views
+
+urlpatterns = [
+    path("clusters/", views.ClusterListView.as_view(), name="clusters"),
+    path("workloads/", views.WorkloadListView.as_view(), name="workloads"),
+    path("workloads/<int:pk>/", views.WorkloadDetailView.as_view(), name="workload"),
+]

@@ -1,0 +1,259 @@
+"""Inventory: hardware catalogue and the topology cluster → supernode → rack → node → accelerator.
+
+Exporters know only hosts and devices, so a node's rack is optional: scraped nodes are
+registered under their cluster and can be placed in a rack later.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class Confidence(models.TextChoices):
+    HIGH = "high", _("high (datasheet)")
+    MEDIUM = "medium", _("medium")
+    LOW = "low", _("low (press figures disagree or assumed)")
+
+
+class HardwareModel(models.Model):
+    """An accelerator model with the figures the twin and the cost model use.
+
+    ``confidence`` is shown next to every figure: several Ascend numbers are press or roadmap
+    figures, not datasheets.
+    """
+
+    slug = models.SlugField(_("id"), max_length=40, unique=True)
+    name = models.CharField(_("name"), max_length=100)
+    vendor = models.CharField(_("vendor"), max_length=40)
+    hbm_bytes = models.PositiveBigIntegerField(_("HBM bytes"))
+    hbm_bandwidth_bytes_per_s = models.FloatField(
+        _("HBM bandwidth (bytes/s)"), validators=[MinValueValidator(0)]
+    )
+    peak_flops = models.FloatField(
+        _("peak dense BF16/FP16 FLOP/s"), validators=[MinValueValidator(0)]
+    )
+    tdp_watts = models.FloatField(_("TDP (W)"), null=True, blank=True)
+    confidence = models.CharField(_("confidence"), max_length=10, choices=Confidence.choices)
+    source_note = models.CharField(_("source"), max_length=300, blank=True)
+
+    class Meta:
+        db_table = "monitoring_hardwaremodel"  # kept from before the app split
+        ordering = ["vendor", "slug"]
+        verbose_name = _("hardware model")
+        verbose_name_plural = _("hardware models")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Cluster(models.Model):
+    """A pool of accelerators: the unified cluster, or a split/legacy cluster migrated from."""
+
+    class Kind(models.TextChoices):
+        UNIFIED = "unified", _("unified training + inference")
+        SPLIT = "split", _("split (separate training and inference pools)")
+        LEGACY = "legacy", _("legacy")
+
+    name = models.SlugField(_("name"), max_length=60, unique=True)
+    kind = models.CharField(_("kind"), max_length=10, choices=Kind.choices)
+    description = models.CharField(_("description"), max_length=300, blank=True)
+    hardware_model = models.ForeignKey(
+        HardwareModel,
+        verbose_name=_("hardware model"),
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        db_table = "monitoring_cluster"  # kept from before the app split
+        ordering = ["name"]
+        verbose_name = _("cluster")
+        verbose_name_plural = _("clusters")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Supernode(models.Model):
+    """A supernode (e.g. CloudMatrix-384 style): racks joined by a non-blocking fabric."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="supernodes")
+    name = models.CharField(_("name"), max_length=60)
+
+    class Meta:
+        db_table = "monitoring_supernode"  # kept from before the app split
+        ordering = ["cluster", "name"]
+        verbose_name = _("supernode")
+        verbose_name_plural = _("supernodes")
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="supernode_unique_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}/{self.name}"
+
+
+class Rack(models.Model):
+    """A rack inside a supernode."""
+
+    supernode = models.ForeignKey(Supernode, on_delete=models.CASCADE, related_name="racks")
+    name = models.CharField(_("name"), max_length=60)
+
+    class Meta:
+        db_table = "monitoring_rack"  # kept from before the app split
+        ordering = ["supernode", "name"]
+        verbose_name = _("rack")
+        verbose_name_plural = _("racks")
+        constraints = [
+            models.UniqueConstraint(fields=["supernode", "name"], name="rack_unique_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.supernode}/{self.name}"
+
+
+class Node(models.Model):
+    """A server holding accelerators, identified by hostname inside its cluster."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
+    rack = models.ForeignKey(
+        Rack, null=True, blank=True, on_delete=models.SET_NULL, related_name="nodes"
+    )
+    hostname = models.CharField(_("hostname"), max_length=200)
+    registered_by_exporter = models.BooleanField(_("registered by an exporter"), default=False)
+
+    class Meta:
+        db_table = "monitoring_node"  # kept from before the app split
+        ordering = ["cluster", "hostname"]
+        verbose_name = _("node")
+        verbose_name_plural = _("nodes")
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "hostname"], name="node_unique_hostname")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}/{self.hostname}"
+
+    def clean(self) -> None:
+        if self.rack_id and self.rack.supernode.cluster_id != self.cluster_id:
+            raise ValidationError({"rack": _("The rack belongs to another cluster.")})
+
+
+class Accelerator(models.Model):
+    """One GPU or NPU. ``vendor_id`` is the GPU UUID or the Ascend ``vdie_id``."""
+
+    class Health(models.IntegerChoices):
+        HEALTHY = 1, _("healthy")
+        UNHEALTHY = 0, _("unhealthy")
+        UNKNOWN = -1, _("unknown")
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="accelerators")
+    index = models.PositiveIntegerField(
+        _("index on node"),
+        null=True,
+        blank=True,
+        help_text=_("Empty when the exporter gives none."),
+    )
+    vendor_id = models.CharField(_("vendor id"), max_length=200)
+    hardware_model = models.ForeignKey(
+        HardwareModel, null=True, blank=True, on_delete=models.PROTECT
+    )
+    model_name = models.CharField(_("reported model name"), max_length=100, blank=True)
+    health = models.SmallIntegerField(_("health"), choices=Health.choices, default=Health.UNKNOWN)
+
+    class Meta:
+        db_table = "monitoring_accelerator"  # kept from before the app split
+        ordering = ["node", "index"]
+        verbose_name = _("accelerator")
+        verbose_name_plural = _("accelerators")
+        constraints = [
+            models.UniqueConstraint(fields=["node", "index"], name="accelerator_unique_index"),
+            models.UniqueConstraint(fields=["node", "vendor_id"], name="accelerator_unique_vendor"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node}/{self.index}"
+
+
+class Link(models.Model):
+    """A fabric link between two endpoints (cards, nodes, switches)."""
+
+    class Kind(models.TextChoices):
+        IN_RACK = "in_rack", _("in-rack")
+        INTER_RACK = "inter_rack", _("inter-rack")
+        INTER_SUPERNODE = "inter_supernode", _("inter-supernode")
+
+    class Status(models.TextChoices):
+        UP = "up", _("up")
+        DEGRADED = "degraded", _("degraded")
+        DOWN = "down", _("down")
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="links")
+    key = models.CharField(_("key"), max_length=200)
+    kind = models.CharField(_("kind"), max_length=20, choices=Kind.choices)
+    endpoint_a = models.CharField(_("endpoint A"), max_length=200)
+    endpoint_b = models.CharField(_("endpoint B"), max_length=200)
+    capacity_bytes_per_s = models.FloatField(
+        _("capacity (bytes/s)"), validators=[MinValueValidator(0)]
+    )
+    status = models.CharField(_("status"), max_length=10, choices=Status.choices, default=Status.UP)
+
+    class Meta:
+        db_table = "monitoring_link"  # kept from before the app split
+        ordering = ["cluster", "key"]
+        verbose_name = _("link")
+        verbose_name_plural = _("links")
+        constraints = [models.UniqueConstraint(fields=["cluster", "key"], name="link_unique_key")]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}/{self.key}"
+
+
+class Workload(models.Model):
+    """A tenant's training job or inference service running on a cluster."""
+
+    class Kind(models.TextChoices):
+        TRAINING = "training", _("training")
+        INFERENCE = "inference", _("inference")
+
+    class Criticality(models.TextChoices):
+        CORE = "core", _("core business")
+        NON_CORE = "non_core", _("non-core business")
+
+    tenant = models.ForeignKey(
+        "monitoring.Tenant", on_delete=models.PROTECT, related_name="workloads"
+    )
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="workloads")
+    name = models.CharField(_("name"), max_length=120)
+    kind = models.CharField(_("kind"), max_length=10, choices=Kind.choices)
+    criticality = models.CharField(
+        _("criticality"), max_length=10, choices=Criticality.choices, default=Criticality.NON_CORE
+    )
+    cards_requested = models.PositiveIntegerField(_("cards requested"), default=0)
+    slo_p99_ms = models.FloatField(_("SLO: P99 latency (ms)"), null=True, blank=True)
+    slo_ttft_ms = models.FloatField(_("SLO: time to first token (ms)"), null=True, blank=True)
+
+    class Meta:
+        db_table = "monitoring_workload"  # kept from before the app split
+        ordering = ["tenant", "name"]
+        verbose_name = _("workload")
+        verbose_name_plural = _("workloads")
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="workload_unique_name"),
+            models.CheckConstraint(
+                condition=models.Q(slo_p99_ms__isnull=True) | models.Q(slo_p99_ms__gt=0),
+                name="workload_slo_p99_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.kind == self.Kind.TRAINING and (self.slo_p99_ms or self.slo_ttft_ms):
+            raise ValidationError({"slo_p99_ms": _("Latency SLOs apply to inference services.")})

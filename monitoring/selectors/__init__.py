@@ -1,1 +1,0 @@
-"""Reads: queries the views, API and tasks share."""

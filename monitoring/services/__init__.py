@@ -1,1 +1,0 @@
-"""Writes: every change to monitoring data goes through a function here."""

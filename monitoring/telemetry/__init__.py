@@ -1,1 +1,0 @@
-"""The telemetry store's write path (raw samples + rollups) and its helpers."""

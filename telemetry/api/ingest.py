@@ -1,0 +1,184 @@
+"""Telemetry API: ingestion (JSON batch) and the metric catalogue."""
+
+from __future__ import annotations
+
+import time
+
+from django.db import transaction
+from django.utils.translation import gettext as _
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.exceptions import ParseError, PermissionDenied, ValidationError
+from rest_framework.generics import ListAPIView
+from rest_framework.parsers import BaseParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.api.authentication import IntegrationPrincipal
+from accounts.api.permissions import HasRequiredScope
+from telemetry.errors import IngestionError
+from telemetry.ingest import ingest_json_batch, payload_digest, with_idempotency
+from telemetry.models import MetricDefinition
+from telemetry.prometheus_ingest import ingest_prometheus_text
+
+
+def principal_key(request: Request) -> str:
+    user = request.user
+    if isinstance(user, IntegrationPrincipal):
+        return f"token:{user.token.pk}"
+    return f"user:{user.pk}"
+
+
+def ingestion_response(request: Request, digest: str, work) -> Response:
+    """Run an ingestion under the request's Idempotency-Key; errors become 4xx bodies."""
+    try:
+        body, replayed = with_idempotency(
+            key=request.headers.get("Idempotency-Key"),
+            principal=principal_key(request),
+            digest=digest,
+            work=lambda: _atomic(work),
+        )
+    except IngestionError as exc:
+        return Response(exc.as_dict(), status=exc.status_code)
+    response = Response(body, status=200 if replayed else 201)
+    if replayed:
+        response["Idempotent-Replayed"] = "true"
+    return response
+
+
+def _atomic(work):
+    with transaction.atomic():
+        return work()
+
+
+IngestResultSerializer = inline_serializer(
+    name="IngestResult",
+    fields={
+        "accepted": serializers.IntegerField(),
+        "inserted": serializers.IntegerField(),
+        "duplicates": serializers.IntegerField(),
+    },
+)
+
+SampleBatchSerializer = inline_serializer(
+    name="SampleBatch",
+    fields={
+        "samples": serializers.ListField(
+            child=inline_serializer(
+                name="SampleIn",
+                fields={
+                    "metric": serializers.CharField(),
+                    "cluster": serializers.CharField(),
+                    "entity_kind": serializers.CharField(),
+                    "entity": serializers.CharField(),
+                    "ts": serializers.CharField(help_text="ISO 8601 with zone, or unix seconds"),
+                    "value": serializers.FloatField(),
+                },
+            )
+        )
+    },
+)
+
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key",
+    str,
+    location=OpenApiParameter.HEADER,
+    description="Replays answer the first result and write nothing (200, not 201).",
+)
+
+
+@extend_schema(
+    request=SampleBatchSerializer,
+    parameters=[IDEMPOTENCY_KEY],
+    responses={201: IngestResultSerializer, 200: IngestResultSerializer, 422: OpenApiTypes.OBJECT},
+)
+class SampleBatchView(APIView):
+    """POST a JSON batch ``{"samples": [{metric, cluster, entity_kind, entity, ts, value}]}``.
+
+    Atomic: one bad row answers 400 naming the row and field, and nothing is written.
+    """
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "ingest"
+
+    def post(self, request: Request) -> Response:
+        tenant = getattr(request.user, "tenant", None)
+        digest = payload_digest(request.body)
+        return ingestion_response(
+            request, digest, lambda: ingest_json_batch(payload=request.data, tenant=tenant)
+        )
+
+
+class PrometheusTextParser(BaseParser):
+    """Accepts the exposition as exporters serve it (``text/plain; version=0.0.4``)."""
+
+    media_type = "text/plain"
+
+    def parse(self, stream, media_type=None, parser_context=None) -> str:
+        raw = stream.read() if stream else b""
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ParseError(f"the body is not UTF-8 text: {exc}") from exc
+
+
+@extend_schema(
+    request={"text/plain": OpenApiTypes.STR},
+    parameters=[
+        IDEMPOTENCY_KEY,
+        OpenApiParameter("cluster", str, required=True, description="The scraped cluster."),
+        OpenApiParameter("node", str, description="Hostname the exposition came from."),
+        OpenApiParameter("source", str, enum=["auto", "dcgm", "npu"]),
+    ],
+    responses={201: OpenApiTypes.OBJECT, 200: OpenApiTypes.OBJECT, 422: OpenApiTypes.OBJECT},
+)
+class PrometheusIngestView(APIView):
+    """POST exporter text: ``?cluster=NAME[&node=HOST][&source=dcgm|npu|auto]``.
+
+    Unseen nodes and accelerators are registered under the cluster; exporter-only metrics are
+    kept under their own names; the answer counts accepted, mapped and dropped-with-reason.
+    """
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "ingest"
+    parser_classes = [PrometheusTextParser]
+
+    def post(self, request: Request) -> Response:
+        params = request.query_params
+        if request.user.tenant_id is not None:
+            raise PermissionDenied(
+                _("Exporter text is infrastructure data: use an operator-level token.")
+            )
+        if not params.get("cluster"):
+            raise ValidationError({"cluster": [_("Required: the scraped cluster's name.")]})
+        text = request.data if isinstance(request.data, str) else ""
+        digest = payload_digest(text.encode(), extra=request.get_full_path())
+        return ingestion_response(
+            request,
+            digest,
+            lambda: ingest_prometheus_text(
+                text=text,
+                cluster_name=params["cluster"],
+                node=params.get("node") or None,
+                source=params.get("source", "auto"),
+                scrape_time=time.time(),
+            ),
+        )
+
+
+class MetricDefinitionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = MetricDefinition
+        fields = ["name", "unit", "entity_kind", "type", "description", "mapped"]
+
+
+class MetricCatalogueView(ListAPIView):
+    """The metric catalogue: every metric name the store accepts, with unit and entity kind."""
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+    serializer_class = MetricDefinitionSerializer
+    queryset = MetricDefinition.objects.order_by("name")

@@ -1,0 +1,111 @@
+"""``/metrics``: the portal's own state in Prometheus text format, for Grafana/Prometheus.
+
+Figures are computed from the database at scrape time, so every web process answers the same
+(process-local counters would differ between gunicorn workers).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Count
+from django.http import HttpResponse
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from accounts.api.permissions import HasRequiredScope
+from accounts.selectors.scoping import principal_sees_all
+from inventory.models import Accelerator, Cluster
+from telemetry.models import Heartbeat, IngestionBatch, MetricDefinition, Sample
+from telemetry.selectors.series import aggregate_by
+
+
+class PortalCollector:
+    """Collects gauges from the store on each scrape."""
+
+    def collect(self):
+        now = timezone.now()
+        health = GaugeMetricFamily(
+            "portal_accelerators",
+            "Accelerators by cluster and health",
+            labels=["cluster", "health"],
+        )
+        for row in Accelerator.objects.values("node__cluster__name", "health").annotate(
+            n=Count("id")
+        ):
+            label = Accelerator.Health(row["health"]).name.lower()
+            health.add_metric([row["node__cluster__name"], label], row["n"])
+        yield health
+
+        utilization = GaugeMetricFamily(
+            "portal_cluster_utilization_ratio",
+            "Mean accelerator utilization over the last 5 minutes (mean of per-card means)",
+            labels=["cluster"],
+        )
+        metric = MetricDefinition.objects.filter(name="accelerator_utilization_ratio").first()
+        if metric is not None:
+            for cluster in Cluster.objects.all():
+                means = aggregate_by(
+                    metric=metric,
+                    cluster_id=cluster.pk,
+                    since=now - timedelta(minutes=5),
+                    group="cluster",
+                )
+                if cluster.name in means:
+                    utilization.add_metric([cluster.name], means[cluster.name])
+        yield utilization
+
+        recent = GaugeMetricFamily(
+            "portal_samples_stored_last_5m", "Raw samples stored with timestamps in the last 5 min"
+        )
+        recent.add_metric([], Sample.objects.filter(ts__gte=now - timedelta(minutes=5)).count())
+        yield recent
+
+        batches = GaugeMetricFamily(
+            "portal_ingestion_batches_last_hour",
+            "Ingestion requests with an Idempotency-Key, last hour",
+        )
+        batches.add_metric(
+            [], IngestionBatch.objects.filter(created_at__gte=now - timedelta(hours=1)).count()
+        )
+        yield batches
+
+        ages = GaugeMetricFamily(
+            "portal_process_heartbeat_age_seconds",
+            "Seconds since each worker or beat last reported",
+            labels=["kind", "name"],
+        )
+        alive = GaugeMetricFamily("portal_processes_alive", "Processes alive", labels=["kind"])
+        counts = {"worker": 0, "beat": 0}
+        stale = settings.HEARTBEAT_STALE_AFTER_SECONDS
+        for hb in Heartbeat.objects.all():
+            age = (now - hb.last_seen).total_seconds()
+            ages.add_metric([hb.kind, hb.name], age)
+            counts[hb.kind] = counts.get(hb.kind, 0) + (1 if age <= stale else 0)
+        for kind, count in counts.items():
+            alive.add_metric([kind], count)
+        yield ages
+        yield alive
+
+
+@extend_schema(exclude=True)  # Prometheus text at /metrics, not part of the JSON API.
+class PrometheusMetricsView(APIView):
+    """Scrape with a staff session or an operator-level token with the ``read`` scope."""
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+
+    def get(self, request: Request) -> HttpResponse:
+        if not principal_sees_all(request.user):
+            raise PermissionDenied("/metrics exposes every tenant's figures: staff only.")
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(PortalCollector())
+        return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

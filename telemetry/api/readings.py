@@ -1,0 +1,189 @@
+"""Read API over the store: accelerators with their latest values, and range series."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.generics import ListAPIView
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.api.permissions import HasRequiredScope
+from accounts.selectors.scoping import principal_sees_all
+from inventory.models import Accelerator, Cluster
+from telemetry.models import Entity, EntityKind, MetricDefinition
+from telemetry.selectors.scoping import entities_visible_to
+from telemetry.selectors.series import latest_values, series_read
+
+MAX_RANGE = timedelta(days=400)
+
+
+class AcceleratorSerializer(serializers.ModelSerializer):
+    cluster = serializers.CharField(source="node.cluster.name")
+    node = serializers.CharField(source="node.hostname")
+    health = serializers.SerializerMethodField()
+    latest = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Accelerator
+        fields = ["id", "cluster", "node", "index", "vendor_id", "model_name", "health", "latest"]
+
+    def get_health(self, obj: Accelerator) -> str:
+        return Accelerator.Health(obj.health).label
+
+    def get_latest(self, obj: Accelerator) -> dict[str, float]:
+        entity_id = self.context["entity_ids"].get(obj.pk)
+        return self.context["latest"].get(entity_id, {})
+
+
+@extend_schema(
+    parameters=[OpenApiParameter("cluster", str, required=True, description="Cluster name.")]
+)
+class AcceleratorListView(ListAPIView):
+    """Accelerators of ``?cluster=NAME`` with model, node, health and the latest value of
+    every metric reported in the last hour. Staff and operator-level tokens only."""
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+    serializer_class = AcceleratorSerializer
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return Accelerator.objects.none()
+        if not principal_sees_all(self.request.user):
+            raise PermissionDenied("Accelerator inventory is visible to cluster staff only.")
+        name = self.request.query_params.get("cluster")
+        if not name:
+            raise ValidationError({"cluster": "required: the cluster's name"})
+        if not Cluster.objects.filter(name=name).exists():
+            raise NotFound(f"unknown cluster {name!r}")
+        return (
+            Accelerator.objects.filter(node__cluster__name=name)
+            .select_related("node__cluster")
+            .order_by("node__hostname", "index")
+        )
+
+    def get_serializer_context(self) -> dict:
+        context = super().get_serializer_context()
+        page = getattr(self, "_page_objects", None)
+        context["entity_ids"] = {}
+        context["latest"] = {}
+        if page:
+            entities = Entity.objects.filter(accelerator__in=page)
+            context["entity_ids"] = dict(entities.values_list("accelerator_id", "id"))
+            context["latest"] = latest_values(entities)
+        return context
+
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        self._page_objects = page
+        return page
+
+
+def _parse_time(value: str | None, name: str, default: datetime) -> datetime:
+    if not value:
+        return default
+    parsed = parse_datetime(value)
+    if parsed is None:
+        try:
+            return datetime.fromtimestamp(float(value), tz=UTC)
+        except ValueError:
+            raise ValidationError({name: "ISO 8601 time or unix seconds"}) from None
+    if parsed.tzinfo is None:
+        raise ValidationError({name: "give a time zone, e.g. 2026-11-29T12:00:00Z"})
+    return parsed
+
+
+SeriesSerializer = inline_serializer(
+    name="Series",
+    fields={
+        "metric": serializers.CharField(),
+        "unit": serializers.CharField(),
+        "entity": serializers.CharField(),
+        "source": serializers.CharField(),
+        "step_seconds": serializers.IntegerField(),
+        "start": serializers.DateTimeField(),
+        "end": serializers.DateTimeField(),
+        "points": serializers.ListField(
+            child=inline_serializer(
+                name="SeriesPoint",
+                fields={
+                    "ts": serializers.DateTimeField(),
+                    "mean": serializers.FloatField(allow_null=True),
+                    "min": serializers.FloatField(allow_null=True),
+                    "max": serializers.FloatField(allow_null=True),
+                    "count": serializers.IntegerField(),
+                },
+            )
+        ),
+    },
+)
+
+
+@extend_schema(
+    responses=SeriesSerializer,
+    parameters=[
+        OpenApiParameter("metric", str, required=True, description="See /api/v1/metrics/."),
+        OpenApiParameter("entity", str, required=True, description="The entity's key."),
+        OpenApiParameter("cluster", str, description="Needed when the key is in several."),
+        OpenApiParameter("kind", str, enum=list(EntityKind.values)),
+        OpenApiParameter("start", str, description="ISO 8601 with zone, or unix seconds."),
+        OpenApiParameter("end", str, description="ISO 8601 with zone, or unix seconds."),
+    ],
+)
+class SeriesView(APIView):
+    """``?metric=&entity=&[cluster=&kind=&]start=&end=``: one series at automatic resolution."""
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        now = datetime.now(tz=UTC)
+        end = _parse_time(params.get("end"), "end", now)
+        start = _parse_time(params.get("start"), "start", end - timedelta(hours=1))
+        if start >= end:
+            raise ValidationError({"start": "must be before end"})
+        if end - start > MAX_RANGE:
+            raise ValidationError({"start": "the range may span at most 400 days"})
+        metric = MetricDefinition.objects.filter(name=params.get("metric", "")).first()
+        if metric is None:
+            raise ValidationError({"metric": "unknown metric; see /api/v1/metrics/"})
+        key = params.get("entity")
+        if not key:
+            raise ValidationError({"entity": "required: the entity key"})
+        kind = params.get("kind") or metric.entity_kind
+        if kind not in EntityKind.values:
+            raise ValidationError({"kind": f"one of {', '.join(EntityKind.values)}"})
+        entities = entities_visible_to(request.user).filter(key=key, kind=kind)
+        if params.get("cluster"):
+            entities = entities.filter(cluster__name=params["cluster"])
+        matches = list(entities[:2])
+        if not matches:
+            raise NotFound("no such entity (or not visible to you)")
+        if len(matches) > 1:
+            raise ValidationError(
+                {"cluster": "the entity key exists in several clusters; name one"}
+            )
+        series = series_read(metric=metric, entity=matches[0], start=start, end=end)
+        return Response(
+            {
+                "metric": series.metric,
+                "unit": metric.unit,
+                "entity": series.entity_key,
+                "source": series.source,
+                "step_seconds": series.step_seconds,
+                "start": start,
+                "end": end,
+                "points": [
+                    {"ts": p.ts, "mean": p.mean, "min": p.min, "max": p.max, "count": p.count}
+                    for p in series.points
+                ],
+            }
+        )

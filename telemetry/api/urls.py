@@ -1,0 +1,17 @@
+from django.urls import path
+
+from telemetry.api import exporters, ingest, readings, status
+
+urlpatterns = [
+    path("status/processes/", status.ProcessStatusView.as_view(), name="process-status"),
+    path("telemetry/samples/", ingest.SampleBatchView.as_view(), name="telemetry-samples"),
+    path(
+        "telemetry/prometheus/",
+        ingest.PrometheusIngestView.as_view(),
+        name="telemetry-prometheus",
+    ),
+    path("metrics/", ingest.MetricCatalogueView.as_view(), name="metric-catalogue"),
+    path("telemetry/series/", readings.SeriesView.as_view(), name="telemetry-series"),
+    path("accelerators/", readings.AcceleratorListView.as_view(), name="accelerators"),
+    path("exporters/", exporters.ExporterTargetListView.as_view(), name="exporters"),
+]

@@ -1,0 +1,245 @@
+"""Ingestion services: a JSON batch or a Prometheus exposition, atomically, at most once.
+
+Validation reads the whole batch before anything is written, so one bad row rejects the
+batch with an error naming the row and field. ``Idempotency-Key`` replays return the first
+answer and write nothing; the same key with another payload is refused with 422.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Callable
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.utils.dateparse import parse_datetime
+
+from accounts.models import Tenant
+from inventory.models import Accelerator, Cluster, Workload
+from telemetry.errors import IdempotencyConflict, IngestionError
+from telemetry.models import Entity, EntityKind, IngestionBatch
+from telemetry.registry import entities_resolve, metrics_by_name
+from telemetry.store import SampleRow, samples_write
+
+MAX_BATCH_SAMPLES = 100_000
+# Samples from before 2000 or more than 10 minutes in the future are clock bugs, not data.
+EARLIEST_TS = 946684800.0
+FUTURE_SLACK_S = 600.0
+ENTITY_KINDS = set(EntityKind.values)
+
+
+class ForbiddenForToken(IngestionError):
+    status_code = 403
+
+
+def parse_timestamp(value: object, *, row: int, now: float) -> float:
+    if isinstance(value, bool):
+        raise IngestionError(
+            "ts must be a number (unix seconds) or an ISO 8601 string", row=row, field="ts"
+        )
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str):
+        parsed: datetime | None = parse_datetime(value)
+        if parsed is None or parsed.tzinfo is None:
+            raise IngestionError(
+                "ts must be ISO 8601 with a time zone (e.g. 2026-11-29T12:00:00Z)",
+                row=row,
+                field="ts",
+            )
+        seconds = parsed.timestamp()
+    else:
+        raise IngestionError(
+            "ts must be a number (unix seconds) or an ISO 8601 string", row=row, field="ts"
+        )
+    if not math.isfinite(seconds) or seconds < EARLIEST_TS or seconds > now + FUTURE_SLACK_S:
+        raise IngestionError(
+            "ts is before 2000 or more than 10 minutes in the future", row=row, field="ts"
+        )
+    return seconds
+
+
+def parse_value(value: object, *, row: int) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise IngestionError("value must be a number", row=row, field="value")
+    if not math.isfinite(value):
+        raise IngestionError("value must be finite (no NaN or infinity)", row=row, field="value")
+    return float(value)
+
+
+def _require_str(item: dict, name: str, row: int, default: str | None = None) -> str:
+    value = item.get(name, default)
+    if not isinstance(value, str) or not value.strip():
+        raise IngestionError(
+            f"{name} is required and must be a non-empty string", row=row, field=name
+        )
+    return value.strip()
+
+
+def ingest_json_batch(*, payload: object, tenant: Tenant | None) -> dict:
+    """Validate and store a JSON batch; ``tenant`` limits a tenant-bound token to its workloads."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("samples"), list):
+        raise IngestionError(
+            'the body must be a JSON object with a "samples" list', field="samples"
+        )
+    items = payload["samples"]
+    if not items:
+        raise IngestionError("samples is empty", field="samples")
+    if len(items) > MAX_BATCH_SAMPLES:
+        raise IngestionError(f"at most {MAX_BATCH_SAMPLES} samples per batch", field="samples")
+    default_cluster = payload.get("cluster")
+    now = time.time()
+    parsed: list[tuple[str, str, str, str, float, float]] = []
+    for row, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise IngestionError("each sample must be a JSON object", row=row)
+        metric = _require_str(item, "metric", row)
+        cluster = _require_str(item, "cluster", row, default_cluster)
+        kind = _require_str(item, "entity_kind", row)
+        if kind not in ENTITY_KINDS:
+            raise IngestionError(
+                f"unknown entity_kind {kind!r}; one of {', '.join(sorted(ENTITY_KINDS))}",
+                row=row,
+                field="entity_kind",
+            )
+        key = _require_str(item, "entity", row)
+        parsed.append(
+            (
+                metric,
+                cluster,
+                kind,
+                key,
+                parse_timestamp(item.get("ts"), row=row, now=now),
+                parse_value(item.get("value"), row=row),
+            )
+        )
+
+    metrics = metrics_by_name(p[0] for p in parsed)
+    clusters = {c.name: c for c in Cluster.objects.filter(name__in={p[1] for p in parsed})}
+    for row, (metric, cluster, kind, _key, _, _) in enumerate(parsed):
+        if metric not in metrics:
+            raise IngestionError(
+                f"unknown metric {metric!r}; see GET /api/v1/metrics/", row=row, field="metric"
+            )
+        if metrics[metric].mapped and metrics[metric].entity_kind != kind:
+            raise IngestionError(
+                f"metric {metric!r} describes a {metrics[metric].entity_kind}, not a {kind}",
+                row=row,
+                field="entity_kind",
+            )
+        if cluster not in clusters:
+            raise IngestionError(f"unknown cluster {cluster!r}", row=row, field="cluster")
+    workloads = _check_workload_entities(parsed, clusters, tenant)
+
+    rows: list[SampleRow] = []
+    with transaction.atomic():
+        _link_workload_entities(workloads)
+        ids: dict[tuple[str, str, str], int] = {}
+        for name, cluster in clusters.items():
+            refs = {(p[2], p[3]) for p in parsed if p[1] == name}
+            resolved = entities_resolve(cluster, refs)
+            ids.update({(name, kind, key): eid for (kind, key), eid in resolved.items()})
+        for metric, cluster, kind, key, seconds, value in parsed:
+            rows.append((metrics[metric].id, ids[(cluster, kind, key)], seconds, value))
+        result = samples_write(rows)
+    return {
+        "accepted": result.received,
+        "inserted": result.inserted,
+        "duplicates": result.duplicates,
+    }
+
+
+def _check_workload_entities(
+    parsed: list, clusters: dict[str, Cluster], tenant: Tenant | None
+) -> list[Workload]:
+    """Workload samples must name a known workload; tenant tokens may only write their own."""
+    workload_refs = {(p[1], p[3]) for p in parsed if p[2] == EntityKind.WORKLOAD}
+    workloads = {
+        (w.cluster.name, w.name): w
+        for w in Workload.objects.filter(
+            cluster__in=clusters.values(), name__in={name for _, name in workload_refs}
+        ).select_related("cluster")
+    }
+    for row, (_, cluster, kind, key, _, _) in enumerate(parsed):
+        if tenant is not None and kind != EntityKind.WORKLOAD:
+            raise ForbiddenForToken(
+                f"this token belongs to tenant {tenant.slug!r} and may only send workload samples",
+                row=row,
+                field="entity_kind",
+            )
+        if kind != EntityKind.WORKLOAD:
+            continue
+        workload = workloads.get((cluster, key))
+        if workload is None:
+            raise IngestionError(
+                f"unknown workload {key!r} on cluster {cluster!r}", row=row, field="entity"
+            )
+        if tenant is not None and workload.tenant_id != tenant.id:
+            raise ForbiddenForToken(
+                f"workload {key!r} is not your tenant's", row=row, field="entity"
+            )
+    return list(workloads.values())
+
+
+def _link_workload_entities(workloads: list[Workload]) -> None:
+    """Workload entities carry their workload and tenant so tenant scoping can find them."""
+    for workload in workloads:
+        Entity.objects.get_or_create(
+            cluster=workload.cluster,
+            kind=EntityKind.WORKLOAD,
+            key=workload.name,
+            defaults={"workload": workload, "tenant_id": workload.tenant_id},
+        )
+
+
+def accelerator_health_apply(updates: dict[int, int]) -> None:
+    """Copy the latest health sample per accelerator entity onto the inventory row."""
+    by_value: dict[int, list[int]] = {}
+    for entity_id, health in updates.items():
+        by_value.setdefault(health, []).append(entity_id)
+    for health, entity_ids in by_value.items():
+        Accelerator.objects.filter(entity__id__in=entity_ids).update(health=health)
+
+
+def payload_digest(body: bytes, extra: str = "") -> str:
+    return hashlib.sha256(extra.encode() + b"\0" + body).hexdigest()
+
+
+def with_idempotency(
+    *, key: str | None, principal: str, digest: str, work: Callable[[], dict]
+) -> tuple[dict, bool]:
+    """Run ``work`` once per ``(principal, key)``; returns ``(response, replayed)``.
+
+    The key row is inserted in the same transaction as the samples, so a crash leaves neither
+    and a concurrent duplicate waits on the unique index, then replays the committed answer.
+    """
+    if not key:
+        return work(), False
+    if len(key) > 200:
+        raise IngestionError(
+            "Idempotency-Key is longer than 200 characters", field="Idempotency-Key"
+        )
+    for _attempt in range(2):
+        previous = IngestionBatch.objects.filter(principal=principal, key=key).first()
+        if previous is not None:
+            if previous.payload_sha256 != digest:
+                raise IdempotencyConflict(
+                    "this Idempotency-Key was already used with a different payload",
+                    field="Idempotency-Key",
+                )
+            return previous.response, True
+        try:
+            with transaction.atomic():
+                batch = IngestionBatch.objects.create(
+                    principal=principal, key=key, payload_sha256=digest, response={}
+                )
+                response = work()
+                batch.response = json.loads(json.dumps(response))
+                batch.save(update_fields=["response"])
+                return response, False
+        except IntegrityError:
+            continue  # another request with this key committed first: replay its answer
+    raise IngestionError("could not record the Idempotency-Key; retry", field="Idempotency-Key")

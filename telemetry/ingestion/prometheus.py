@@ -1,0 +1,29 @@
+"""Prometheus text (format 0.0.4) ingestion for dcgm-exporter and Ascend npu-exporter output.
+
+The stable import path for the service layer; the code lives in ``prometheus_parse`` (tokenizer)
+and ``prometheus_map`` (catalogue mapping). Pure Python: no Django, no database.
+"""
+
+from __future__ import annotations
+
+from telemetry.ingestion.prometheus_map import (
+    MAPPED_METRICS,
+    EntityRef,
+    MappedSample,
+    MappingReport,
+    PrometheusMappingError,
+    map_exposition,
+)
+from telemetry.ingestion.prometheus_parse import ParsedSample, PrometheusParseError, parse_text
+
+__all__ = [
+    "MAPPED_METRICS",
+    "EntityRef",
+    "MappedSample",
+    "MappingReport",
+    "ParsedSample",
+    "PrometheusMappingError",
+    "PrometheusParseError",
+    "map_exposition",
+    "parse_text",
+]

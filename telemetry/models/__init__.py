@@ -1,0 +1,29 @@
+"""Telemetry: the metric catalogue, entities, the store (samples, frames, rollups), exporter
+targets and process heartbeats. Only the ``telemetry`` app imports the store's models."""
+
+from telemetry.models.exporters import ExporterTarget
+from telemetry.models.frames import Frame, FrameLayout
+from telemetry.models.heartbeats import Heartbeat
+from telemetry.models.samples import (
+    Entity,
+    EntityKind,
+    IngestionBatch,
+    MetricDefinition,
+    Rollup,
+    RollupWatermark,
+    Sample,
+)
+
+__all__ = [
+    "Entity",
+    "EntityKind",
+    "ExporterTarget",
+    "Frame",
+    "FrameLayout",
+    "Heartbeat",
+    "IngestionBatch",
+    "MetricDefinition",
+    "Rollup",
+    "RollupWatermark",
+    "Sample",
+]

@@ -1,0 +1,132 @@
+"""Resolving metric names and entity keys to ids in bulk, registering what is new.
+
+Batches carry thousands of samples for a few thousand entities: everything here works in a
+constant number of queries per batch, never one per sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from inventory.models import Accelerator, Cluster, Node
+from telemetry.models import Entity, EntityKind, MetricDefinition
+
+
+def metrics_by_name(names: Iterable[str]) -> dict[str, MetricDefinition]:
+    return {m.name: m for m in MetricDefinition.objects.filter(name__in=set(names))}
+
+
+def metrics_register_unmapped(names: dict[str, tuple[str, str]]) -> None:
+    """Create catalogue rows (``mapped=False``) for exporter-only metric names."""
+    MetricDefinition.objects.bulk_create(
+        [
+            MetricDefinition(
+                name=name,
+                entity_kind=kind,
+                unit="",
+                description=f"exporter metric kept as received ({source})",
+                mapped=False,
+            )
+            for name, (kind, source) in names.items()
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def entities_resolve(
+    cluster: Cluster, refs: Iterable[tuple[str, str]], *, create: bool = True
+) -> dict[tuple[str, str], int]:
+    """Map ``(kind, key)`` to entity ids for ``cluster``, creating plain entities if asked."""
+    wanted = set(refs)
+    found = _entity_ids(cluster, wanted)
+    missing = wanted - found.keys()
+    if missing and create:
+        Entity.objects.bulk_create(
+            [Entity(cluster=cluster, kind=kind, key=key) for kind, key in sorted(missing)],
+            ignore_conflicts=True,
+        )
+        found.update(_entity_ids(cluster, missing))
+    return found
+
+
+def _entity_ids(cluster: Cluster, refs: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    result: dict[tuple[str, str], int] = {}
+    by_kind: dict[str, list[str]] = {}
+    for kind, key in refs:
+        by_kind.setdefault(kind, []).append(key)
+    for kind, keys in by_kind.items():
+        for chunk_start in range(0, len(keys), 5000):
+            chunk = keys[chunk_start : chunk_start + 5000]
+            rows = Entity.objects.filter(cluster=cluster, kind=kind, key__in=chunk).values_list(
+                "key", "id"
+            )
+            result.update({(kind, key): entity_id for key, entity_id in rows})
+    return result
+
+
+@dataclass
+class DeviceRef:
+    """An accelerator as an exporter describes it."""
+
+    host: str
+    index: int | None
+    vendor_id: str
+    model_name: str = ""
+    health: int | None = None
+    attributes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.host}/{self.index if self.index is not None else self.vendor_id}"
+
+
+def devices_register(cluster: Cluster, devices: Iterable[DeviceRef]) -> dict[str, int]:
+    """Register unseen nodes and accelerators under ``cluster``; return accelerator entity ids.
+
+    Exporters do not know racks, so new nodes have none until an operator places them.
+    """
+    devices = {d.key: d for d in devices}
+    hosts = sorted({d.host for d in devices.values()})
+    Node.objects.bulk_create(
+        [Node(cluster=cluster, hostname=h, registered_by_exporter=True) for h in hosts],
+        ignore_conflicts=True,
+    )
+    nodes = {n.hostname: n for n in Node.objects.filter(cluster=cluster, hostname__in=hosts)}
+    Accelerator.objects.bulk_create(
+        [
+            Accelerator(
+                node=nodes[d.host],
+                index=d.index,
+                vendor_id=d.vendor_id,
+                model_name=d.model_name[:100],
+            )
+            for d in devices.values()
+        ],
+        ignore_conflicts=True,
+    )
+    accelerators = {
+        (a.node.hostname, a.vendor_id): a
+        for a in Accelerator.objects.filter(node__in=nodes.values()).select_related("node")
+    }
+    entities = _entity_ids(cluster, {(EntityKind.ACCELERATOR, key) for key in devices})
+    new_entities = []
+    for key, device in devices.items():
+        if (EntityKind.ACCELERATOR, key) in entities:
+            continue
+        accelerator = accelerators[(device.host, device.vendor_id)]
+        node = nodes[device.host]
+        new_entities.append(
+            Entity(
+                cluster=cluster,
+                kind=EntityKind.ACCELERATOR,
+                key=key,
+                node=node,
+                rack_id=node.rack_id,
+                supernode_id=node.rack.supernode_id if node.rack_id else None,
+                accelerator=accelerator,
+            )
+        )
+    Entity.objects.bulk_create(new_entities, ignore_conflicts=True)
+    entities.update(_entity_ids(cluster, {(EntityKind.ACCELERATOR, key) for key in devices}))
+    return {key: entities[(EntityKind.ACCELERATOR, key)] for key in devices}

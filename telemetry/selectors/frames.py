@@ -1,0 +1,151 @@
+"""Reading dense frames: one entity's series, the latest array, fleet aggregates.
+
+One entity's values are cut out of each frame by the database (``substr`` on the stored
+bytes), so a single card's series never ships whole-cluster arrays over the wire.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+from django.db.models import BinaryField, F, Func, Value
+
+from telemetry.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, layout_entity_ids
+from telemetry.models import Entity, Frame, FrameLayout, MetricDefinition
+
+
+def _slice(field: str, index: int, width: int) -> Func:
+    return Func(
+        F(field),
+        Value(index * width + 1),
+        Value(width),
+        function="substr",
+        output_field=BinaryField(),
+    )
+
+
+def entity_positions(entity: Entity) -> list[tuple[FrameLayout, int]]:
+    """Every layout of the entity's cluster and kind that contains it, with its position."""
+    found = []
+    for layout in FrameLayout.objects.filter(cluster_id=entity.cluster_id, kind=entity.kind):
+        hits = np.nonzero(layout_entity_ids(layout) == entity.pk)[0]
+        if hits.size:
+            found.append((layout, int(hits[0])))
+    return found
+
+
+def frame_buckets(
+    *,
+    metric: MetricDefinition,
+    entity: Entity,
+    start: datetime,
+    end: datetime,
+    resolution: int,
+    step: int,
+    buckets: dict[int, list[float]],
+) -> None:
+    """Fold the entity's frame values in ``[start, end)`` into ``buckets`` of ``step`` s."""
+    for layout, index in entity_positions(entity):
+        frames = Frame.objects.filter(
+            metric=metric, layout=layout, resolution=resolution, ts__gte=start, ts__lt=end
+        )
+        if resolution == 0:
+            rows = frames.annotate(v=_slice("values", index, 4)).values_list("ts", "v")
+            for ts, raw in rows.iterator():
+                value = float(np.frombuffer(bytes(raw), VALUE_DTYPE)[0])
+                if np.isnan(value):
+                    continue
+                fold_bucket(buckets, int(ts.timestamp() // step * step), 1, value, value, value)
+            continue
+        rows = frames.annotate(
+            c=_slice("count", index, 4),
+            s=_slice("sum", index, 8),
+            lo=_slice("min", index, 4),
+            hi=_slice("max", index, 4),
+        ).values_list("ts", "c", "s", "lo", "hi")
+        for ts, c, s, lo, hi in rows.iterator():
+            count = int(np.frombuffer(bytes(c), COUNT_DTYPE)[0])
+            if count:
+                fold_bucket(
+                    buckets,
+                    int(ts.timestamp() // step * step),
+                    count,
+                    float(np.frombuffer(bytes(s), SUM_DTYPE)[0]),
+                    float(np.frombuffer(bytes(lo), VALUE_DTYPE)[0]),
+                    float(np.frombuffer(bytes(hi), VALUE_DTYPE)[0]),
+                )
+
+
+def fold_bucket(buckets: dict, key: int, count: int, total: float, low: float, high: float) -> None:
+    """Merge ``(count, sum, min, max)`` into ``buckets[key]`` (the shape every series uses)."""
+    agg = buckets.setdefault(key, [0, 0.0, float("inf"), float("-inf")])
+    agg[0] += count
+    agg[1] += total
+    agg[2] = min(agg[2], low)
+    agg[3] = max(agg[3], high)
+
+
+def latest_frame(
+    *, metric: MetricDefinition, layout: FrameLayout, since: datetime
+) -> tuple[datetime, np.ndarray] | None:
+    frame = (
+        Frame.objects.filter(metric=metric, layout=layout, resolution=0, ts__gte=since)
+        .order_by("-ts")
+        .only("ts", "values")
+        .first()
+    )
+    if frame is None:
+        return None
+    return frame.ts, np.frombuffer(bytes(frame.values), VALUE_DTYPE)
+
+
+def latest_frame_values(entity_ids: list[int], *, since: datetime) -> dict[int, dict[str, float]]:
+    """``{entity_id: {metric: latest value}}`` for entities that live in frames."""
+    wanted = set(entity_ids)
+    result: dict[int, dict[str, float]] = {}
+    entities = Entity.objects.filter(pk__in=wanted).values_list("cluster_id", "kind").distinct()
+    layouts = FrameLayout.objects.none()
+    for cluster_id, kind in entities:
+        layouts = layouts | FrameLayout.objects.filter(cluster_id=cluster_id, kind=kind)
+    for layout in layouts:
+        ids = layout_entity_ids(layout)
+        mask = np.isin(ids, list(wanted))
+        if not mask.any():
+            continue
+        metric_ids = (
+            Frame.objects.filter(layout=layout, resolution=0, ts__gte=since)
+            .values_list("metric_id", flat=True)
+            .distinct()
+        )
+        for metric in MetricDefinition.objects.filter(pk__in=list(metric_ids)):
+            latest = latest_frame(metric=metric, layout=layout, since=since)
+            if latest is None:
+                continue
+            values = latest[1]
+            for position in np.nonzero(mask)[0]:
+                value = float(values[position])
+                if not np.isnan(value):
+                    result.setdefault(int(ids[position]), {})[metric.name] = value
+    return result
+
+
+def frame_means(
+    *, metric: MetricDefinition, cluster_id: int, since: datetime
+) -> dict[int, tuple[float, float]]:
+    """``{entity_id: (sum, count)}`` of minute-rollup frames since ``since``."""
+    out: dict[int, tuple[float, float]] = {}
+    for layout in FrameLayout.objects.filter(cluster_id=cluster_id):
+        frames = Frame.objects.filter(metric=metric, layout=layout, resolution=60, ts__gte=since)
+        total = count = None
+        for c, s in frames.values_list("count", "sum").iterator():
+            c_arr = np.frombuffer(bytes(c), COUNT_DTYPE).astype(np.int64)
+            s_arr = np.frombuffer(bytes(s), SUM_DTYPE)
+            total = s_arr.copy() if total is None else total + s_arr
+            count = c_arr if count is None else count + c_arr
+        if total is None:
+            continue
+        for entity_id, t, n in zip(layout_entity_ids(layout).tolist(), total, count, strict=True):
+            if n:
+                out[entity_id] = (float(t), float(n))
+    return out

@@ -1,0 +1,41 @@
+"""What the status page shows about workers and beat."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from telemetry.models import Heartbeat
+
+
+@dataclass(frozen=True)
+class ProcessStatus:
+    kind: str
+    name: str
+    last_seen: datetime
+    age_seconds: float
+    alive: bool
+    beats: int
+
+
+def heartbeat_statuses(*, now: datetime | None = None) -> list[ProcessStatus]:
+    now = now or timezone.now()
+    stale = timedelta(seconds=settings.HEARTBEAT_STALE_AFTER_SECONDS)
+    return [
+        ProcessStatus(
+            kind=hb.kind,
+            name=hb.name,
+            last_seen=hb.last_seen,
+            age_seconds=max(0.0, (now - hb.last_seen).total_seconds()),
+            alive=now - hb.last_seen <= stale,
+            beats=hb.beats,
+        )
+        for hb in Heartbeat.objects.order_by("kind", "-last_seen")
+    ]
+
+
+def any_alive(statuses: list[ProcessStatus], kind: str) -> bool:
+    return any(s.alive for s in statuses if s.kind == kind)

@@ -1,0 +1,195 @@
+"""Latest values and fleet arrays per entity kind, from samples and frames.
+
+The newest sample per point (the unique index read backwards) for sparse sources, and the
+newest frame (one row per metric holding every entity of a kind) for the twin's fleet data.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from cluster_portal.web.timerange import TimeRange
+from telemetry.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, layout_entity_ids
+from telemetry.models import Entity, Frame, FrameLayout, MetricDefinition, Sample
+from telemetry.registry import metrics_by_name
+from telemetry.selectors.frames import latest_frame
+from telemetry.selectors.series import choose_source, series_read
+
+Points = list[tuple[datetime, float]]
+# Latest values older than this are not "current": a stopped twin shows "no data", not a
+# stale figure presented as live.
+LATEST_WINDOW = timedelta(minutes=15)
+# Exporters scrape every few seconds; the newest sample per card is within this window.
+SAMPLE_WINDOW = timedelta(minutes=2)
+
+
+def latest_scalars(entity: Entity | None, names: Iterable[str]) -> dict[str, float]:
+    """Newest sample of each metric for one entity (the unique index reads it backwards:
+    one cheap query per metric, whatever the history length)."""
+    if entity is None:
+        return {}
+    cutoff = datetime.now(tz=UTC) - LATEST_WINDOW
+    out: dict[str, float] = {}
+    for name, metric in metrics_by_name(names).items():
+        value = (
+            Sample.objects.filter(metric=metric, entity=entity, ts__gte=cutoff)
+            .order_by("-ts")
+            .values_list("value", flat=True)
+            .first()
+        )
+        if value is not None:
+            out[name] = value
+    return out
+
+
+def series_points(metric: MetricDefinition | None, entity: Entity | None, tr: TimeRange) -> Points:
+    """``(time, mean)`` points of one entity's metric at the resolution the range calls for."""
+    if metric is None or entity is None:
+        return []
+    series = series_read(metric=metric, entity=entity, start=tr.start, end=tr.end)
+    return [(p.ts, p.mean) for p in series.points]
+
+
+@dataclass(frozen=True)
+class KindSnapshot:
+    """Newest value of several metrics for every entity of a kind in a cluster."""
+
+    ids: np.ndarray  # entity ids (int64)
+    values: dict[str, np.ndarray]  # metric name -> float64 aligned with ids; NaN = no value
+    ts: datetime | None
+
+    def get(self, name: str) -> np.ndarray:
+        return self.values.get(name, np.full(self.ids.size, np.nan))
+
+    def by_entity(self) -> dict[int, dict[str, float]]:
+        out: dict[int, dict[str, float]] = {}
+        for name, array in self.values.items():
+            for entity_id, value in zip(self.ids.tolist(), array.tolist(), strict=True):
+                if not np.isnan(value):
+                    out.setdefault(entity_id, {})[name] = value
+        return out
+
+
+def _current_layout(cluster_id: int, kind: str, metric: MetricDefinition, since: datetime):
+    newest = (
+        Frame.objects.filter(
+            layout__cluster_id=cluster_id,
+            layout__kind=kind,
+            metric=metric,
+            resolution=0,
+            ts__gte=since,
+        )
+        .order_by("-ts")
+        .values_list("layout_id", flat=True)
+        .first()
+    )
+    return FrameLayout.objects.filter(pk=newest).first() if newest else None
+
+
+def latest_kind(cluster_id: int, kind: str, names: Iterable[str]) -> KindSnapshot:
+    """Newest frame of each metric (one row per metric for the whole fleet) plus, for
+    entities an exporter reports as samples, their newest sample in ``SAMPLE_WINDOW``.
+
+    Queries: 2 + one per metric, whatever the cluster size.
+    """
+    now = datetime.now(tz=UTC)
+    metrics = metrics_by_name(names)
+    ids = np.zeros(0, dtype=np.int64)
+    values: dict[str, np.ndarray] = {}
+    newest_ts: datetime | None = None
+    layout = None
+    if metrics:
+        layout = _current_layout(
+            cluster_id, kind, next(iter(metrics.values())), now - LATEST_WINDOW
+        )
+    if layout is not None:
+        ids = layout_entity_ids(layout)
+        for name, metric in metrics.items():
+            found = latest_frame(metric=metric, layout=layout, since=now - LATEST_WINDOW)
+            if found is not None:
+                values[name] = found[1].astype(np.float64)
+                newest_ts = max(newest_ts, found[0]) if newest_ts else found[0]
+    sampled: dict[str, dict[int, float]] = defaultdict(dict)
+    if metrics:
+        by_id = {m.pk: name for name, m in metrics.items()}
+        rows = (
+            Sample.objects.filter(
+                metric_id__in=list(by_id),
+                entity__cluster_id=cluster_id,
+                entity__kind=kind,
+                ts__gte=now - SAMPLE_WINDOW,
+            )
+            .order_by("ts")
+            .values_list("metric_id", "entity_id", "value", "ts")
+        )
+        for metric_id, entity_id, value, ts in rows.iterator():
+            sampled[by_id[metric_id]][entity_id] = value  # ordered by time: newest wins
+            newest_ts = max(newest_ts, ts) if newest_ts else ts
+    if sampled:
+        extra = sorted({e for per in sampled.values() for e in per} - set(ids.tolist()))
+        ids = np.concatenate([ids, np.array(extra, dtype=np.int64)])
+        position = {entity_id: i for i, entity_id in enumerate(ids.tolist())}
+        for name in metrics:
+            array = np.full(ids.size, np.nan)
+            array[: values[name].size if name in values else 0] = values.get(name, [])
+            for entity_id, value in sampled.get(name, {}).items():
+                array[position[entity_id]] = value
+            values[name] = array
+    values = {name: array for name, array in values.items() if array.size == ids.size}
+    return KindSnapshot(ids=ids, values=values, ts=newest_ts)
+
+
+def kind_series(
+    *,
+    cluster_id: int,
+    kind: str,
+    metric: MetricDefinition | None,
+    tr: TimeRange,
+    entity_ids: set[int] | None = None,
+    reduce: str = "sum",
+) -> Points:
+    """One metric summed (or averaged) over the entities of a kind, over time, from frames.
+
+    Reads the whole layout's rollup frames at the range's resolution (raw frames for short
+    ranges): fine for workloads, links and memory pools (tens to a few thousand entities);
+    per-card fleet series use the ``cluster_*`` scalars instead. Each plotted point is the
+    mean of the per-bucket totals inside its step.
+    """
+    if metric is None:
+        return []
+    _, resolution, step = choose_source(tr.start, tr.end)
+    buckets: dict[int, list[float]] = {}
+    for layout in FrameLayout.objects.filter(cluster_id=cluster_id, kind=kind):
+        ids = layout_entity_ids(layout)
+        mask = np.ones(ids.size, bool) if entity_ids is None else np.isin(ids, list(entity_ids))
+        if not mask.any():
+            continue
+        frames = Frame.objects.filter(
+            metric=metric, layout=layout, resolution=resolution, ts__gte=tr.start, ts__lt=tr.end
+        )
+        fields = ("ts", "values") if resolution == 0 else ("ts", "sum", "count")
+        for row in frames.values_list(*fields).iterator():
+            if resolution == 0:
+                per_entity = np.frombuffer(bytes(row[1]), VALUE_DTYPE).astype(np.float64)
+            else:
+                total = np.frombuffer(bytes(row[1]), SUM_DTYPE)
+                count = np.frombuffer(bytes(row[2]), COUNT_DTYPE)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    per_entity = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+            chosen = per_entity[mask]
+            if np.isnan(chosen).all():
+                continue
+            value = float(np.nansum(chosen) if reduce == "sum" else np.nanmean(chosen))
+            key = int(row[0].timestamp() // step * step)
+            agg = buckets.setdefault(key, [0.0, 0])
+            agg[0] += value
+            agg[1] += 1
+    return [
+        (datetime.fromtimestamp(key, tz=UTC), total / n)
+        for key, (total, n) in sorted(buckets.items())
+    ]

@@ -1,0 +1,240 @@
+"""Window statistics over stored telemetry: what the cost page and the validation report cite.
+
+Every figure carries its source: the metric, the window and how many stored values it
+averages, so a page can show "mean of N samples" or say honestly that there is no data.
+Cluster scalars (``cluster_*``) are read as one series (:func:`series_read`, which merges raw
+samples, rollups and frames); per-workload figures come from minute rollups (samples and
+frames alike), raw samples after the compaction watermark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from django.db.models import Count, Max, Min, Sum
+
+from inventory.models import Cluster
+from telemetry.frames import COUNT_DTYPE, SUM_DTYPE, layout_entity_ids
+from telemetry.models import (
+    Entity,
+    EntityKind,
+    Frame,
+    FrameLayout,
+    MetricDefinition,
+    Rollup,
+    Sample,
+)
+from telemetry.selectors.series import Series, series_read
+from telemetry.store import watermarks
+
+CLUSTER_KEY = "cluster"  # the twin and exporters store cluster scalars under this key
+
+
+@dataclass(frozen=True)
+class WindowStat:
+    """Mean of the stored values of one metric over a window, with how many there were."""
+
+    metric: str
+    start: datetime
+    end: datetime
+    mean: float
+    count: int
+    low: float
+    high: float
+
+
+def cluster_entity(cluster: Cluster) -> Entity | None:
+    return Entity.objects.filter(cluster=cluster, kind=EntityKind.CLUSTER, key=CLUSTER_KEY).first()
+
+
+def cluster_series(
+    cluster: Cluster, metric_name: str, start: datetime, end: datetime
+) -> Series | None:
+    """The cluster scalar's series over the window; ``None`` if metric or entity is unknown."""
+    metric = MetricDefinition.objects.filter(name=metric_name).first()
+    entity = cluster_entity(cluster)
+    if metric is None or entity is None:
+        return None
+    return series_read(metric=metric, entity=entity, start=start, end=end)
+
+
+def stat_of_series(series: Series | None, start: datetime, end: datetime) -> WindowStat | None:
+    """Count-weighted mean of a series' points; ``None`` when it holds no values."""
+    if series is None:
+        return None
+    count = sum(p.count for p in series.points)
+    if not count:
+        return None
+    total = sum(p.mean * p.count for p in series.points)
+    return WindowStat(
+        metric=series.metric,
+        start=start,
+        end=end,
+        mean=total / count,
+        count=count,
+        low=min(p.min for p in series.points),
+        high=max(p.max for p in series.points),
+    )
+
+
+def cluster_stat(
+    cluster: Cluster, metric_name: str, start: datetime, end: datetime
+) -> WindowStat | None:
+    return cluster_stats(cluster, [metric_name], start, end).get(metric_name)
+
+
+def cluster_stats(
+    cluster: Cluster, metric_names: list[str], start: datetime, end: datetime
+) -> dict[str, WindowStat | None]:
+    """Window statistics of several cluster scalars at once, in a handful of grouped queries.
+
+    Same tiers as a range read — hourly rollups up to their watermark for windows of two days
+    or more, then minute rollups, then raw samples after the compaction watermark — but
+    summed per metric in the database instead of returned as a series.
+    """
+    metrics = dict(MetricDefinition.objects.filter(name__in=metric_names).values_list("pk", "name"))
+    entity = cluster_entity(cluster)
+    found: dict[str, list[float]] = {}
+    if metrics and entity is not None:
+        marks = watermarks()
+        resolution = 3600 if (end - start).total_seconds() >= 2 * 86400 else 60
+        _tier_sums(entity.pk, list(metrics), start, end, resolution, marks, metrics, found)
+    stats: dict[str, WindowStat | None] = {}
+    for name in metric_names:
+        agg = found.get(name)
+        stats[name] = (
+            WindowStat(name, start, end, agg[1] / agg[0], int(agg[0]), agg[2], agg[3])
+            if agg and agg[0]
+            else None
+        )
+    return stats
+
+
+_FINER = {3600: 60, 60: 0}
+
+
+def _tier_sums(
+    entity_id: int,
+    metric_ids: list[int],
+    start: datetime,
+    end: datetime,
+    resolution: int,
+    marks: dict,
+    names: dict[int, str],
+    found: dict[str, list[float]],
+) -> None:
+    if start >= end:
+        return
+    if resolution == 0:
+        rows = (
+            Sample.objects.filter(
+                entity_id=entity_id, metric_id__in=metric_ids, ts__gte=start, ts__lt=end
+            )
+            .values("metric_id")
+            .annotate(n=Count("id"), total=Sum("value"), low=Min("value"), high=Max("value"))
+        )
+    else:
+        complete = marks.get(resolution)
+        upto = min(end, complete) if complete else start
+        rows = []
+        if upto > start:
+            rows = (
+                Rollup.objects.filter(
+                    entity_id=entity_id,
+                    metric_id__in=metric_ids,
+                    resolution=resolution,
+                    bucket__gte=start,
+                    bucket__lt=upto,
+                )
+                .values("metric_id")
+                .annotate(n=Sum("count"), total=Sum("sum"), low=Min("min"), high=Max("max"))
+            )
+        _tier_sums(
+            entity_id, metric_ids, max(start, upto), end, _FINER[resolution], marks, names, found
+        )
+    for row in rows:
+        agg = found.setdefault(names[row["metric_id"]], [0, 0.0, float("inf"), float("-inf")])
+        agg[0] += row["n"]
+        agg[1] += row["total"]
+        agg[2] = min(agg[2], row["low"])
+        agg[3] = max(agg[3], row["high"])
+
+
+def entity_sums(
+    *, cluster: Cluster, metric_name: str, kind: str, start: datetime, end: datetime
+) -> dict[int, tuple[float, int]]:
+    """``{entity_id: (sum, count)}`` of ``metric`` for entities of ``kind`` in the window."""
+    metric = MetricDefinition.objects.filter(name=metric_name).first()
+    if metric is None:
+        return {}
+    sums: dict[int, list[float]] = {}
+
+    def add(entity_id: int, total: float, count: int) -> None:
+        agg = sums.setdefault(entity_id, [0.0, 0])
+        agg[0] += total
+        agg[1] += count
+
+    entity_filter = {"entity__cluster": cluster, "entity__kind": kind}
+    complete = watermarks().get(60)
+    raw_from = start
+    if complete and complete > start:
+        upto = min(complete, end)
+        rollups = (
+            Rollup.objects.filter(
+                metric=metric, resolution=60, bucket__gte=start, bucket__lt=upto, **entity_filter
+            )
+            .values("entity_id")
+            .annotate(total=Sum("sum"), n=Sum("count"))
+        )
+        for row in rollups:
+            add(row["entity_id"], row["total"], row["n"])
+        raw_from = max(start, upto)
+    if raw_from < end:
+        raw = (
+            Sample.objects.filter(metric=metric, ts__gte=raw_from, ts__lt=end, **entity_filter)
+            .values("entity_id")
+            .annotate(total=Sum("value"), n=Count("id"))
+        )
+        for row in raw:
+            add(row["entity_id"], row["total"], row["n"])
+    # Frames keep their own rollups, merged as they are written: no watermark needed. Windows
+    # of six hours or more read hourly frames (hour-aligned: the first partial hour counts
+    # whole), so a month is 720 frames instead of 43,200 — and minute frames are only kept
+    # two days anyway.
+    frame_resolution = 3600 if (end - start).total_seconds() >= 6 * 3600 else 60
+    frame_start = datetime.fromtimestamp(
+        start.timestamp() // frame_resolution * frame_resolution, tz=start.tzinfo
+    )
+    for layout in FrameLayout.objects.filter(cluster=cluster, kind=kind):
+        frames = Frame.objects.filter(
+            metric=metric,
+            layout=layout,
+            resolution=frame_resolution,
+            ts__gte=frame_start,
+            ts__lt=end,
+        )
+        total = count = None
+        for c, s in frames.values_list("count", "sum").iterator():
+            c_arr = np.frombuffer(bytes(c), COUNT_DTYPE).astype(np.int64)
+            s_arr = np.frombuffer(bytes(s), SUM_DTYPE)
+            total = s_arr.copy() if total is None else total + s_arr
+            count = c_arr if count is None else count + c_arr
+        if total is None:
+            continue
+        for entity_id, t, n in zip(layout_entity_ids(layout).tolist(), total, count, strict=True):
+            if n:
+                add(entity_id, float(t), int(n))
+    return {entity_id: (agg[0], int(agg[1])) for entity_id, agg in sums.items() if agg[1]}
+
+
+def data_span(cluster: Cluster, start: datetime, end: datetime) -> tuple[datetime, datetime] | None:
+    """First and last raw sample time of the cluster's scalars in the window (for captions)."""
+    entity = cluster_entity(cluster)
+    if entity is None:
+        return None
+    span = Sample.objects.filter(entity=entity, ts__gte=start, ts__lt=end).aggregate(
+        first=Min("ts"), last=Max("ts")
+    )
+    return (span["first"], span["last"]) if span["first"] else None

@@ -1,0 +1,54 @@
+"""Real telemetry for the dashboard tests: a small twin cluster ticked a few times.
+
+Two of the twin's workloads are handed to the test tenants (acme, panda) so tenant scoping
+can be checked against the ``users`` fixture's customers.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from inventory.models import Accelerator, Cluster, Node, Rack, Supernode, Workload
+from telemetry.models import Entity
+
+
+@pytest.fixture
+def twin_cluster(db, users, tenants) -> Cluster:
+    from simulation.engine import default_scenario
+    from simulation.services import twin_pool_tick, twin_run_create, twin_tick
+
+    cluster = Cluster.objects.create(name="twin-dash", kind=Cluster.Kind.UNIFIED)
+    run = twin_run_create(
+        name="dash", cluster=cluster, scenario=default_scenario(cards=256, seed=3)
+    )
+    assert twin_tick(run_id=run.pk, expected_seq=0).committed
+    assert twin_pool_tick(run_id=run.pk, expected_seq=0).committed
+    for slug, kind in (("acme", Workload.Kind.INFERENCE), ("panda", Workload.Kind.TRAINING)):
+        workload = Workload.objects.filter(cluster=cluster, kind=kind).order_by("name").first()
+        workload.tenant = tenants[slug]
+        workload.save(update_fields=["tenant"])
+        Entity.objects.filter(workload=workload).update(tenant=tenants[slug])
+    return cluster
+
+
+def tenant_workload(slug: str) -> Workload:
+    return Workload.objects.get(tenant__slug=slug)
+
+
+class WithInventory:
+    """Access checks need entities to exist, not telemetry: a tiny inventory is enough."""
+
+    @pytest.fixture(autouse=True)
+    def _inventory(self, cluster, workloads):
+        supernode = Supernode.objects.create(cluster=cluster, name="sn0")
+        rack = Rack.objects.create(supernode=supernode, name="sn0/r0")
+        node = Node.objects.create(cluster=cluster, rack=rack, hostname="sn0/r0/n0")
+        Accelerator.objects.create(node=node, index=0, vendor_id="uuid-0")
+        for workload in workloads.values():
+            Entity.objects.create(
+                cluster=cluster,
+                kind="workload",
+                key=workload.name,
+                workload=workload,
+                tenant=workload.tenant,
+            )
