@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import train_cli
 from .catalog import HARDWARE, MODELS
 from .compare import build_compare_scenario, run_compare
 from .memory.replay import replay_blocks
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--capacity-blocks", type=_nonneg_int, required=True)
     k.add_argument("--policy", choices=("lru", "lru-k"), default="lru-k")
     k.add_argument("--json", metavar="FILE")
+    train_cli.add_parser(sub)
     return ap
 
 
@@ -164,6 +166,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         out = sys.stderr if args.json == "-" else sys.stdout
         out.write(_table(res) + "\n")
+        _emit_json(res, args.json)
+    elif args.command == "train":
+        try:
+            res = train_cli.run(args)
+        except ValueError as exc:
+            ap.error(str(exc))
+        if args.json is None:
+            print(train_cli.describe(res))
         _emit_json(res, args.json)
     elif args.command == "perf":
         try:
