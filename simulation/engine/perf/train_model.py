@@ -151,7 +151,9 @@ def shape_of(model: ModelSpec | None, params: float) -> Shape:
     return Shape(float(params), float(params), layers, int(h), int(h), int(h))
 
 
-def _tier_fanouts(group: int, stride: int, fab: Fabric) -> list[tuple[int, float]]:
+def _tier_fanouts(
+    group: int, stride: int, fab: Fabric, spread: tuple | None = None
+) -> list[tuple[int, float]]:
     """(fan-out, per-card bandwidth) per tier for ``group`` ranks ``stride`` cards apart.
 
     Ranks are laid out contiguously with the given stride inside a job that starts at a
@@ -161,14 +163,16 @@ def _tier_fanouts(group: int, stride: int, fab: Fabric) -> list[tuple[int, float
         return []
     span = group * stride
 
-    def units(size: int) -> int:  # distinct tier units the group touches
-        return max(1, min(group, math.ceil(span / size)))
+    def units(size: int, placed: int = 0) -> int:  # distinct tier units the group touches
+        compact = math.ceil(span / size)
+        if spread is not None and placed:
+            # A scattered job: the group touches its share of the job's actual spread.
+            compact = max(compact, round(placed * span / max(spread[2], 1)))
+        return max(1, min(group, compact))
 
-    nodes, racks, sns = (
-        units(fab.cards_per_node),
-        units(fab.cards_per_rack),
-        units(fab.cards_per_supernode),
-    )
+    sns = units(fab.cards_per_supernode, spread[1] if spread else 0)
+    racks = max(units(fab.cards_per_rack, spread[0] if spread else 0), sns)
+    nodes = max(units(fab.cards_per_node), racks)
     if fab.scale_up_spans_supernode:
         # One scale-up domain per supernode: node and rack tiers run at scale-up bandwidth.
         return [
@@ -184,7 +188,13 @@ def _tier_fanouts(group: int, stride: int, fab: Fabric) -> list[tuple[int, float
 
 
 def collective_seconds(
-    kind: str, nbytes: float, group: int, stride: int, fab: Fabric, penalty: float = 1.0
+    kind: str,
+    nbytes: float,
+    group: int,
+    stride: int,
+    fab: Fabric,
+    penalty: float = 1.0,
+    spread: tuple | None = None,
 ) -> float:
     """Hierarchical ring collective time for ``nbytes`` per rank.
 
@@ -195,7 +205,7 @@ def collective_seconds(
         return 0.0
     passes = 2.0 if kind == "allreduce" else 1.0
     t, remaining, hops = 0.0, float(nbytes), 0
-    for i, (k, bw) in enumerate(_tier_fanouts(group, stride, fab)):
+    for i, (k, bw) in enumerate(_tier_fanouts(group, stride, fab, spread)):
         if k <= 1:
             continue
         slow = penalty if i > 0 else 1.0
@@ -243,6 +253,7 @@ def step_time(
     fabric: Fabric | None = None,
     link_penalty: float = 1.0,
     jitter: float = JITTER,
+    spread: tuple | None = None,
 ) -> dict[str, float]:
     """One training step; returns MFU, throughput and the time split (see module doc)."""
     fab = fabric or Fabric(scale_up_bw=SCALE_UP_BW.get(hw.id, 200e9))
@@ -289,7 +300,9 @@ def step_time(
     # TP collectives (sequence parallel): 4 all-reduce equivalents per layer (+2 with full
     # recompute); a parallel attention+MLP block (PaLM, MegaScale) shares one pair of them.
     n_tp = (2 if parallel_block else 4) + (2 if recompute == "full" else 0)
-    t_tp = lps * n_tp * collective_seconds("allreduce", T * h * 2.0, tp, 1, fab, link_penalty)
+    t_tp = (
+        lps * n_tp * collective_seconds("allreduce", T * h * 2.0, tp, 1, fab, link_penalty, spread)
+    )
     t_tp_exposed = t_tp * (1.0 - tp_overlap)
     # Context parallel: all-gather K/V forward, reduce-scatter dK/dV backward, half hidden.
     kv_bytes = T * shape.kv_width * 2 * 2.0 / tp
@@ -297,15 +310,15 @@ def step_time(
         lps
         * 0.5
         * (
-            collective_seconds("allgather", kv_bytes * cp, cp, tp, fab, link_penalty)
-            + collective_seconds("reducescatter", kv_bytes * cp, cp, tp, fab, link_penalty)
+            collective_seconds("allgather", kv_bytes * cp, cp, tp, fab, link_penalty, spread)
+            + collective_seconds("reducescatter", kv_bytes * cp, cp, tp, fab, link_penalty, spread)
         )
     )
     # MoE all-to-all: dispatch + combine, forward and backward, over the EP group.
     t_ep = 0.0
     if ep > 1:
         a2a = T * h * 2.0 * shape.top_k / tp
-        t_ep = lps * 4 * collective_seconds("alltoall", a2a, ep, mp, fab, link_penalty)
+        t_ep = lps * 4 * collective_seconds("alltoall", a2a, ep, mp, fab, link_penalty, spread)
     # Pipeline point-to-point: activations forward, gradients backward (x v with interleaving).
     t_p2p = 0.0
     if pp > 1:
@@ -316,13 +329,15 @@ def step_time(
     dense_shard = (shape.params if ep == 1 else shape.active_params) / (tp * pp)
     expert_shard = 0.0 if ep == 1 else (shape.params - shape.active_params) / (tp * pp * ep)
     t_dp = collective_seconds(
-        "reducescatter", grad_bytes * dense_shard, dp, mp, fab, link_penalty
-    ) + collective_seconds("allgather", 2.0 * dense_shard, dp, mp, fab, link_penalty)
+        "reducescatter", grad_bytes * dense_shard, dp, mp, fab, link_penalty, spread
+    ) + collective_seconds("allgather", 2.0 * dense_shard, dp, mp, fab, link_penalty, spread)
     if expert_shard:
         dpe = dp // ep
         t_dp += collective_seconds(
-            "reducescatter", grad_bytes * expert_shard, dpe, mp * ep, fab, link_penalty
-        ) + collective_seconds("allgather", 2.0 * expert_shard, dpe, mp * ep, fab, link_penalty)
+            "reducescatter", grad_bytes * expert_shard, dpe, mp * ep, fab, link_penalty, spread
+        ) + collective_seconds(
+            "allgather", 2.0 * expert_shard, dpe, mp * ep, fab, link_penalty, spread
+        )
     window = t_mb if dp_overlap else 0.0
     t_dp_exposed = max(t_dp - window, 0.0)
     # Optimizer: read/write fp32 master + Adam moments of this rank's shard (memory-bound).
