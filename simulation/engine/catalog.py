@@ -157,6 +157,20 @@ MODELS: dict[str, ModelSpec] = {
 }
 
 
+# --- Training-scale models (issue 14): shapes from the published configs -----------------
+# Llama 3 405B / 70B: Dubey et al., "The Llama 3 Herd of Models" (2024), Table 3 (layers,
+# model dimension, FFN 53,248 / 28,672, 128 / 64 attention heads, 8 KV heads, vocab 128,256)
+# and the Hugging Face config.json of Meta-Llama-3.1-405B / Meta-Llama-3-70B (head_dim 128).
+MODELS.update(
+    {
+        m.id: m
+        for m in (
+            ModelSpec("llama-3-405b", "Llama-3-405B", 405e9, 126, 16384, 128, 8, 128),
+            ModelSpec("llama-3-70b", "Llama-3-70B", 70.6e9, 80, 8192, 64, 8, 128),
+        )
+    }
+)
+
 def get_hardware(hardware_id: str) -> HardwareSpec:
     """Look up a hardware entry; ``ValueError`` names the unknown id and the valid ones."""
     try:

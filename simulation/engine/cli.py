@@ -8,8 +8,15 @@ import sys
 import time
 from pathlib import Path
 
+from . import train_cli
+from .ablation import run_ablation
 from .catalog import HARDWARE, MODELS
-from .compare import build_compare_scenario, run_compare
+from .compare import (
+    build_compare_scenario,
+    describe_training_trace,
+    load_training_trace,
+    run_compare,
+)
 from .memory.replay import replay_blocks
 from .perf.inference import perf_point
 from .traces import read_mooncake
@@ -91,6 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--training-trace", type=_trace("philly"), metavar="philly:FILE")
     c.add_argument("--json", metavar="FILE", help="write JSON results ('-' = stdout)")
     c.add_argument("--serial", action="store_true", help="run the two policies one by one")
+    c.add_argument(
+        "--start", metavar="OFFSET", help="offset into the training trace: 40d, 12h, a date"
+    )
+    c.add_argument(
+        "--ablate",
+        action="store_true",
+        help="also run split -> +time-sharing -> +preemption/elastic -> +pooled memory -> unified",
+    )
     p = sub.add_parser("perf", help="prefill and decode time of one replica")
     p.add_argument("--model", choices=sorted(MODELS), required=True)
     p.add_argument("--hardware", choices=sorted(HARDWARE), required=True)
@@ -103,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--capacity-blocks", type=_nonneg_int, required=True)
     k.add_argument("--policy", choices=("lru", "lru-k"), default="lru-k")
     k.add_argument("--json", metavar="FILE")
+    train_cli.add_parser(sub)
     return ap
 
 
@@ -146,6 +162,30 @@ def _table(res: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+ABLATION_COLS = (
+    ("utilization_allocated_mean", "alloc", "{:.1%}"),
+    ("utilization_busy_mean", "busy", "{:.1%}"),
+    ("training_samples_per_s_mean", "samples/s", "{:,.0f}"),
+    ("training_goodput_pflops", "goodput PF/s", "{:,.0f}"),
+    ("mfu_mean", "MFU", "{:.1%}"),
+    ("inference_p99_ms", "P99 ms", "{:,.0f}"),
+    ("ttft_p99_ms", "TTFT P99", "{:,.0f}"),
+    ("tpot_p99_ms", "TPOT P99", "{:,.1f}"),
+    ("slo_attainment", "SLO", "{:.2%}"),
+    ("energy_mwh", "MWh", "{:,.1f}"),
+)
+
+
+def ablation_table(rows: list[dict]) -> str:
+    """The ablation as a text table (columns missing from a summary are skipped)."""
+    cols = [c for c in ABLATION_COLS if all(c[0] in r for r in rows)]
+    lines = [f"{'mechanism':<22}" + "".join(f"{lab:>13}" for _, lab, _ in cols)]
+    lines.append("-" * len(lines[0]))
+    for r in rows:
+        lines.append(f"{r['name']:<22}" + "".join(f"{fmt.format(r[k]):>13}" for k, _, fmt in cols))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     ap = build_parser()
@@ -155,15 +195,42 @@ def main(argv: list[str] | None = None) -> int:
             ap.error("--cards: must be >= 64")
         try:
             scen = build_compare_scenario(
-                args.cards, args.hours, args.seed, args.inference_trace, args.training_trace
+                args.cards,
+                args.hours,
+                args.seed,
+                args.inference_trace,
+                args.training_trace,
+                start=args.start,
             )
+            trace_note = None
+            if args.training_trace is not None:
+                trace_note = describe_training_trace(
+                    load_training_trace(args.training_trace, args.hours * 3600.0, args.start)[1]
+                )
         except ValueError as exc:
             ap.error(str(exc))
+        out = sys.stderr if args.json == "-" else sys.stdout
+        if trace_note:
+            out.write(trace_note + "\n")
+            out.flush()
         res = run_compare(
             scen, args.hours, _Bar("simulating"), parallel=False if args.serial else None
         )
-        out = sys.stderr if args.json == "-" else sys.stdout
         out.write(_table(res) + "\n")
+        if args.ablate:
+            rows = run_ablation(
+                scen, args.hours, _Bar("ablation"), parallel=False if args.serial else None
+            )
+            out.write(ablation_table(rows) + "\n")
+            res = {**res, "ablation": rows}
+        _emit_json(res, args.json)
+    elif args.command == "train":
+        try:
+            res = train_cli.run(args)
+        except ValueError as exc:
+            ap.error(str(exc))
+        if args.json is None:
+            print(train_cli.describe(res))
         _emit_json(res, args.json)
     elif args.command == "perf":
         try:

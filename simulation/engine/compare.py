@@ -10,6 +10,7 @@ import dataclasses
 import math
 import multiprocessing as mp
 import queue
+import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,10 +18,10 @@ import numpy as np
 
 from .catalog import get_hardware
 from .engine import Engine
-from .scenario.defaults import _JOB_SIZES, TENANTS, default_scenario, size_services
-from .scenario.types import Scenario, TrainingJob
+from .scenario.defaults import default_scenario, size_services
+from .scenario.types import Scenario
 from .sched.inference import ServiceTable
-from .traces import read_azure, read_philly
+from .traces import parse_start, read_azure, read_philly
 
 MAX_TRACE_JOBS = 20_000
 
@@ -68,42 +69,96 @@ def apply_inference_trace(scen: Scenario, path: Path, smooth_s: float = 900.0) -
     )
 
 
-def apply_training_trace(scen: Scenario, path: Path, horizon_s: float) -> Scenario:
-    """Replace the training jobs by the trace's jobs submitted within the horizon."""
-    rows = [j for j in read_philly(path) if j.timestamp <= horizon_s][:MAX_TRACE_JOBS]
-    if not rows:
-        raise ValueError(f"{path}: no training jobs within the simulated horizon")
-    hw = get_hardware(scen.topology.hardware)
-    jobs = []
-    for i, r in enumerate(rows):
-        cards = min(r.num_gpus, scen.topology.cards // 2)
-        params = next(p for size, _, p in _JOB_SIZES if size >= min(cards, 512))
-        params = min(params, 0.5 * hw.hbm_bytes * cards / 16.0)
-        tok_s = 0.4 * cards * hw.peak_flops / (6 * params)
-        jobs.append(
-            TrainingJob(
-                name=f"trace-{i:05d}",
-                tenant=TENANTS[i % len(TENANTS)],
-                params=float(params),
-                min_cards=cards,
-                max_cards=cards,
-                work_samples=max(tok_s / 4096 * max(r.duration, 60.0), 1.0),
-                base_mfu=0.4,
-                submit_time_s=float(r.timestamp),
-            )
+def apply_training_trace(
+    scen: Scenario, path: Path, horizon_s: float, start: str | float | None = None
+) -> Scenario:
+    """Replace the training jobs by the trace's jobs submitted in ``[start, start + horizon)``.
+
+    Time-faithful: each job arrives at its own timestamp (minus ``start``, an offset like
+    ``40d`` or a date, see :func:`.traces.parse_start`). Size from ``num_gpus`` (capped at
+    half the cluster); work = trace duration x the job's modelled rate on that size, so an
+    elastic job given more cards finishes sooner. Elastic bounds come from optional
+    ``min_gpus`` / ``max_gpus`` columns; otherwise a job is rigid (the trace does not say).
+    """
+    from .scenario.defaults import training_jobs_from_demand
+    from .scenario.training_demand import JOB_SIZE_MIX
+
+    rows, _ = load_training_trace(path, horizon_s, start)
+    cap = max(scen.topology.cards // 2, 1)
+    demand = []
+    for r in rows:
+        cards = min(r.num_gpus, cap)
+        params = [p for c, _, p in JOB_SIZE_MIX if c <= cards][-1]
+        demand.append(
+            {"cards": cards, "params": params, "submit": r.timestamp, "duration": r.duration}
         )
+    jobs = training_jobs_from_demand(demand, scen.topology, random.Random(scen.seed))
+    for job, r in zip(jobs, rows, strict=True):
+        job.name = "trace-" + job.name.split("-", 1)[1]
+        lo = min(r.min_gpus or job.min_cards, job.min_cards)
+        hi = min(max(r.max_gpus or job.min_cards, job.min_cards), scen.topology.cards)
+        job.min_cards, job.max_cards = lo, hi
     return dataclasses.replace(scen, training_jobs=jobs)
 
 
+def load_training_trace(path: Path, horizon_s: float, start: str | float | None = None):
+    """(jobs submitted in the replay window with times relative to it, summary dict)."""
+    allrows = read_philly(path)
+    off = parse_start(None if start is None else str(start), allrows)
+    rows = []
+    for r in allrows:
+        if off <= r.timestamp < off + horizon_s:
+            rows.append(dataclasses.replace(r, timestamp=r.timestamp - off))
+    rows = rows[:MAX_TRACE_JOBS]
+    if not rows:
+        span = max((r.timestamp for r in allrows), default=0.0) / 86400.0
+        raise ValueError(
+            f"{path}: no training jobs submitted in the replayed window "
+            f"(start {off / 86400.0:.2f} d, {horizon_s / 3600.0:g} h; the trace spans "
+            f"{span:.2f} d: use --start)"
+        )
+    return rows, training_trace_summary(rows, len(allrows), off)
+
+
+def training_trace_summary(rows, total_rows: int, offset_s: float) -> dict:
+    """Jobs, GPU hours and size mix of the replayed window."""
+    buckets = (("1", 1, 1), ("2-4", 2, 4), ("5-8", 5, 8), ("9-32", 9, 32), ("33-128", 33, 128))
+    mix = {k: sum(1 for r in rows if lo <= r.num_gpus <= hi) for k, lo, hi in buckets}
+    mix[">128"] = sum(1 for r in rows if r.num_gpus > 128)
+    return {
+        "training_jobs_submitted": len(rows),
+        "trace_rows": total_rows,
+        "start_offset_days": offset_s / 86400.0,
+        "gpu_hours": sum(r.num_gpus * r.duration for r in rows) / 3600.0,
+        "size_mix": mix,
+    }
+
+
+def describe_training_trace(summary: dict) -> str:
+    """The one-paragraph summary printed before a replay."""
+    mix = ", ".join(f"{k}: {v}" for k, v in summary["size_mix"].items())
+    return (
+        f"training trace: {summary['training_jobs_submitted']} jobs submitted in the window "
+        f"(of {summary['trace_rows']} rows, start +{summary['start_offset_days']:.2f} d), "
+        f"{summary['gpu_hours']:,.0f} GPU hours; GPUs per job: {mix}"
+    )
+
+
 def build_compare_scenario(
-    cards: int, hours: float, seed: int, inference_trace: Path | None, training_trace: Path | None
+    cards: int,
+    hours: float,
+    seed: int,
+    inference_trace: Path | None,
+    training_trace: Path | None,
+    start: str | None = None,
+    **scenario_kw,
 ) -> Scenario:
-    """The shared workload for both policies."""
-    scen = default_scenario(cards, seed, hours=hours)
+    """The shared workload for both policies (``scenario_kw`` go to :func:`default_scenario`)."""
+    scen = default_scenario(cards, seed, hours=hours, **scenario_kw)
     if inference_trace is not None:
         scen = apply_inference_trace(scen, inference_trace)
     if training_trace is not None:
-        scen = apply_training_trace(scen, training_trace, hours * 3600.0)
+        scen = apply_training_trace(scen, training_trace, hours * 3600.0, start)
     return scen
 
 

@@ -26,7 +26,7 @@ from .memory.accounting import memory_step
 from .memory.pool import PrefixModel, new_caches
 from .scenario.types import Scenario
 from .sched.inference import ServiceTable
-from .sched.policy import schedule
+from .sched.policy import features_of, schedule
 from .sched.training import JobTable, progress
 from .snapshot import Snapshot, build_snapshot
 from .state import EngineState
@@ -43,7 +43,8 @@ class Engine:
         self.hw = get_hardware(topo.hardware)
         self.idx = TopologyIndex(topo)
         self.svc = ServiceTable(scenario.services, self.hw, scenario.policy)
-        self.jobs = JobTable(scenario.training_jobs, topo, self.hw.hbm_bytes)
+        self.features = features_of(scenario.policy)
+        self.jobs = JobTable(scenario.training_jobs, topo, self.hw.hbm_bytes, self.hw)
         self.prefix = PrefixModel(self.svc.prompt, self.svc.prefix_share)
         self.names = {n: ("job", i) for i, n in enumerate(self.jobs.names)}
         self.names.update({n: ("service", i) for i, n in enumerate(self.svc.names)})
@@ -59,7 +60,7 @@ class Engine:
             st.caches, st.dram_caches = new_caches(
                 scenario.policy.kv_eviction,
                 self.svc.n,
-                scenario.policy.kv_offload and scenario.policy.name == "unified",
+                scenario.policy.kv_offload and self.features.pooled_memory,
             )
             st.summary = Summary.empty()
             _state = st
@@ -184,8 +185,13 @@ class Engine:
         st.steps += 1
         step_faults(self, dt)
         replicas = np.array([c.size for c in st.svc_cards], dtype=float) / self.svc.tp
-        # New replicas load weights during the step: from the DRAM pool (unified) or storage.
-        bw = 50e9 if self.scenario.policy.name == "unified" else 2e9
+        # New replicas load weights during the step: from the pooled weight cache or storage.
+        f = self.features
+        bw = (
+            f.weight_cache_bandwidth_bytes_per_s
+            if f.weight_cache
+            else f.storage_bandwidth_bytes_per_s
+        )
         load_s = self.svc.weights_per_card / bw
         ready = np.clip(1.0 - load_s / dt, 0.0, 1.0)
         eff_rep = np.maximum(replicas - st.svc_new_replicas * (1.0 - ready), 0.0)

@@ -65,6 +65,8 @@ class EngineState:
         self.counters: dict[str, float] = {
             "preemptions": 0,
             "resizes": 0,
+            "drains": 0,
+            "lost_flops": 0.0,
             "restarts": 0,
             "card_failures": 0,
             "link_failures": 0,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import summary_training
+
 if TYPE_CHECKING:  # annotations only: the engine imports this module
     from .engine import Engine
 
@@ -65,6 +67,7 @@ class Summary:
             acc.get("train_flops", 0.0)
             + float((train["mfu"] * train["busy"] * train["cards"]).sum()) * eng.hw.peak_flops
         )
+        summary_training.update(acc, train)
 
     @staticmethod
     def finish(acc: dict[str, float], eng: Engine) -> dict[str, float]:
@@ -74,7 +77,7 @@ class Summary:
         c = eng.state.counters
         jw = eng.state.job_wait_total
         started = eng.state.job_state >= 2
-        return {
+        out = {
             "simulated_hours": eng.state.t / 3600.0,
             "utilization_allocated_mean": acc["alloc"] / n,
             "utilization_busy_mean": acc["busy"] / n,
@@ -101,3 +104,5 @@ class Summary:
             "queue_wait_h_mean": float(jw[started].mean() / 3600.0) if started.any() else 0.0,
             "energy_mwh": c["energy_joules"] / 3.6e9,
         }
+        out.update(summary_training.finish(acc, eng, out))
+        return out

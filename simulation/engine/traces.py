@@ -179,22 +179,51 @@ class TrainingTraceJob:
     num_gpus: int
     gpu_time: float
     cluster: str
+    min_gpus: int | None = None
+    max_gpus: int | None = None
+    epoch: float = 0.0  # absolute submit time (epoch seconds, or the raw number) of the row
+
+
+def _philly_timestamp(path, line, text: str) -> float:
+    """Date-time ``2017-10-09 07:01:55`` (naive, read as UTC) or numeric seconds."""
+    t = text.strip()
+    if _TS.match(t):
+        return parse_azure_timestamp(t)
+    return _num(path, line, "timestamp", t)
 
 
 def read_philly(path: str | Path) -> list[TrainingTraceJob]:
-    """Read a Philly-derived training CSV (times in seconds)."""
+    """Read a Philly/Helios-style training CSV.
+
+    ``timestamp`` is a date-time (``2017-10-09 07:01:55``) or numeric seconds; ``duration`` in
+    seconds. Optional extra columns ``min_gpus`` / ``max_gpus`` give elastic bounds. Times are
+    returned relative to the earliest row (``epoch`` keeps the absolute value).
+    """
     path = Path(path)
     jobs = []
     header = ["timestamp", "duration", "num_gpus", "gpu_time", "cluster"]
+    with open(path, newline="", encoding="utf-8") as fh:
+        first = next(csv.reader(fh), [])
+    extra = {h.strip(): i for i, h in enumerate(first) if i >= len(header)}
     for line, row in _csv_rows(path, header):
-        ts = _num(path, line, "timestamp", row[0])
+        ts = _philly_timestamp(path, line, row[0])
         dur = _num(path, line, "duration", row[1])
         gpus = _num(path, line, "num_gpus", row[2], int, 1)
         gt = _num(path, line, "gpu_time", row[3])
         cl = row[4].strip()
         if not cl:
             raise TraceError(path, line, "cluster", "empty")
-        jobs.append(TrainingTraceJob(ts, dur, gpus, gt, cl))
+        bounds = []
+        for col in ("min_gpus", "max_gpus"):
+            k = extra.get(col)
+            txt = row[k].strip() if k is not None and k < len(row) else ""
+            bounds.append(_num(path, line, col, txt, int, 1) if txt else None)
+        lo, hi = bounds
+        if lo is not None and lo > gpus:
+            raise TraceError(path, line, "min_gpus", f"larger than num_gpus ({lo} > {gpus})")
+        if hi is not None and hi < gpus:
+            raise TraceError(path, line, "max_gpus", f"smaller than num_gpus ({hi} < {gpus})")
+        jobs.append(TrainingTraceJob(ts, dur, gpus, gt, cl, lo, hi, ts))
     if jobs:
         t0 = min(j.timestamp for j in jobs)
         for j in jobs:
@@ -208,3 +237,28 @@ def parse_trace_arg(text: str, expected: str) -> Path:
     if not sep or kind != expected or not file:
         raise ValueError(f"expected {expected}:FILE, got {text!r}")
     return Path(file)
+
+
+_OFFSET = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw]?)$")
+_UNIT = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+def parse_start(text: str | None, jobs: list[TrainingTraceJob]) -> float:
+    """Offset (s) into a training trace: ``40d``, ``12h``, ``90m``, seconds, or a date/time.
+
+    A date (``2017-11-18``) or date-time is matched against the rows' absolute timestamps.
+    """
+    if text is None or str(text).strip() == "":
+        return 0.0
+    t = str(text).strip()
+    m = _OFFSET.match(t)
+    if m:
+        return float(m.group(1)) * _UNIT[m.group(2)]
+    if re.match(r"^\d{4}-\d{2}-\d{2}$", t):
+        t += " 00:00:00"
+    if not _TS.match(t):
+        raise ValueError(f"start: expected an offset like 40d/12h/90m or a date, got {text!r}")
+    if not jobs:
+        return 0.0
+    origin = min(j.epoch for j in jobs)
+    return parse_azure_timestamp(t) - origin

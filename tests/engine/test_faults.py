@@ -12,8 +12,12 @@ from simulation.engine.faults import link_effects
 
 def _faulty(card_mtbf: float, link_mtbf: float = 1e9) -> Engine:
     s = default_scenario(768, seed=9, n_training_jobs=20, n_services=8)
+    # The Philly-like mix is mostly small jobs: add one gang that must span racks.
+    big = dataclasses.replace(s.training_jobs[0], name="big", min_cards=64, max_cards=64)
+    big.params, big.submit_time_s, big.work_samples, big.priority = 13e9, 0.0, 1e12, 3
     s = dataclasses.replace(
         s,
+        training_jobs=[*s.training_jobs, big],
         faults=Faults(
             card_mtbf_hours=card_mtbf,
             card_repair_hours=0.5,

@@ -24,7 +24,8 @@ def memory_step(eng: Engine, seconds: float, force_prefix: bool = True) -> dict[
     st, svc, jt, idx, pol = eng.state, eng.svc, eng.jobs, eng.idx, eng.scenario.policy
     topo = eng.scenario.topology
     hbm = float(eng.hw.hbm_bytes)
-    unified = pol.name == "unified"
+    pooled = eng.features.pooled_memory
+    ceiling = eng.features.pool_hbm_ceiling
     n_s, n_j = svc.n, jt.n
     lat = eng.last_latency
     rep = np.array([c.size for c in st.svc_cards], dtype=float) // np.maximum(svc.tp, 1)
@@ -35,9 +36,9 @@ def memory_step(eng: Engine, seconds: float, force_prefix: bool = True) -> dict[
     bt = pol.kv_block_tokens
     demand_live = inflight * svc.context * kvb
     demand_alloc = inflight * (svc.context / bt + 0.5) * bt * kvb
-    if unified:
-        # The pool lets a replica use HBM up to the allocator's 95% ceiling.
-        kv_cap = rep * (svc.tp * hbm * 0.95 - svc.m.weight_bytes)
+    if pooled:
+        # The pool lets a replica use HBM up to the allocator's ceiling (pool_hbm_ceiling).
+        kv_cap = rep * (svc.tp * hbm * ceiling - svc.m.weight_bytes)
     else:
         kv_cap = rep * svc.kv_room_per_replica
     kv_cap = np.maximum(kv_cap, 0.0)
@@ -46,6 +47,8 @@ def memory_step(eng: Engine, seconds: float, force_prefix: bool = True) -> dict[
     st.counters["kv_alloc_failures"] += float(failures.sum())
     live_kv, alloc_kv = demand_live * ok, demand_alloc * ok
     prefix_room = np.maximum(kv_cap - alloc_kv, 0.0)
+    if not eng.features.prefix_reuse:
+        prefix_room = np.zeros(n_s)  # no prefix cache: every prompt is prefilled in full
     chunk_bytes = 512 * kvb
     n_sn = idx.n_supernodes
     dram_total_sn = idx.nodes_per_sn * topo.host_dram_per_node_bytes
@@ -53,6 +56,8 @@ def memory_step(eng: Engine, seconds: float, force_prefix: bool = True) -> dict[
     if st.dram_caches:
         share = cards_s / max(cards_s.sum(), 1.0)
         dram_cap = share * dram_total_sn.sum() * 0.5 / chunk_bytes  # half of DRAM for KV
+    if not eng.features.prefix_reuse:
+        dram_cap = np.zeros(n_s)
     st.prefix_pending = getattr(st, "prefix_pending", 0.0) + seconds
     if force_prefix or st.prefix_pending >= PREFIX_PERIOD_S or st.prefix_last is None:
         pr = simulate_prefix(eng, st.prefix_pending, served, prefix_room / chunk_bytes, dram_cap)
@@ -71,9 +76,9 @@ def memory_step(eng: Engine, seconds: float, force_prefix: bool = True) -> dict[
     w_kv = np.zeros(n_j + n_s + 1)
     safe_cards = np.maximum(cards_s, 1.0)
     s_live = svc.weights_per_card + live_kv / safe_cards
-    if unified:
+    if pooled:
         s_res = np.minimum(
-            0.95 * hbm, svc.weights_per_card + (alloc_kv + prefix_hbm) / safe_cards * 1.05
+            ceiling * hbm, svc.weights_per_card + (alloc_kv + prefix_hbm) / safe_cards * 1.05
         )
     else:
         s_res = np.full(n_s, pol.reserve_fraction_split * hbm)
@@ -86,14 +91,14 @@ def memory_step(eng: Engine, seconds: float, force_prefix: bool = True) -> dict[
             0.95 * hbm, jt.state_bytes / np.maximum(jcards, 1.0) + jt.activation_bytes
         )
         w_live[:n_j] = j_live
-        w_res[:n_j] = np.minimum(0.95 * hbm, j_live * 1.05) if unified else 0.95 * hbm
+        w_res[:n_j] = np.minimum(ceiling * hbm, j_live * 1.05) if pooled else ceiling * hbm
     oi = np.where(st.owner >= 0, st.owner, n_j + n_s)
     healthy = st.health > 0
     card_live = np.where(healthy, w_live[oi], 0.0)
     card_res = np.where(healthy, w_res[oi], 0.0)
     card_kv = np.where(healthy, w_kv[oi], 0.0)
     free = np.where(healthy, hbm - card_res, 0.0)
-    if unified:
+    if pooled:
         stranded = np.where(st.owner >= 0, np.mod(free, SLICE_BYTES), 0.0)
     else:
         stranded = np.where(st.owner >= 0, free, 0.0)
@@ -121,7 +126,7 @@ def memory_step(eng: Engine, seconds: float, force_prefix: bool = True) -> dict[
     agg["evictions"] = frac.T @ pr["evictions"]
     agg["dram_total"] = dram_total_sn.astype(float)
     dram_w = np.zeros(n_sn)
-    if unified:
+    if eng.features.weight_cache:
         present = m > 0
         for model_id in sorted(set(svc.model_ids)):
             sel = np.array([mi == model_id for mi in svc.model_ids])

@@ -17,6 +17,7 @@ import random
 import numpy as np
 
 from ..catalog import HardwareSpec, get_hardware, get_model, min_tensor_parallel
+from .training_demand import draw_jobs
 from .types import Faults, InferenceService, Policy, Scenario, Topology, TrainingJob
 
 TENANTS = (
@@ -80,19 +81,26 @@ def default_scenario(
     inference_peak_fraction: float = 0.45,
     step_seconds: float = 60.0,
     faults: bool = True,
-    night_window: tuple[float, float] | None = None,
+    night_window: tuple[float, float] | None = (22.0, 6.0),
+    training_load: float = 0.8,
 ) -> Scenario:
-    """Build the default mix for ``cards`` cards; deterministic for a given ``seed``."""
+    """Build the default mix for ``cards`` cards; deterministic for a given ``seed``.
+
+    Training demand is an arrival process (:mod:`.training_demand`) offering
+    ``training_load`` x the cards outside the inference peak share; ``night_window`` is the
+    time-sharing window (used where the ``time_sharing`` feature is on).
+    """
     if not isinstance(cards, int) or cards < 64:
         raise ValueError(f"cards: must be an int >= 64 (got {cards!r})")
     if not 0.0 < inference_peak_fraction < 1.0:
         raise ValueError(
             f"inference_peak_fraction: must be in (0, 1) (got {inference_peak_fraction!r})"
         )
+    if not 0.0 < training_load <= 5.0:
+        raise ValueError(f"training_load: must be in (0, 5] (got {training_load!r})")
     rnd = random.Random(seed)
     hw = get_hardware(hardware)
     scale = cards / 10240
-    n_jobs = n_training_jobs if n_training_jobs is not None else max(10, math.ceil(200 * scale))
     n_svc = n_services if n_services is not None else max(5, math.ceil(50 * scale))
     pol = Policy(name=policy, night_window=night_window)
     horizon = hours * 3600.0
@@ -124,34 +132,18 @@ def default_scenario(
     amplitude = np.array([(s.peak_to_trough - 1) / (s.peak_to_trough + 1) for s in services])
     size_services(services, hw, pol, budget, 1.0 + amplitude)
 
-    jobs = []
-    probs = [p for _, p, _ in _JOB_SIZES]
-    max_gang = max(8, cards // 4)
-    for i in range(n_jobs):
-        size, _, params = rnd.choices(_JOB_SIZES, weights=probs)[0]
-        size = min(size, max_gang)
-        params = min(params, 0.5 * hw.hbm_bytes * size / 16.0)
-        elastic = rnd.random() < 0.6
-        mfu = rnd.uniform(0.35, 0.50)
-        tok_s = mfu * size * hw.peak_flops / (6 * params)
-        # Long jobs: the backlog must outlast the horizon so spare cards always find work.
-        hours_at_min = rnd.uniform(12.0, 96.0) * max(hours, 1.0) / 24.0
-        jobs.append(
-            TrainingJob(
-                name=f"train-{i:04d}",
-                tenant=TENANTS[(i * 7) % len(TENANTS)],
-                params=float(params),
-                min_cards=size,
-                max_cards=size * 2 if elastic else size,
-                work_samples=tok_s / 4096 * hours_at_min * 3600.0,
-                seq_len=4096,
-                priority=rnd.choice((0, 0, 1, 1, 2, 3)),
-                checkpoint_interval_s=1800.0,
-                base_mfu=mfu,
-                comm_share=rnd.uniform(0.05, 0.12),
-                submit_time_s=0.0 if rnd.random() < 0.4 else rnd.uniform(0.0, horizon),
-            )
-        )
+    jobs = training_jobs_from_demand(
+        draw_jobs(
+            random.Random(seed * 7919 + 1),
+            train_cards=cards * (1.0 - inference_peak_fraction),
+            horizon_s=horizon,
+            training_load=training_load,
+            max_gang=max(8, cards // 4),
+            n_jobs=n_training_jobs,
+        ),
+        Topology(cards=cards, hardware=hardware),
+        rnd,
+    )
     return Scenario(
         topology=Topology(cards=cards, hardware=hardware),
         training_jobs=jobs,
@@ -161,3 +153,39 @@ def default_scenario(
         seed=seed,
         step_seconds=step_seconds,
     )
+
+
+def training_jobs_from_demand(demand: list[dict], topo: Topology, rnd: random.Random) -> list:
+    """TrainingJobs for drawn arrivals; work = duration x the model's rate at the asked size."""
+    from ..sched.training import JobTable  # local import: avoids a package cycle
+
+    hw = get_hardware(topo.hardware)
+    jobs = []
+    for i, d in enumerate(demand):
+        size = int(d["cards"])
+        params = min(d["params"], 0.5 * hw.hbm_bytes * size / 16.0)
+        elastic = rnd.random() < 0.6
+        jobs.append(
+            TrainingJob(
+                name=f"train-{i:04d}",
+                tenant=TENANTS[(i * 7) % len(TENANTS)],
+                params=float(params),
+                min_cards=size,
+                max_cards=size * 2 if elastic else size,
+                work_samples=1.0,  # set below from the model
+                seq_len=4096,
+                global_batch=int(min(max(16 * size, 32), 2048)),
+                priority=rnd.choice((0, 0, 1, 1, 2, 3)),
+                checkpoint_interval_s=1800.0,
+                submit_time_s=float(d["submit"]),
+            )
+        )
+    if jobs:
+        jt = JobTable(jobs, topo, hw.hbm_bytes, hw)
+        cpr = topo.cards_per_node * topo.nodes_per_rack
+        for j, (job, d) in enumerate(zip(jobs, demand, strict=True)):
+            racks = math.ceil(job.min_cards / cpr)
+            sns = math.ceil(job.min_cards / topo.cards_per_supernode)
+            rate = jt.perf(j, job.min_cards, racks, sns)[0]
+            job.work_samples = max(rate * d["duration"], 1.0)
+    return jobs

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ..catalog import HARDWARE, MODELS
+from .features import Features
 
 POLICIES = ("split", "unified")
 CRITICALITIES = ("core", "non-core")
@@ -287,9 +288,12 @@ class Policy:
     reserve_fraction_split: float = 0.9
     locality_wait_s: float = 1800.0
     scale_down_delay_s: float = 600.0
+    # Mechanisms (issue 14); None = the placement rule's preset (sched.policy.FEATURE_PRESETS).
+    features: Features | None = None
 
     def __post_init__(self) -> None:
         w = "Policy"
+        self.features = Features.coerce(self.features)
         if isinstance(self.night_window, list):
             self.night_window = tuple(self.night_window)
         _check(self.name in POLICIES, w, "name", f"must be one of {POLICIES}", self.name)

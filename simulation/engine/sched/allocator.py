@@ -19,6 +19,7 @@ class FreeList:
         self, owner: np.ndarray, health: np.ndarray, pool: np.ndarray | None, idx: TopologyIndex
     ) -> None:
         mask = (owner < 0) & (health > 0)
+        self.pool = pool  # cards this list may hold (None: any)
         if pool is not None:
             mask &= pool
         self.free = np.flatnonzero(mask)

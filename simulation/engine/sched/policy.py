@@ -1,5 +1,11 @@
 """The ``split`` and ``unified`` scheduling passes (one per step).
 
+This is the only module that looks at ``Policy.name``: it decides the placement rule
+(partitioned or one shared pool) and the default feature set (:data:`FEATURE_PRESETS`). Every
+mechanism (time-sharing, preemption, elastic training, pooled memory, weight cache, prefix
+reuse) is a :class:`..scenario.features.Features` flag the rest of the engine reads through
+:func:`features_of`, so an ablation can switch each one on its own.
+
 ``split``: a static partition. The inference pool is sized for the services' peak demand plus
 SLO headroom (or ``Policy.inference_pool_fraction``); replicas autoscale inside it and idle
 inference cards stay idle. Training jobs only use the training pool and are never preempted by
@@ -23,11 +29,44 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..scenario.features import Features
 from .allocator import FreeList
 from .training import preempt_job, set_job_cards, shrink_job
 
 if TYPE_CHECKING:  # annotations only: the engine imports this module
     from ..engine import Engine
+
+
+# Which mechanisms each placement rule enables when ``Policy.features`` is None.
+FEATURE_PRESETS = {
+    "split": Features(),
+    "unified": Features(
+        time_sharing=True, preemption=True, elastic=True, pooled_memory=True, weight_cache=True
+    ),
+}
+
+
+def shared_pool(pol) -> bool:
+    """Placement rule: one pool for training and inference (else a static partition)."""
+    return pol.name == "unified"
+
+
+def features_of(pol) -> Features:
+    """The effective features: explicit ``Policy.features`` or the placement's preset.
+
+    The legacy switches ``Policy.elastic``, ``Policy.preemption`` and ``Policy.kv_offload``
+    (default true) can still turn a mechanism off.
+    """
+    f = pol.features if pol.features is not None else FEATURE_PRESETS[pol.name]
+    if not (pol.elastic and pol.preemption):
+        f = Features(
+            **{
+                **f.__dict__,
+                "elastic": f.elastic and pol.elastic,
+                "preemption": f.preemption and pol.preemption,
+            }
+        )
+    return f
 
 
 def in_window(hour: float, window: tuple[float, float] | None) -> bool:
@@ -41,10 +80,12 @@ def in_window(hour: float, window: tuple[float, float] | None) -> bool:
 def schedule(eng: Engine, lam: np.ndarray, hour: float) -> None:
     """Place inference replicas and training jobs for the coming step."""
     st, svc, jt, idx, pol = eng.state, eng.svc, eng.jobs, eng.idx, eng.scenario.policy
-    unified = pol.name == "unified"
+    feat = eng.features
+    unified = shared_pool(pol)
     n_j = jt.n
     tu = np.full(svc.n, pol.target_utilization)
-    if in_window(hour, pol.night_window):
+    night = feat.time_sharing and in_window(hour, pol.night_window)
+    if night:
         tu = np.where(svc.core, tu, pol.night_target_utilization)
     target = svc.target_replicas(lam, st.svc_hit, tu)
     current = np.array([c.size for c in st.svc_cards], dtype=np.int64) // svc.tp
@@ -68,6 +109,24 @@ def schedule(eng: Engine, lam: np.ndarray, hour: float) -> None:
     st.job_state[arrived] = 1
     for j in np.flatnonzero((st.job_state == 2) & ~st.job_active):
         preempt_job(st, int(j), 0.0, "resizes")
+    lent = None
+    if not unified and feat.time_sharing:
+        # Time-sharing on a partition: lent inference cards come back when the window ends
+        # (a scheduled drain: checkpoint first, so no work is lost).
+        on_pool = (
+            np.array(
+                [c.size > 0 and bool(eng.infer_pool[c].any()) for c in st.job_cards], dtype=bool
+            )
+            if n_j
+            else np.zeros(0, bool)
+        )
+        lent = on_pool
+        if not night:
+            for j in np.flatnonzero(on_pool & (st.job_state == 2)):
+                st.job_ckpt[j] = st.job_done[j]
+                st.job_last_ckpt_t[j] = st.t
+                preempt_job(st, int(j), eng.scenario.faults.restart_overhead_s, "drains")
+            lent = np.zeros(n_j, dtype=bool)
     if unified:
         free_inf = FreeList(st.owner, st.health, None, idx)
         free_tr = free_inf
@@ -80,8 +139,8 @@ def schedule(eng: Engine, lam: np.ndarray, hour: float) -> None:
         need = int(want[s] - st.svc_cards[s].size // tp)
         if need <= 0:
             continue
-        if unified and len(free_inf) < need * tp and pol.preemption:
-            _reclaim(eng, free_inf, need * tp - len(free_inf))
+        if len(free_inf) < need * tp and feat.preemption and (unified or lent is not None):
+            _reclaim(eng, free_inf, need * tp - len(free_inf), None if unified else lent)
         k = min(need, len(free_inf) // tp)
         if k <= 0:
             continue
@@ -89,19 +148,30 @@ def schedule(eng: Engine, lam: np.ndarray, hour: float) -> None:
         st.owner[cards] = n_j + s
         st.svc_cards[s] = np.concatenate([st.svc_cards[s], cards])
         st.svc_new_replicas[s] = k
+    if night and not unified:
+        # Idle inference-partition cards join the training free list for the night.
+        free_tr = FreeList(st.owner, st.health, None, idx)
     _place_training(eng, free_tr)
 
 
-def _reclaim(eng: Engine, free: FreeList, short: int) -> None:
-    """Free at least ``short`` training cards: shrink elastic jobs, then preempt gangs."""
+def _reclaim(eng: Engine, free: FreeList, short: int, candidates=None) -> None:
+    """Free at least ``short`` training cards: shrink elastic jobs, then preempt gangs.
+
+    ``candidates`` (bool per job) restricts the victims (partitioned placement: jobs on lent
+    inference cards); their cards are returned to ``free`` only where ``free`` accepts them.
+    """
     st, jt, idx, pol = eng.state, eng.jobs, eng.idx, eng.scenario.policy
+    feat = eng.features
     running = np.flatnonzero(st.job_state == 2)
+    if candidates is not None:
+        running = running[candidates[running]]
     if running.size == 0:
         return
     # Victims: lowest priority first, then most recently queued (least sunk work) first.
     victims = running[np.lexsort((-st.job_queued_since[running], jt.priority[running]))]
     got = 0
-    if pol.elastic:
+    pool = free.pool
+    if feat.elastic:
         for j in victims:
             if got >= short:
                 break
@@ -112,6 +182,7 @@ def _reclaim(eng: Engine, free: FreeList, short: int) -> None:
                 continue
             give = min(spare, ((short - got + g - 1) // g) * g)
             out = shrink_job(st, idx, int(j), have - give, pol.resize_overhead_s)
+            out = out if pool is None else out[pool[out]]
             free.give_back(out)
             got += out.size
     for j in victims:
@@ -120,6 +191,7 @@ def _reclaim(eng: Engine, free: FreeList, short: int) -> None:
         if st.job_state[j] != 2:
             continue
         out = preempt_job(st, int(j), eng.scenario.faults.restart_overhead_s, "preemptions")
+        out = out if pool is None else out[pool[out]]
         free.give_back(out)
         got += out.size
 
@@ -127,6 +199,7 @@ def _reclaim(eng: Engine, free: FreeList, short: int) -> None:
 def _place_training(eng: Engine, free: FreeList) -> None:
     """Grow elastic jobs, then admit queued jobs (priority, FIFO, with backfill)."""
     st, jt, idx, pol = eng.state, eng.jobs, eng.idx, eng.scenario.policy
+    elastic = eng.features.elastic
     for j in jt.order:
         if len(free) == 0:
             break
@@ -141,7 +214,8 @@ def _place_training(eng: Engine, free: FreeList) -> None:
                 and st.t - st.job_queued_since[j] < pol.locality_wait_s
             ):
                 continue  # delay scheduling: wait a while for a compact slot
-            size = min(int(jt.max_cards[j]), (avail // g) * g)
+            top = int(jt.max_cards[j]) if elastic else int(jt.min_cards[j])
+            size = min(top, (avail // g) * g)
             if size < jt.min_cards[j]:
                 continue  # backfill: smaller jobs behind may still fit
             cards = free.take(size)
@@ -149,7 +223,7 @@ def _place_training(eng: Engine, free: FreeList) -> None:
             set_job_cards(st, idx, int(j), cards)
             st.job_state[j] = 2
             st.job_wait_total[j] += st.t - st.job_queued_since[j]
-        elif st.job_state[j] == 2 and pol.elastic:
+        elif st.job_state[j] == 2 and elastic:
             have = st.job_cards[j].size
             room = int(jt.max_cards[j]) - have
             if room < g:

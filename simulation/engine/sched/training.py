@@ -1,5 +1,12 @@
 """Training-job table and the job operations the schedulers use.
 
+Throughput is an output of :mod:`..perf.train_model` (issue 14): each job gets a model shape
+(its catalog model, or a standard dense shape for its parameter count), the layout a scheduler
+would pick (:func:`..perf.train_model.auto_layout`), its global batch, and the fabric of the
+scenario topology; every step a running job's MFU, communication and bubble shares follow its
+current card count and its rack / supernode spread (cached per distinct placement).
+``TrainingJob.base_mfu`` and ``comm_share`` are no longer used (kept so old scenarios load).
+
 Preemption and failures lose the work since the last checkpoint (``job_done`` rolls back to
 ``job_ckpt``). Elastic resizes keep their progress (elastic frameworks restart from an in-memory
 snapshot) but pay ``resize_overhead_s`` of no progress. Checkpoint writing time is not charged:
@@ -10,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..perf.training import communication_factor, effective_mfu, tokens_per_second
+from ..catalog import MODELS, HardwareSpec
+from ..perf.train_model import Fabric, auto_layout, interleaved_vpp, shape_of, step_time
 from ..scenario.types import Topology, TrainingJob
 from ..state import EngineState
 from ..topology import TopologyIndex
@@ -19,7 +27,13 @@ from ..topology import TopologyIndex
 class JobTable:
     """Static per-job arrays derived from the scenario."""
 
-    def __init__(self, jobs: list[TrainingJob], topo: Topology, hbm_bytes: float) -> None:
+    def __init__(
+        self,
+        jobs: list[TrainingJob],
+        topo: Topology,
+        hbm_bytes: float,
+        hw: HardwareSpec | None = None,
+    ) -> None:
         self.n = len(jobs)
         self.names = [j.name for j in jobs]
         self.tenants = [j.tenant for j in jobs]
@@ -49,6 +63,59 @@ class JobTable:
                 )
         # Queue order: priority high first, then submit time, then index (deterministic).
         self.order = np.lexsort((np.arange(self.n), self.submit, -self.priority))
+        self.hw = hw
+        self.topo = topo
+        self.shapes = [shape_of(MODELS.get(j.model) if j.model else None, j.params) for j in jobs]
+        self.batch_tokens = f([j.seq_len * j.global_batch for j in jobs], dtype=float)
+        self.flops_per_token = f(
+            [
+                6.0 * sh.active_params + 12.0 * sh.layers * sh.attention_width * j.seq_len
+                for sh, j in zip(self.shapes, jobs, strict=True)
+            ],
+            dtype=float,
+        )
+        self.flops_per_sample = self.flops_per_token * self.seq_len
+        self.fabric = Fabric.from_topology(topo, hw.id) if hw is not None else None
+        self._perf: dict[tuple, tuple[float, float, float, float]] = {}
+
+    def perf(self, j: int, cards: int, racks: int, sns: int, penalty: float = 1.0):
+        """(samples/s, MFU over the job's cards, comm share, bubble share) of job ``j``."""
+        if cards <= 0 or self.hw is None:
+            return 0.0, 0.0, 0.0, 0.0
+        key = (j, cards, racks, sns, round(penalty, 3))
+        hit = self._perf.get(key)
+        if hit is not None:
+            return hit
+        sh = self.shapes[j]
+        seq = int(self.seq_len[j])
+        tp, pp = auto_layout(sh, self.hw, int(self.min_cards[j]), self.topo.cards_per_node)
+        mp = tp * pp
+        seqs = max(self.batch_tokens[j] / seq, 1.0)
+        dp = max(min(cards // mp, int(seqs)), 1)  # cards beyond the batch's DP width idle
+        used = dp * mp
+        if used > cards:  # fewer cards than one model replica: cannot run
+            res = (0.0, 0.0, 0.0, 0.0)
+        else:
+            r = step_time(
+                sh,
+                self.hw,
+                used,
+                tp,
+                pp,
+                seq_len=seq,
+                global_batch_tokens=dp * int(seqs // dp) * seq,
+                vpp=interleaved_vpp(sh.layers, pp) if pp > 1 else 1,
+                fabric=self.fabric,
+                link_penalty=penalty,
+                spread=(racks, sns, cards),
+            )
+            tok = r["tokens_per_s"]
+            mfu = tok * self.flops_per_token[j] / (cards * self.hw.peak_flops)
+            res = (tok / seq, mfu, r["comm_share"], r["bubble_share"])
+        if len(self._perf) > 200_000:
+            self._perf.clear()
+        self._perf[key] = res
+        return res
 
 
 def set_job_cards(st: EngineState, idx: TopologyIndex, j: int, cards: np.ndarray) -> None:
@@ -71,11 +138,14 @@ def preempt_job(st: EngineState, j: int, restart_overhead: float, count_as: str)
     """Stop a running job: roll back to its checkpoint and queue it again."""
     lost = st.job_done[j] - st.job_ckpt[j]
     st.counters["lost_samples"] += float(lost)
+    fps = getattr(st, "job_flops_per_sample", None)
+    if fps is not None and len(fps) > j:
+        st.counters["lost_flops"] = st.counters.get("lost_flops", 0.0) + float(lost * fps[j])
     st.job_done[j] = st.job_ckpt[j]
     st.job_state[j] = 1
     st.job_queued_since[j] = st.t
     st.job_overhead[j] = restart_overhead
-    st.counters[count_as] += 1
+    st.counters[count_as] = st.counters.get(count_as, 0) + 1
     if count_as == "preemptions":
         st.job_preemptions[j] += 1
     return release_job(st, j)
@@ -103,17 +173,19 @@ def progress(
     """Advance running jobs by ``dt``: samples, checkpoints, completions. Returns per-job rates."""
     running = st.job_state == 2
     cards = np.array([c.size for c in st.job_cards], dtype=float) if jt.n else np.zeros(0)
-    # base comm_share is measured on a 1:1 rack; an oversubscribed rack scales all of it.
-    factor = topo.in_rack_convergence * communication_factor(
-        st.job_racks, st.job_sns, topo.inter_rack_convergence, topo.inter_supernode_convergence
-    )
-    if link_penalty is not None:
-        factor = factor * link_penalty
-    mfu, comm = effective_mfu(jt.base_mfu, jt.comm_share, factor)
-    tok = tokens_per_second(mfu, cards, peak_flops, jt.params)
+    st.job_flops_per_sample = jt.flops_per_sample
+    rate = np.zeros(jt.n)
+    mfu = np.zeros(jt.n)
+    comm = np.zeros(jt.n)
+    bubble = np.zeros(jt.n)
+    for j in np.flatnonzero(running):
+        pen = 1.0 if link_penalty is None else float(link_penalty[j])
+        rate[j], mfu[j], comm[j], bubble[j] = jt.perf(
+            int(j), int(cards[j]), int(st.job_racks[j]), int(st.job_sns[j]), pen
+        )
     useful = np.where(running, np.clip(dt - st.job_overhead, 0.0, dt), 0.0)
     st.job_overhead = np.where(running, np.maximum(st.job_overhead - dt, 0.0), st.job_overhead)
-    samples = tok / jt.seq_len * useful
+    samples = rate * useful
     st.job_done += samples
     due = running & (st.t - st.job_last_ckpt_t >= jt.ckpt_interval)
     st.job_ckpt = np.where(due, st.job_done, st.job_ckpt)
@@ -123,11 +195,12 @@ def progress(
         st.job_state[j] = 3
         st.counters["completed_jobs"] += 1
         release_job(st, int(j))
-    rate = np.where(running, tok / jt.seq_len * useful / dt, 0.0)
+    out_rate = np.where(running, rate * useful / dt, 0.0)
     return {
-        "samples_per_s": rate,
+        "samples_per_s": out_rate,
         "mfu": np.where(running, mfu, 0.0),
         "comm_share": np.where(running, comm, 0.0),
+        "bubble_share": np.where(running, bubble, 0.0),
         "cards": np.where(running, cards, 0.0),
         "busy": np.where(running, useful / dt, 0.0),
     }
