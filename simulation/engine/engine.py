@@ -179,6 +179,8 @@ class Engine:
         t0 = st.t
         noise = np.exp(st.np_rng.normal(0.0, 0.05, self.svc.n))  # short-term burstiness
         lam = self.demand(t0 + dt / 2) * noise
+        backlog = self._backlog()
+        self.svc.pending = backlog  # autoscaling sees the queue left by the previous step
         schedule(self, lam, self.hour_of_day(t0))
         st.t = t0 + dt
         st.steps += 1
@@ -189,7 +191,8 @@ class Engine:
         load_s = self.svc.weights_per_card / bw
         ready = np.clip(1.0 - load_s / dt, 0.0, 1.0)
         eff_rep = np.maximum(replicas - st.svc_new_replicas * (1.0 - ready), 0.0)
-        lat = self.svc.latency(lam, eff_rep, st.svc_hit, dt)
+        lat = self.svc.latency(lam, eff_rep, st.svc_hit, dt, backlog=backlog)
+        self._account_serving(lat, lam, dt)
         self.last_latency = lat
         st.last_latency = lat
         penalty = link_effects(self, dt)
@@ -199,6 +202,26 @@ class Engine:
         Summary.update(st.summary, snap, lat, train, self)
         self._snapshot = snap
         return snap
+
+    def _backlog(self) -> np.ndarray:
+        """Requests queued at the end of the previous step (carried forward per service)."""
+        b = getattr(self.state, "svc_backlog", None)
+        if b is None or len(b) != self.svc.n:
+            b = np.zeros(self.svc.n)
+        return b
+
+    def _account_serving(self, lat: dict, lam: np.ndarray, dt: float) -> None:
+        """Carry the backlog and count requests and timeouts (serving counters)."""
+        st = self.state
+        st.svc_backlog = lat["backlog"]
+        st.counters["inference_requests"] = st.counters.get("inference_requests", 0.0) + float(
+            (lam * dt).sum()
+        )
+        st.counters["inference_timeouts"] = st.counters.get("inference_timeouts", 0.0) + float(
+            lat["timeouts"].sum()
+        )
+        to = getattr(st, "svc_timeouts_total", None)
+        st.svc_timeouts_total = (to if to is not None else np.zeros(self.svc.n)) + lat["timeouts"]
 
     def run_until(self, t: float, progress_cb=None) -> Snapshot | None:
         """Step until the clock reaches ``t`` (whole steps); return the last snapshot."""

@@ -15,6 +15,7 @@ from ..catalog import HARDWARE, MODELS
 POLICIES = ("split", "unified")
 CRITICALITIES = ("core", "non-core")
 EVICTION_POLICIES = ("lru", "lru-k")
+WEIGHT_DTYPES = ("bf16", "fp8", "int8")
 
 
 def _check(ok: bool, where: str, fld: str, msg: str, value: Any) -> None:
@@ -200,9 +201,30 @@ class InferenceService:
     peak_hour: float = 14.0
     arrival_cv: float = 1.0
     traffic_share: float = 1.0
+    # Serving fidelity (issue 13): TPOT target, expert parallelism, weight precision, timeout.
+    slo_tpot_ms: float = 100.0
+    ep: int = 1
+    weight_dtype: str = "bf16"
+    timeout_s: float = 300.0
 
     def __post_init__(self) -> None:
         w = f"InferenceService {self.name!r}"
+        _check(isinstance(self.ep, int) and self.ep > 0, w, "ep", "must be int > 0", self.ep)
+        _check(
+            self.ep == 1 or self.ep % self.tp == 0,
+            w,
+            "ep",
+            "must be 1 or a multiple of tp",
+            self.ep,
+        )
+        _check(
+            self.weight_dtype in WEIGHT_DTYPES,
+            w,
+            "weight_dtype",
+            f"must be one of {WEIGHT_DTYPES}",
+            self.weight_dtype,
+        )
+        _positive(w, self, "slo_tpot_ms", "timeout_s")
         _check(
             isinstance(self.name, str) and bool(self.name),
             w,
