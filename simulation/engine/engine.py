@@ -107,8 +107,11 @@ class Engine:
         if self._curve is None:
             mult = self.svc.diurnal(self.hour_of_day(t))
         else:
-            i = int(t // self.scenario.demand_curve_step_s) % self._curve.size
-            mult = np.full(self.svc.n, self._curve[i])
+            i = int(t // self.scenario.demand_curve_step_s)
+            if self.scenario.replay is not None and i >= self._curve.size:
+                mult = np.zeros(self.svc.n)  # a replayed trace is not wrapped around
+            else:
+                mult = np.full(self.svc.n, self._curve[i % self._curve.size])
         return self.svc.mean_rate * mult * self.state.svc_share
 
     # -- hooks for the portal -----------------------------------------------------------
@@ -178,6 +181,9 @@ class Engine:
         dt = self.scenario.step_seconds
         t0 = st.t
         noise = np.exp(st.np_rng.normal(0.0, 0.05, self.svc.n))  # short-term burstiness
+        if self.scenario.replay is not None:  # trace replay: exact demand and lengths
+            noise = np.ones(self.svc.n)
+            self._replay_lengths(t0)
         lam = self.demand(t0 + dt / 2) * noise
         backlog = self._backlog()
         self.svc.pending = backlog  # autoscaling sees the queue left by the previous step
@@ -202,6 +208,12 @@ class Engine:
         Summary.update(st.summary, snap, lat, train, self)
         self._snapshot = snap
         return snap
+
+    def _replay_lengths(self, t: float) -> None:
+        """Set this step's mean prompt/output lengths from the replayed trace."""
+        rp = self.scenario.replay
+        i = min(int(t // self.scenario.step_seconds), len(rp["prompt_tokens"]) - 1)
+        self.svc.set_lengths(rp["prompt_tokens"][i], rp["output_tokens"][i])
 
     def _backlog(self) -> np.ndarray:
         """Requests queued at the end of the previous step (carried forward per service)."""

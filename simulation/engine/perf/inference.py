@@ -295,6 +295,14 @@ def weights_fit(model: ModelSpec, hw: HardwareSpec, tp: int, ep: int, dtype: str
     return hw.hbm_bytes - per_card * wb
 
 
+def _best_prefill_rate(m, hw, tp, ep, dtype, prompt_tokens) -> float:
+    """Prompt tokens/s of a replica at its best prefill batch (searched, 1..64 per group)."""
+    groups = max(int(max(tp, ep) // tp), 1)
+    sizes = np.unique(np.round(np.geomspace(1, 64 * groups, 40)))
+    t = prefill_seconds(m, hw, tp, prompt_tokens, sizes, ep=ep, dtype=dtype)
+    return float(np.max(sizes * prompt_tokens / t))
+
+
 def perf_point(
     model_id: str,
     hardware_id: str,
@@ -347,7 +355,10 @@ def perf_point(
             "prefill_ms": {k: float(v) * 1e3 for k, v in pre.items() if k != "total"},
             "decode_ms": {k: float(v) * 1e3 for k, v in dec.items() if k != "total"},
         },
-        "prefill_tokens_per_s_per_card": prompt_tokens * batch / pre_s / cards,
+        # Throughput mode: the best prefill batch (each attention group busy), per card.
+        "prefill_tokens_per_s_per_card": _best_prefill_rate(m, hw, tp, ep, dtype, prompt_tokens)
+        / cards,
+        "prefill_tokens_per_s_per_card_at_batch": prompt_tokens * batch / pre_s / cards,
         "kv_capacity_sequences": kv_cap,
         "calibration": asdict(PARAMS),
     }

@@ -429,6 +429,9 @@ class Scenario:
     inlet_temp_celsius: float = 25.0
     demand_curve: list[float] | None = None
     demand_curve_step_s: float = 60.0
+    # Time-faithful trace replay (issue 13, see replay.py): per-step mean prompt/output tokens
+    # ({"prompt_tokens": [...], "output_tokens": [...]}); demand is then exact (no noise).
+    replay: dict | None = None
 
     def __post_init__(self) -> None:
         w = "Scenario"
@@ -453,6 +456,19 @@ class Scenario:
                 "demand_curve",
                 "must be a non-empty list of finite numbers >= 0",
                 dc[:5],
+            )
+        if self.replay is not None:
+            rp = self.replay
+            _check(
+                isinstance(rp, dict)
+                and set(rp) == {"prompt_tokens", "output_tokens"}
+                and len(rp["prompt_tokens"]) == len(rp["output_tokens"]) > 0
+                and all(math.isfinite(x) and x > 0 for x in rp["prompt_tokens"])
+                and all(math.isfinite(x) and x > 0 for x in rp["output_tokens"]),
+                w,
+                "replay",
+                "must hold equal-length positive prompt_tokens/output_tokens lists",
+                type(rp).__name__,
             )
         for j in self.training_jobs:
             _check(

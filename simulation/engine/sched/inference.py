@@ -110,6 +110,12 @@ class ServiceTable:
         # Rank for allocation: core first, then by index (stable, deterministic).
         self.order = np.lexsort((np.arange(self.n), ~self.core))
 
+    def set_lengths(self, prompt: float, output: float) -> None:
+        """Per-step mean lengths (trace replay); arrays are updated in place."""
+        self.prompt[:] = prompt
+        self.output[:] = output
+        self.context[:] = self.prompt + 0.5 * self.output
+
     # -- demand ---------------------------------------------------------------------
     def diurnal(self, hour_of_day: float) -> np.ndarray:
         """Cosine day curve per service, mean 1 over a day."""
