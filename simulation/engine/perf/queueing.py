@@ -47,6 +47,24 @@ def erlang_c(c: int, a: float) -> float:
     return c * b / (c - a * (1.0 - b))
 
 
+def bursty_wait(pw_mmc, drain, kappa):
+    """(P(wait), conditional-wait decay rate) for G/G/c from M/M/c and the Allen-Cunneen factor.
+
+    Allen-Cunneen scales the mean wait by ``kappa = (ca2 + cs2) / 2``. Bursty arrivals
+    (``kappa > 1``) come in clumps, so *more* requests wait, each for less: the waiting
+    probability is raised to ``pw^(1/kappa)`` and the decay rate is set so the mean wait stays
+    the Allen-Cunneen mean ``pw_MMc kappa / (c mu - lambda)``. For ``kappa <= 1`` the M/M/c
+    probability is kept and only the decay rate stretched (plain Allen-Cunneen).
+    """
+    pw_mmc = np.asarray(pw_mmc, dtype=float)
+    kappa = np.maximum(np.asarray(kappa, dtype=float), 1e-6)
+    pw = np.where(kappa > 1.0, np.power(np.maximum(pw_mmc, 1e-300), 1.0 / kappa), pw_mmc)
+    pw = np.where(pw_mmc > 0, pw, 0.0)
+    mean = pw_mmc * kappa / np.maximum(drain, 1e-300)
+    theta = np.where(pw_mmc > 0, pw / np.maximum(mean, 1e-300), drain / kappa)
+    return pw, theta
+
+
 def _survival_u(u, pw, theta, nu):
     """P(Wq + Exp(nu) > u) with Wq = 0 w.p. 1-pw, else Exp(theta)."""
     e_nu = np.exp(-nu * u)
@@ -115,7 +133,7 @@ def ggc_latency(
     kappa = 0.5 * (np.asarray(ca2, dtype=float) + cs2)
     # Saturated: pretend a tiny positive drain rate so formulas stay finite; caller clips.
     drain = np.maximum(c_int * mu - lam, 1e-6 * c_int * mu)
-    theta = drain / kappa
+    pw, theta = bursty_wait(pw, drain, kappa)
     nu = 1.0 / s1
     p50 = s0 + _quantile_u(0.5, pw, theta, nu)
     p99 = s0 + _quantile_u(0.99, pw, theta, nu)
@@ -221,7 +239,8 @@ def step_tails(
     pw = np.array([erlang_c(int(c), float(x)) for c, x in zip(c_int, a, strict=True)])
     pw = np.where(servers > 0, pw, 0.0)
     kappa = 0.5 * (np.asarray(ca2, dtype=float) + np.asarray(cs2, dtype=float))
-    theta = np.maximum(c_int / es * (1.0 - rho_ss), 1e-12) / np.maximum(kappa, 1e-6)
+    drain = np.maximum(c_int / es * (1.0 - rho_ss), 1e-12)
+    pw, theta = bursty_wait(pw, drain, kappa)
     b0 = np.maximum(np.asarray(backlog0, dtype=float), 0.0)
     b1 = np.maximum(b0 + (lam - mu_c) * dt, 0.0)
     timeout_s = np.asarray(timeout_s, dtype=float)
