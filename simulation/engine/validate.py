@@ -3,19 +3,19 @@
 Prints every public measurement used (Splitwise profiling data, ``calibration/splitwise.py``)
 with the model's prediction and error, medians per phase, per half (calibration / validation)
 and per batch-size bucket, then the analytic-vs-DES tail check (``perf/des.py``).
-``--refit`` reruns the fit of the eight global constants on the calibration half and prints
+``--refit`` reruns the fit of the nine global constants on the calibration half and prints
 them (paste into ``perf/inference.PARAMS``); nothing is fitted at import or run time.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 
 from .calibration import splitwise
 from .catalog import get_hardware, get_model
+from .perf.inference import CALIBRATION as DESIGN_POINT
 from .perf.inference import PARAMS, ServingParams, decode_breakdown, prefill_breakdown
 
 BUCKETS = ((1, 1), (2, 4), (8, 16), (32, 64))
@@ -127,7 +127,7 @@ def summary(rows=splitwise.ROWS, p: ServingParams = PARAMS) -> dict:
     return out
 
 
-def tail_check(seed: int = 3, n: int = 60_000) -> list[dict]:
+def tail_check(seed: int = 3, n: int = 300_000) -> list[dict]:
     """Analytic G/G/c P99 vs the per-request DES over load 0.3-0.95 and arrival CV 1-4."""
     from .perf.des import simulate_ggc
     from .perf.queueing import ggc_latency
@@ -202,15 +202,14 @@ def run(refit: bool = False, tails: bool = True, out=print) -> dict:
                 f"{split:<12}{phase:<8} median |err| {d['median_abs']:.1%} "
                 f"(signed {d['median_signed']:+.1%}, {d['share_over']:.0%} over); {buckets}"
             )
-    dp = CAL_DESIGN = __import__("simulation.engine.perf.inference", fromlist=["x"]).CALIBRATION
+    dp = DESIGN_POINT
     pre, dec = predict([(dp.model, dp.hardware, dp.tp, dp.batch, dp.prompt_tokens, 1, 0, 0)], p)
-    del CAL_DESIGN
     out(
         f"DESIGN.md point (not fitted): prefill {pre[0]:.1f} ms vs {dp.prefill_s * 1e3:.0f}, "
         f"decode {dec[0]:.2f} ms vs {dp.decode_s_per_token * 1e3:.0f}"
     )
     if tails:
-        out("Tail check: analytic G/G/c P99 vs per-request DES (60k requests, s0=0.2, s1=1.0)")
+        out("Tail check: analytic G/G/c P99 vs per-request DES (300k requests, s0=0.2, s1=1.0)")
         t = tail_check()
         for row in t:
             out(
@@ -221,5 +220,4 @@ def run(refit: bool = False, tails: bool = True, out=print) -> dict:
         errs = np.abs([r["error"] for r in t])
         out(f"  tail P99 error: median {np.median(errs):.1%}, max {errs.max():.1%}")
         res["tail"] = {"median_abs": float(np.median(errs)), "max_abs": float(errs.max())}
-    _ = math
     return res

@@ -20,17 +20,22 @@ bytes read per weight and the matmul rate (:func:`.fabric.peak_for`); the KV cac
     comm     = 2 L x allreduce(batch x hidden x 2 B) + MoE all-to-all
     overhead = c_pass + L c_layer + batch c_seq
 
-* GEMM efficiency grows with the tokens in the GEMM: ``eta(T) = eta_max T / (T + T_half)``
+* GEMM efficiency grows with the tokens in the GEMM:
+  ``eta(T) = eta_max T / (T + T_half) / (1 + T hidden 2 / act_sat)``
   (a 128-token prompt cannot fill the device; a 64-sequence decode GEMM still reads weights).
 * Ring all-reduce over ``tp`` cards: ``2(tp-1) alpha + 2(tp-1)/tp x bytes / link BW`` with the
-  link bandwidth of the hardware's scale-up fabric (:mod:`.fabric`, datasheets) and a fitted
-  per-hop latency ``alpha``.
+  bus bandwidth and per-hop latency of the hardware's scale-up fabric (:mod:`.fabric`:
+  measured NCCL all-reduce for A100/H100, datasheet-derived elsewhere), not fitted here.
 * MoE: a decode step reads only the experts its tokens touch, ``E(1-(1-k/E)^b)`` of ``E`` per
   layer; each MoE layer dispatches and combines every token's ``k`` expert activations
   all-to-all over ``ep`` cards, on the supernode bus for peers inside the supernode and RoCE
   for the rest.
-The eight global constants in :data:`PARAMS` were fitted by :func:`..validate.fit` to the
+The nine global constants in :data:`PARAMS` were fitted by :func:`..validate.fit` to the
 calibration half of the Splitwise measurements; ``validate`` prints the error on both halves.
+GEMM efficiency also falls once the activation working set (tokens x hidden x 2 B) grows past
+``act_sat_bytes`` (observed in the measurements beyond ~2-4k tokens per pass); per-layer fixed
+cost is ``layer_launch_s + layer_fixed_bytes / HBM BW`` (launches plus small memory-bound
+kernels, which is why A100 pays more per layer than H100).
 """
 
 from __future__ import annotations
