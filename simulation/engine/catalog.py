@@ -47,6 +47,19 @@ class ModelSpec:
     kv_heads: int
     head_dim: int
     bytes_per_param: int = 2
+    # Serving-model extensions (issue 13): MoE shape, attention type, provenance. Defaults keep
+    # the dense entries above unchanged; see ``models_hf.py`` for the Hugging Face mapping.
+    active_params: float = 0.0  # parameters used per token (0 = all: dense)
+    n_experts: int = 0  # routed experts per MoE layer
+    experts_per_token: int = 0
+    n_shared_experts: int = 0
+    moe_intermediate: int = 0
+    moe_layers: int = 0
+    attention: str = ""  # "mha" | "gqa" | "mla" ("" = from kv_heads vs heads)
+    kv_lora_rank: int = 0  # MLA latent width
+    qk_rope_head_dim: int = 0  # MLA decoupled RoPE key width
+    vocab: int = 0
+    source: str = ""
 
     @property
     def weight_bytes(self) -> float:
@@ -54,9 +67,32 @@ class ModelSpec:
         return self.params * self.bytes_per_param
 
     @property
+    def attention_type(self) -> str:
+        """``mla``, ``gqa`` or ``mha``."""
+        if self.attention:
+            return self.attention
+        return "mha" if self.kv_heads == self.heads else "gqa"
+
+    @property
     def kv_bytes_per_token(self) -> int:
-        """KV bytes per token = 2 (K and V) x layers x KV heads x head dim x bytes/element."""
+        """KV bytes per token (bf16/fp16 cache, 2 bytes/element).
+
+        MHA/GQA: 2 (K and V) x layers x KV heads x head dim x 2. MLA caches one latent vector plus
+        the decoupled RoPE key per layer: layers x (kv_lora_rank + qk_rope_head_dim) x 2.
+        """
+        if self.attention_type == "mla":
+            return self.layers * (self.kv_lora_rank + self.qk_rope_head_dim) * 2
         return 2 * self.layers * self.kv_heads * self.head_dim * self.bytes_per_param
+
+    @property
+    def active(self) -> float:
+        """Parameters touched per token (total for dense models)."""
+        return self.active_params or self.params
+
+    @property
+    def routed_expert_params(self) -> float:
+        """Parameters of all routed experts (SwiGLU: 3 x hidden x moe_intermediate each)."""
+        return float(self.moe_layers * self.n_experts * 3 * self.hidden * self.moe_intermediate)
 
     @property
     def attention_width(self) -> int:
@@ -161,15 +197,79 @@ MODELS: dict[str, ModelSpec] = {
 # Llama 3 405B / 70B: Dubey et al., "The Llama 3 Herd of Models" (2024), Table 3 (layers,
 # model dimension, FFN 53,248 / 28,672, 128 / 64 attention heads, 8 KV heads, vocab 128,256)
 # and the Hugging Face config.json of Meta-Llama-3.1-405B / Meta-Llama-3-70B (head_dim 128).
+# --- MoE / trillion-parameter models (issue 13). Shapes from the published Hugging Face
+# config.json of each model (see README "Sources"); parameter totals from the model cards.
 MODELS.update(
     {
         m.id: m
         for m in (
             ModelSpec("llama-3-405b", "Llama-3-405B", 405e9, 126, 16384, 128, 8, 128),
             ModelSpec("llama-3-70b", "Llama-3-70B", 70.6e9, 80, 8192, 64, 8, 128),
+            ModelSpec(
+                "deepseek-r1",
+                "DeepSeek-R1 (V3 architecture)",
+                671e9,
+                61,
+                7168,
+                128,
+                128,
+                128,
+                active_params=37e9,
+                n_experts=256,
+                experts_per_token=8,
+                n_shared_experts=1,
+                moe_intermediate=2048,
+                moe_layers=58,
+                attention="mla",
+                kv_lora_rank=512,
+                qk_rope_head_dim=64,
+                vocab=129280,
+                source="huggingface.co/deepseek-ai/DeepSeek-R1/blob/main/config.json",
+            ),
+            ModelSpec(
+                "qwen3-235b-a22b",
+                "Qwen3-235B-A22B",
+                235e9,
+                94,
+                4096,
+                64,
+                4,
+                128,
+                active_params=22e9,
+                n_experts=128,
+                experts_per_token=8,
+                n_shared_experts=0,
+                moe_intermediate=1536,
+                moe_layers=94,
+                attention="gqa",
+                vocab=151936,
+                source="huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json",
+            ),
+            ModelSpec(
+                "kimi-k2",
+                "Kimi-K2",
+                1.04e12,
+                61,
+                7168,
+                64,
+                64,
+                128,
+                active_params=32e9,
+                n_experts=384,
+                experts_per_token=8,
+                n_shared_experts=1,
+                moe_intermediate=2048,
+                moe_layers=60,
+                attention="mla",
+                kv_lora_rank=512,
+                qk_rope_head_dim=64,
+                vocab=163840,
+                source="huggingface.co/moonshotai/Kimi-K2-Instruct/blob/main/config.json",
+            ),
         )
     }
 )
+
 
 def get_hardware(hardware_id: str) -> HardwareSpec:
     """Look up a hardware entry; ``ValueError`` names the unknown id and the valid ones."""
@@ -200,3 +300,14 @@ def min_tensor_parallel(model: ModelSpec, hw: HardwareSpec, weight_fraction: flo
     while model.weight_bytes / tp > weight_fraction * hw.hbm_bytes and tp < 64:
         tp *= 2
     return tp
+
+
+def _load_user_models() -> None:
+    """Add operator-imported models (``model add``) from the user catalog file, if any."""
+    from .models_hf import load_user_catalog  # local import: models_hf imports this module
+
+    for m in load_user_catalog():
+        MODELS.setdefault(m.id, m)
+
+
+_load_user_models()

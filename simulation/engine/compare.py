@@ -14,59 +14,53 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
-from .catalog import get_hardware
 from .engine import Engine
-from .scenario.defaults import default_scenario, size_services
+from .scenario.defaults import default_scenario
 from .scenario.types import Scenario
-from .sched.inference import ServiceTable
-from .traces import parse_start, read_azure, read_philly
+from .traces import parse_start, read_philly
 
 MAX_TRACE_JOBS = 20_000
 
 
-def apply_inference_trace(scen: Scenario, path: Path, smooth_s: float = 900.0) -> Scenario:
-    """Replace the diurnal curves by the trace's arrival-rate shape (mean 1, wrapped).
+def apply_inference_trace(
+    scen: Scenario,
+    path: Path,
+    smooth_s: float = 900.0,
+    *,
+    kind: str = "azure",
+    horizon_s: float | None = None,
+    rate_scale: float = 1.0,
+    start_s: float = 0.0,
+    loop: bool = False,
+    model: str = "llama-2-70b",
+) -> Scenario:
+    """Replay the trace time-faithfully (see :mod:`.replay`); ``smooth_s`` is ignored.
 
-    The trace sets the shape (binned per step, smoothed over ``smooth_s`` because a sampled
-    trace's per-minute counts are dominated by sampling noise, not demand), the burstiness
-    (inter-arrival CV) and the mean prompt/output lengths. Each service keeps the card budget
-    it had at its peak, so rates and SLOs are re-derived from the perf model for the new
-    lengths (:func:`size_services`).
+    Requests arrive at their own timestamps with their own token counts; the services are
+    replaced by one trace-driven service that autoscales. ``horizon_s`` defaults to the
+    replayed span of the trace (24 h with ``loop``); demand after the trace ends is zero.
     """
-    tr = read_azure(path)
-    if tr.t.size == 0:
-        raise ValueError(f"{path}: trace has no requests")
-    raw = np.asarray(tr.rate_curve(scen.step_seconds))
-    w = max(int(round(smooth_s / scen.step_seconds)), 1)
-    if w > 1 and raw.size > w:
-        padded = np.concatenate([raw[-(w // 2) :], raw, raw[: w - 1 - w // 2]])  # wrap around
-        raw = np.convolve(padded, np.ones(w) / w, mode="valid")
-    curve = raw / raw.mean()
-    cv = max(tr.interarrival_cv(), 0.1)
-    hw = get_hardware(scen.topology.hardware)
-    old = ServiceTable(scen.services, hw, scen.policy)
-    s0, s1 = old.times(np.zeros(old.n), old.batch * scen.policy.target_utilization)
-    peak_rate = old.mean_rate * (1.0 + old.amplitude)
-    budget = np.ceil(peak_rate * (s0 + s1) / (old.batch * scen.policy.target_utilization))
-    budget = budget * old.tp
-    services = [
-        dataclasses.replace(
-            s,
-            prompt_tokens_mean=max(float(tr.prompt_tokens.mean()), 1.0),
-            output_tokens_mean=max(float(tr.output_tokens.mean()), 1.0),
-            arrival_cv=cv,
-        )
-        for s in scen.services
-    ]
-    size_services(services, hw, scen.policy, budget, np.full(len(services), curve.max()))
-    return dataclasses.replace(
+    from .replay import apply_replay, load_trace
+
+    del smooth_s  # kept for callers of the old shape-only replay
+    if horizon_s is None:
+        if loop:
+            horizon_s = 24 * 3600.0
+        else:
+            tr, _ = load_trace(kind, Path(path))
+            span = float(tr.t.max()) if tr.t.size else 0.0
+            horizon_s = max((span - start_s) / rate_scale, scen.step_seconds)
+    out, _ = apply_replay(
         scen,
-        services=services,
-        demand_curve=curve.tolist(),
-        demand_curve_step_s=scen.step_seconds,
+        kind,
+        Path(path),
+        horizon_s=horizon_s,
+        rate_scale=rate_scale,
+        start_s=start_s,
+        loop=loop,
+        model=model,
     )
+    return out
 
 
 def apply_training_trace(
@@ -151,12 +145,27 @@ def build_compare_scenario(
     inference_trace: Path | None,
     training_trace: Path | None,
     start: str | None = None,
+    *,
+    trace_kind: str = "azure",
+    rate_scale: float = 1.0,
+    start_s: float = 0.0,
+    loop: bool = False,
+    trace_model: str = "llama-2-70b",
     **scenario_kw,
 ) -> Scenario:
     """The shared workload for both policies (``scenario_kw`` go to :func:`default_scenario`)."""
     scen = default_scenario(cards, seed, hours=hours, **scenario_kw)
     if inference_trace is not None:
-        scen = apply_inference_trace(scen, inference_trace)
+        scen = apply_inference_trace(
+            scen,
+            inference_trace,
+            kind=trace_kind,
+            horizon_s=hours * 3600.0,
+            rate_scale=rate_scale,
+            start_s=start_s,
+            loop=loop,
+            model=trace_model,
+        )
     if training_trace is not None:
         scen = apply_training_trace(scen, training_trace, hours * 3600.0, start)
     return scen

@@ -108,8 +108,11 @@ class Engine:
         if self._curve is None:
             mult = self.svc.diurnal(self.hour_of_day(t))
         else:
-            i = int(t // self.scenario.demand_curve_step_s) % self._curve.size
-            mult = np.full(self.svc.n, self._curve[i])
+            i = int(t // self.scenario.demand_curve_step_s)
+            if self.scenario.replay is not None and i >= self._curve.size:
+                mult = np.zeros(self.svc.n)  # a replayed trace is not wrapped around
+            else:
+                mult = np.full(self.svc.n, self._curve[i % self._curve.size])
         return self.svc.mean_rate * mult * self.state.svc_share
 
     # -- hooks for the portal -----------------------------------------------------------
@@ -179,7 +182,12 @@ class Engine:
         dt = self.scenario.step_seconds
         t0 = st.t
         noise = np.exp(st.np_rng.normal(0.0, 0.05, self.svc.n))  # short-term burstiness
+        if self.scenario.replay is not None:  # trace replay: exact demand and lengths
+            noise = np.ones(self.svc.n)
+            self._replay_lengths(t0)
         lam = self.demand(t0 + dt / 2) * noise
+        backlog = self._backlog()
+        self.svc.pending = backlog  # autoscaling sees the queue left by the previous step
         schedule(self, lam, self.hour_of_day(t0))
         st.t = t0 + dt
         st.steps += 1
@@ -195,7 +203,8 @@ class Engine:
         load_s = self.svc.weights_per_card / bw
         ready = np.clip(1.0 - load_s / dt, 0.0, 1.0)
         eff_rep = np.maximum(replicas - st.svc_new_replicas * (1.0 - ready), 0.0)
-        lat = self.svc.latency(lam, eff_rep, st.svc_hit, dt)
+        lat = self.svc.latency(lam, eff_rep, st.svc_hit, dt, backlog=backlog)
+        self._account_serving(lat, lam, dt)
         self.last_latency = lat
         st.last_latency = lat
         penalty = link_effects(self, dt)
@@ -205,6 +214,32 @@ class Engine:
         Summary.update(st.summary, snap, lat, train, self)
         self._snapshot = snap
         return snap
+
+    def _replay_lengths(self, t: float) -> None:
+        """Set this step's mean prompt/output lengths from the replayed trace."""
+        rp = self.scenario.replay
+        i = min(int(t // self.scenario.step_seconds), len(rp["prompt_tokens"]) - 1)
+        self.svc.set_lengths(rp["prompt_tokens"][i], rp["output_tokens"][i])
+
+    def _backlog(self) -> np.ndarray:
+        """Requests queued at the end of the previous step (carried forward per service)."""
+        b = getattr(self.state, "svc_backlog", None)
+        if b is None or len(b) != self.svc.n:
+            b = np.zeros(self.svc.n)
+        return b
+
+    def _account_serving(self, lat: dict, lam: np.ndarray, dt: float) -> None:
+        """Carry the backlog and count requests and timeouts (serving counters)."""
+        st = self.state
+        st.svc_backlog = lat["backlog"]
+        st.counters["inference_requests"] = st.counters.get("inference_requests", 0.0) + float(
+            (lam * dt).sum()
+        )
+        st.counters["inference_timeouts"] = st.counters.get("inference_timeouts", 0.0) + float(
+            lat["timeouts"].sum()
+        )
+        to = getattr(st, "svc_timeouts_total", None)
+        st.svc_timeouts_total = (to if to is not None else np.zeros(self.svc.n)) + lat["timeouts"]
 
     def run_until(self, t: float, progress_cb=None) -> Snapshot | None:
         """Step until the clock reaches ``t`` (whole steps); return the last snapshot."""

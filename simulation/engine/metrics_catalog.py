@@ -205,4 +205,9 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("cluster_kv_hit_ratio", "ratio", _C, "Cumulative prefix-cache hit ratio."),
 )
 
+# Serving metrics (issue 13): TTFT / TPOT / queue, defined in serving_metrics.py.
+from .serving_metrics import SERVING_METRICS  # noqa: E402
+
+METRICS = METRICS + SERVING_METRICS
+
 BY_NAME: dict[str, MetricSpec] = {m.name: m for m in METRICS}

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .metrics_catalog import METRICS
+from .serving_metrics import cluster_values as serving_cluster
+from .serving_metrics import workload_values as serving_workload
 
 if TYPE_CHECKING:  # annotations only: the engine imports this module
     from .engine import Engine
@@ -135,6 +137,7 @@ def build_snapshot(eng: Engine, lat: dict, train: dict, mem: dict, dt: float) ->
         "inference_occupancy_ratio": np.concatenate([nan_j, np.minimum(lat["rho"], 1.0)]),
         "inference_kv_hit_ratio": np.concatenate([nan_j, st.svc_hit]),
     }
+    w.update(serving_workload(eng, lat, n_j))
     running = train["cards"] > 0
     mfu_c = float((train["mfu"] * train["cards"]).sum() / max(train["cards"].sum(), 1.0))
     reqs = lat["lam"] * dt
@@ -168,6 +171,7 @@ def build_snapshot(eng: Engine, lat: dict, train: dict, mem: dict, dt: float) ->
         "cluster_kv_offload_bytes_total": float(c["kv_offload_bytes"]),
         "cluster_kv_hit_ratio": c["kv_hits"] / c["kv_lookups"] if c["kv_lookups"] else 0.0,
     }
+    cluster.update(serving_cluster(eng, lat, dt))
     free_b = np.maximum(agg["hbm_total"] - agg["hbm_reserved"], 0.0)
     pool = {
         "memory_pool_hbm_total_bytes": agg["hbm_total"],

@@ -63,6 +63,8 @@ class Summary:
         acc["core_req"] += float(req[core].sum())
         acc["core_attain"] += float((lat["attainment"] * req)[core].sum())
         acc["hbm_live"] += c["cluster_hbm_live_ratio"]
+        for k, key in (("ttft50", "ttft_p50"), ("tpot50", "tpot_p50"), ("tpot99", "tpot_p99")):
+            acc[k] = acc.get(k, 0.0) + float((lat[key] * req).sum())  # serving (issue 13)
         acc["train_flops"] = (
             acc.get("train_flops", 0.0)
             + float((train["mfu"] * train["busy"] * train["cards"]).sum()) * eng.hw.peak_flops
@@ -103,6 +105,13 @@ class Summary:
             "completed_jobs": int(c["completed_jobs"]),
             "queue_wait_h_mean": float(jw[started].mean() / 3600.0) if started.any() else 0.0,
             "energy_mwh": c["energy_joules"] / 3.6e9,
+            # Serving (issue 13): TTFT / TPOT headline figures; e2e = inference_p99_ms.
+            "ttft_p50_ms": acc.get("ttft50", 0.0) / r * 1e3,
+            "tpot_p50_ms": acc.get("tpot50", 0.0) / r * 1e3,
+            "tpot_p99_ms": acc.get("tpot99", 0.0) / r * 1e3,
+            "e2e_p99_ms": acc["p99"] / r * 1e3,
+            "inference_requests": int(round(c.get("inference_requests", 0.0))),
+            "inference_timeouts": int(round(c.get("inference_timeouts", 0.0))),
         }
         out.update(summary_training.finish(acc, eng, out))
         return out

@@ -40,8 +40,10 @@ def test_perf_prints_the_calibration_point_as_json():
     )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["prefill_ms"] == pytest.approx(137, rel=0.1)
-    assert out["decode_ms_per_token"] == pytest.approx(30, rel=0.1)
+    # DESIGN.md point: reproduced within the 15% target, not fitted (issue 13).
+    assert out["prefill_ms"] == pytest.approx(137, rel=0.15)
+    assert out["decode_ms_per_token"] == pytest.approx(30, rel=0.15)
+    assert {"ttft_ms", "tpot_ms", "breakdown"} <= set(out)
 
 
 def test_kvcache_replays_a_mooncake_trace_with_both_policies(tmp_path):

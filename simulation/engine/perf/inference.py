@@ -1,37 +1,58 @@
-"""Inference step times from FLOPs and bytes, with per-phase terms calibrated on public data.
+"""Per-phase inference latency from FLOPs, bytes and the fabric, with a few global efficiencies
+calibrated on public measurements (``calibration/splitwise.py``; see ``validate``).
 
-Model (per replica of ``tp`` tensor-parallel cards)::
+Replica layout: ``tp`` cards per tensor-parallel group; ``ep`` cards hold the routed experts of
+an MoE model (attention and dense layers run data-parallel in ``ep / tp`` groups). A replica
+spans ``max(tp, ep)`` cards. ``dtype`` is the weight precision (bf16, fp8, int8): it sets the
+bytes read per weight and the matmul rate (:func:`.fabric.peak_for`); the KV cache stays 16-bit.
 
-    prefill = max(FLOPs / (tp peak eta_mm), weights / (tp BW eta_bw)) + TP_comm_prefill
-    decode  = max(bytes / (tp BW eta_bw), FLOPs / (tp peak eta_mm)) + L (k + s(tp))
+**Prefill** of ``batch`` prompts of ``tokens`` tokens (T = batch x tokens in one pass)::
 
-* FLOPs of a prefill = 2 N tokens + 2 L tokens^2 (heads x head_dim) (causal attention); one
-  decode step reads the weights once plus every sequence's KV cache.
-* ``eta_mm = 0.6`` (large BF16 GEMMs) and ``eta_bw = 0.8`` (achievable HBM streaming) are
-  *assumptions* typical of H100-class parts; ``k = 10 us`` per layer of kernel launches.
-* Two terms are *fitted in code* to DESIGN.md's two public points (Llama-2-70B fp16, 8xH100,
-  batch 1: prefill of 2,048 tokens ~137 ms, decode ~30 ms/token):
-  the effective tensor-parallel all-reduce bandwidth for prefill activations (2 all-reduces per
-  layer of ``tokens x hidden x 2`` bytes, ring factor 2(tp-1)/tp), and the per-layer TP
-  synchronisation time of a decode step (scaled by log2(tp)/3 for other tp; 0 at tp=1).
-  A pure roofline underestimates real latency several-fold exactly because of those terms.
-* The fitted link figures are applied to every hardware (no public Ascend calibration exists):
-  an approximation, documented in the README.
+    linear   = max(2 N_active T / (cards peak eta(T)),  weight bytes / (card BW eta_bw))
+    attention= batch x 2 L tokens^2 (heads x head_dim) / (tp peak eta_attn)     # causal
+    comm     = 2 L x allreduce(T x hidden x 2 B) + 2 L_moe x all-to-all (MoE only)
+    overhead = c_pass + L c_layer + batch c_seq                                  # fixed costs
+
+**Decode** step of ``batch`` sequences with mean context ``ctx`` (continuous batching)::
+
+    linear   = max(weights read / (BW eta_bw), 2 N_active batch / (peak eta(batch)))
+    kv       = max(batch ctx kv_bytes / (BW eta_bw), attention FLOPs / (peak eta_attn))
+    comm     = 2 L x allreduce(batch x hidden x 2 B) + MoE all-to-all
+    overhead = c_pass + L c_layer + batch c_seq
+
+* GEMM efficiency grows with the tokens in the GEMM:
+  ``eta(T) = eta_max T / (T + T_half) / (1 + T hidden 2 / act_sat)``
+  (a 128-token prompt cannot fill the device; a 64-sequence decode GEMM still reads weights).
+* Ring all-reduce over ``tp`` cards: ``2(tp-1) alpha + 2(tp-1)/tp x bytes / link BW`` with the
+  bus bandwidth and per-hop latency of the hardware's scale-up fabric (:mod:`.fabric`:
+  measured NCCL all-reduce for A100/H100, datasheet-derived elsewhere), not fitted here.
+* MoE: a decode step reads only the experts its tokens touch, ``E(1-(1-k/E)^b)`` of ``E`` per
+  layer; each MoE layer dispatches and combines every token's ``k`` expert activations
+  all-to-all over ``ep`` cards, on the supernode bus for peers inside the supernode and RoCE
+  for the rest.
+The nine global constants in :data:`PARAMS` were fitted by :func:`..validate.fit` to the
+calibration half of the Splitwise measurements; ``validate`` prints the error on both halves.
+GEMM efficiency also falls once the activation working set (tokens x hidden x 2 B) grows past
+``act_sat_bytes`` (observed in the measurements beyond ~2-4k tokens per pass); per-layer fixed
+cost is ``layer_launch_s + layer_fixed_bytes / HBM BW`` (launches plus small memory-bound
+kernels, which is why A100 pays more per layer than H100).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from ..catalog import HardwareSpec, ModelSpec, get_hardware, get_model
+from .fabric import DTYPE_BYTES, fabric, peak_for
+
+SUPERNODE_CARDS = 384  # CloudMatrix384-style supernode (DESIGN.md)
 
 
 @dataclass(frozen=True)
 class CalibrationPoint:
-    """One public measurement the efficiency factors are fitted to."""
+    """DESIGN.md's public point (Llama-2-70B fp16, 8xH100, batch 1). Checked, not fitted."""
 
     model: str
     hardware: str
@@ -42,108 +63,323 @@ class CalibrationPoint:
     decode_s_per_token: float
 
 
-# DESIGN.md section 4: Llama-2-70B fp16, 8xH100, batch 1.
 CALIBRATION = CalibrationPoint("llama-2-70b", "h100-sxm", 8, 1, 2048, 0.137, 0.030)
 
 
-def prefill_flops(model: ModelSpec, tokens: float | np.ndarray, batch: float = 1.0):
-    """FLOPs of a prefill over ``tokens`` prompt tokens for ``batch`` sequences."""
-    return batch * (
-        2.0 * model.params * tokens + 2.0 * model.layers * tokens**2 * model.attention_width
-    )
-
-
-def decode_bytes(model: ModelSpec, batch: float | np.ndarray, context: float | np.ndarray):
-    """Bytes read by one decode step: weights once plus each sequence's KV cache."""
-    return model.weight_bytes + batch * context * model.kv_bytes_per_token
-
-
-def decode_flops(model: ModelSpec, batch: float | np.ndarray, context: float | np.ndarray):
-    """FLOPs of one decode step (dense matmuls plus attention over the context)."""
-    return batch * (2.0 * model.params + 4.0 * model.layers * context * model.attention_width)
-
-
-ETA_MM = 0.6
-ETA_BW = 0.8
-KERNEL_S_PER_LAYER = 10e-6
-
-
 @dataclass(frozen=True)
-class Efficiency:
-    """Assumed efficiencies plus the two terms fitted to :data:`CALIBRATION`."""
+class ServingParams:
+    """Global efficiencies and overheads (same for every model and hardware)."""
 
-    mm: float
-    bw: float
-    kernel_s_per_layer: float
-    tp_link_bytes_per_s: float
-    tp_sync_s_per_layer_at_8: float
-
-
-def _prefill_comm_bytes(model, tokens, batch, tp):
-    ring = 2.0 * (tp - 1) / tp
-    return batch * 2.0 * model.layers * tokens * model.hidden * 2.0 * ring
-
-
-def _sync_scale(tp):
-    return np.log2(np.maximum(tp, 1)) / 3.0
+    gemm_eff_max: float  # large-GEMM fraction of peak
+    gemm_half_tokens: float  # tokens per GEMM at which efficiency is half of the max
+    act_sat_bytes: float  # activation working set (tokens x hidden x 2 B) halving efficiency
+    attn_eff: float  # attention-kernel fraction of peak
+    hbm_eff: float  # achievable fraction of HBM bandwidth
+    pass_overhead_s: float  # per forward pass (scheduling, launch, sampling setup)
+    layer_launch_s: float  # per layer per pass: kernel launches / synchronisation
+    layer_fixed_bytes: float  # per layer per pass: small-kernel traffic (norms, rotary...)
+    seq_overhead_s: float  # per sequence per pass (sampling, KV/block bookkeeping)
 
 
-@lru_cache(maxsize=1)
-def calibrated_efficiency() -> Efficiency:
-    """Fit the TP link bandwidth and TP sync time so the calibration point is reproduced.
-
-    Raises ``AssertionError`` if the assumed efficiencies alone already exceed the measured
-    times (the fit would need negative communication time).
-    """
-    c = CALIBRATION
-    m, hw = get_model(c.model), get_hardware(c.hardware)
-    compute = prefill_flops(m, c.prompt_tokens, c.batch) / (c.tp * hw.peak_flops * ETA_MM)
-    mem = m.weight_bytes / (c.tp * hw.hbm_bandwidth_bytes_per_s * ETA_BW)
-    comm_s = c.prefill_s - max(compute, mem) - m.layers * KERNEL_S_PER_LAYER
-    assert comm_s > 0
-    link = _prefill_comm_bytes(m, c.prompt_tokens, c.batch, c.tp) / comm_s
-    dec_mem = decode_bytes(m, c.batch, c.prompt_tokens) / (
-        c.tp * hw.hbm_bandwidth_bytes_per_s * ETA_BW
-    )
-    dec_cmp = decode_flops(m, c.batch, c.prompt_tokens) / (c.tp * hw.peak_flops * ETA_MM)
-    sync = (c.decode_s_per_token - max(dec_mem, dec_cmp)) / m.layers - KERNEL_S_PER_LAYER
-    assert sync > 0
-    return Efficiency(
-        ETA_MM, ETA_BW, KERNEL_S_PER_LAYER, float(link), float(sync / _sync_scale(c.tp))
-    )
+# Fitted by ``python -m simulation.engine validate --refit`` (see validate.fit); do not edit by
+# hand: rerun the fit and paste its output.
+PARAMS = ServingParams(
+    gemm_eff_max=0.6472,
+    gemm_half_tokens=62.93,
+    act_sat_bytes=5.568e8,
+    attn_eff=0.2669,
+    hbm_eff=0.92,
+    pass_overhead_s=8.19e-3,
+    layer_launch_s=6.972e-5,
+    layer_fixed_bytes=1.642e8,
+    seq_overhead_s=2.945e-4,
+)
 
 
-def prefill_seconds(model, hw: HardwareSpec, tp, tokens, batch=1.0):
-    """Wall time of a prefill (vectorised over ``tokens``/``batch``/model arrays)."""
-    e = calibrated_efficiency()
-    compute = prefill_flops(model, tokens, batch) / (tp * hw.peak_flops * e.mm)
-    memory = model.weight_bytes / (tp * hw.hbm_bandwidth_bytes_per_s * e.bw)
-    comm = _prefill_comm_bytes(model, tokens, batch, tp) / e.tp_link_bytes_per_s
-    return np.maximum(compute, memory) + comm + model.layers * e.kernel_s_per_layer
+def _attr(m, name, default=0.0):
+    v = getattr(m, name, default)
+    return np.asarray(v, dtype=float)
 
 
-def decode_seconds_per_token(model, hw: HardwareSpec, tp, batch, context):
-    """Wall time of one decode step of ``batch`` sequences with mean ``context`` tokens."""
-    e = calibrated_efficiency()
-    memory = decode_bytes(model, batch, context) / (tp * hw.hbm_bandwidth_bytes_per_s * e.bw)
-    compute = decode_flops(model, batch, context) / (tp * hw.peak_flops * e.mm)
-    overhead = model.layers * (e.kernel_s_per_layer + e.tp_sync_s_per_layer_at_8 * _sync_scale(tp))
-    return np.maximum(memory, compute) + overhead
-
-
-def perf_point(model_id: str, hardware_id: str, tp: int, batch: int, prompt_tokens: int) -> dict:
-    """The ``perf`` CLI figures: prefill of the whole batch and decode time per token."""
-    m, hw = get_model(model_id), get_hardware(hardware_id)
-    pre = float(prefill_seconds(m, hw, tp, prompt_tokens, batch))
-    dec = float(decode_seconds_per_token(m, hw, tp, batch, prompt_tokens))
+def shape_of(m) -> dict[str, np.ndarray]:
+    """Quantities the formulas need, from a ModelSpec or a namespace of per-service arrays."""
+    params = _attr(m, "params")
+    active = _attr(m, "active_params")
+    active = np.where(active > 0, active, params)
+    hidden = _attr(m, "hidden")
+    moe_layers = _attr(m, "moe_layers")
+    experts = _attr(m, "n_experts")
+    k = _attr(m, "experts_per_token")
+    expert_params = 3.0 * hidden * _attr(m, "moe_intermediate")
+    routed = moe_layers * experts * expert_params
+    routed_active = moe_layers * k * expert_params
+    kv = getattr(m, "kv_bytes_per_token", None)
+    mla = _attr(m, "kv_lora_rank") > 0
     return {
+        "params": params,
+        "active": active,
+        "layers": _attr(m, "layers"),
+        "hidden": hidden,
+        "attn_width": _attr(m, "attention_width"),
+        "kv_bytes": np.asarray(kv, dtype=float),
+        "kv_split": np.where(mla, 1.0, np.maximum(_attr(m, "kv_heads", 1.0), 1.0)),
+        "moe_layers": moe_layers,
+        "experts": experts,
+        "k": k,
+        "routed": routed,
+        "routed_active": routed_active,
+    }
+
+
+def _eff(p: ServingParams, tokens, hidden=0.0):
+    t = np.maximum(np.asarray(tokens, dtype=float), 1e-9)
+    act = t * np.asarray(hidden, dtype=float) * 2.0
+    return p.gemm_eff_max * t / (t + p.gemm_half_tokens) / (1.0 + act / p.act_sat_bytes)
+
+
+def allreduce_seconds(nbytes, tp, link_bw, hop_s):
+    """Ring all-reduce of ``nbytes`` over ``tp`` cards (0 when tp = 1); ``link_bw`` = bus BW."""
+    tp = np.asarray(tp, dtype=float)
+    steps = 2.0 * (tp - 1.0)
+    return np.where(tp > 1, steps * hop_s + steps / np.maximum(tp, 1.0) * nbytes / link_bw, 0.0)
+
+
+def alltoall_seconds(nbytes_per_card, ep, fab, hop_s, supernode=SUPERNODE_CARDS):
+    """All-to-all moving ``nbytes_per_card`` out of each of ``ep`` cards (0 when ep = 1)."""
+    ep = np.asarray(ep, dtype=float)
+    remote = 1.0 - 1.0 / np.maximum(ep, 1.0)
+    outside = np.clip(1.0 - supernode / np.maximum(ep, 1.0), 0.0, 1.0)
+    t = (
+        nbytes_per_card
+        * remote
+        * ((1.0 - outside) / fab.scaleup_bytes_per_s + outside / fab.scaleout_bytes_per_s)
+    )
+    return np.where(ep > 1, t + 2.0 * hop_s * np.log2(np.maximum(ep, 2.0)), 0.0)
+
+
+def _layout(tp, ep):
+    tp = np.maximum(np.asarray(tp, dtype=float), 1.0)
+    ep = np.maximum(np.asarray(ep, dtype=float), 1.0)
+    cards = np.maximum(tp, ep)
+    groups = np.maximum(np.floor(cards / tp), 1.0)  # attention data-parallel groups
+    return tp, ep, cards, groups
+
+
+def prefill_breakdown(
+    model, hw: HardwareSpec, tp, tokens, batch=1.0, *, ep=1, dtype="bf16", p=None
+) -> dict[str, np.ndarray]:
+    """Seconds of one prefill pass split into compute / memory / communication / overhead."""
+    p = p or PARAMS
+    s = shape_of(model)
+    fab = fabric(hw)
+    wb = DTYPE_BYTES[dtype]
+    peak = peak_for(hw, dtype)
+    bw = hw.hbm_bandwidth_bytes_per_s * p.hbm_eff
+    tp, ep, cards, groups = _layout(tp, ep)
+    tokens = np.asarray(tokens, dtype=float)
+    batch = np.asarray(batch, dtype=float)
+    total = tokens * batch
+    dense_active = s["active"] - s["routed_active"]
+    per_group = total / groups
+    dense_t = 2.0 * dense_active * per_group / (tp * peak * _eff(p, per_group, s["hidden"]))
+    tok_expert = total * s["k"] / np.maximum(s["experts"], 1.0)
+    moe_t = np.where(
+        s["experts"] > 0,
+        2.0 * s["routed_active"] * total / (ep * peak * _eff(p, tok_expert, s["hidden"])),
+        0.0,
+    )
+    read = ((s["params"] - s["routed"]) / tp + s["routed"] / ep) * wb / bw
+    gemm = dense_t + moe_t
+    attn = (
+        (batch / groups)
+        * 2.0
+        * s["layers"]
+        * tokens**2
+        * s["attn_width"]
+        / (tp * hw.peak_flops * p.attn_eff)
+    )
+    comm = (
+        2.0
+        * s["layers"]
+        * allreduce_seconds(
+            per_group * s["hidden"] * 2.0, tp, fab.bus_bytes_per_s, fab.allreduce_hop_s
+        )
+    )
+    a2a_bytes = per_group / tp * s["k"] * s["hidden"] * (wb + 2.0)
+    comm = comm + s["moe_layers"] * alltoall_seconds(a2a_bytes, ep, fab, fab.allreduce_hop_s)
+    layer = p.layer_launch_s + p.layer_fixed_bytes / bw
+    overhead = p.pass_overhead_s + s["layers"] * layer + batch * p.seq_overhead_s
+    compute = np.maximum(gemm - read, 0.0) + attn
+    memory = read
+    total_s = np.maximum(gemm, read) + attn + comm + overhead
+    return {
+        "compute": compute,
+        "memory": memory,
+        "communication": comm,
+        "overhead": overhead,
+        "total": total_s,
+    }
+
+
+def decode_breakdown(
+    model, hw: HardwareSpec, tp, batch, context, *, ep=1, dtype="bf16", p=None
+) -> dict[str, np.ndarray]:
+    """Seconds of one decode step of ``batch`` sequences at mean ``context`` tokens."""
+    p = p or PARAMS
+    s = shape_of(model)
+    fab = fabric(hw)
+    wb = DTYPE_BYTES[dtype]
+    peak = peak_for(hw, dtype)
+    bw = hw.hbm_bandwidth_bytes_per_s * p.hbm_eff
+    tp, ep, cards, groups = _layout(tp, ep)
+    batch = np.maximum(np.asarray(batch, dtype=float), 1.0)
+    context = np.asarray(context, dtype=float)
+    per_group = batch / groups
+    e = np.maximum(s["experts"], 1.0)
+    touched = np.where(s["experts"] > 0, 1.0 - (1.0 - s["k"] / e) ** batch, 0.0)
+    read = ((s["params"] - s["routed"]) / tp + s["routed"] * touched / ep) * wb / bw
+    dense_active = s["active"] - s["routed_active"]
+    flops_t = 2.0 * dense_active * per_group / (
+        tp * peak * _eff(p, per_group, s["hidden"])
+    ) + np.where(
+        s["experts"] > 0,
+        2.0 * s["routed_active"] * batch / (ep * peak * _eff(p, batch * s["k"] / e, s["hidden"])),
+        0.0,
+    )
+    linear = np.maximum(read, flops_t)
+    kv_read = per_group * context * s["kv_bytes"] / (np.minimum(tp, s["kv_split"]) * bw)
+    attn_f = (
+        per_group
+        * 4.0
+        * s["layers"]
+        * context
+        * s["attn_width"]
+        / (tp * hw.peak_flops * p.attn_eff)
+    )
+    kv = np.maximum(kv_read, attn_f)
+    comm = (
+        2.0
+        * s["layers"]
+        * allreduce_seconds(
+            per_group * s["hidden"] * 2.0, tp, fab.bus_bytes_per_s, fab.allreduce_hop_s
+        )
+    )
+    a2a_bytes = per_group / tp * s["k"] * s["hidden"] * (wb + 2.0)
+    comm = comm + s["moe_layers"] * alltoall_seconds(a2a_bytes, ep, fab, fab.allreduce_hop_s)
+    layer = p.layer_launch_s + p.layer_fixed_bytes / bw
+    overhead = p.pass_overhead_s + s["layers"] * layer + per_group * p.seq_overhead_s
+    total = linear + kv + comm + overhead
+    return {
+        "compute": np.maximum(flops_t - read, 0.0) + np.where(attn_f > kv_read, attn_f, 0.0),
+        "memory": read + np.where(attn_f > kv_read, 0.0, kv_read),
+        "communication": comm,
+        "overhead": overhead,
+        "total": total,
+    }
+
+
+def prefill_seconds(model, hw: HardwareSpec, tp, tokens, batch=1.0, *, ep=1, dtype="bf16"):
+    """Wall time of a prefill (vectorised over ``tokens``/``batch``/model arrays)."""
+    return prefill_breakdown(model, hw, tp, tokens, batch, ep=ep, dtype=dtype)["total"]
+
+
+def decode_seconds_per_token(model, hw: HardwareSpec, tp, batch, context, *, ep=1, dtype="bf16"):
+    """Wall time of one decode step of ``batch`` sequences with mean ``context`` tokens."""
+    return decode_breakdown(model, hw, tp, batch, context, ep=ep, dtype=dtype)["total"]
+
+
+def replica_cards(tp: int, ep: int = 1) -> int:
+    """Cards one replica occupies."""
+    return max(int(tp), int(ep))
+
+
+def weights_fit(model: ModelSpec, hw: HardwareSpec, tp: int, ep: int, dtype: str) -> float:
+    """Bytes of HBM per card left after the weights (negative: does not fit)."""
+    wb = DTYPE_BYTES[dtype]
+    per_card = (model.params - model.routed_expert_params) / tp + model.routed_expert_params / ep
+    return hw.hbm_bytes - per_card * wb
+
+
+def _best_prefill_rate(m, hw, tp, ep, dtype, prompt_tokens) -> float:
+    """Prompt tokens/s of a replica at its best prefill batch (searched, 1..64 per group)."""
+    groups = max(int(max(tp, ep) // tp), 1)
+    sizes = np.unique(np.round(np.geomspace(1, 64 * groups, 40)))
+    t = prefill_seconds(m, hw, tp, prompt_tokens, sizes, ep=ep, dtype=dtype)
+    return float(np.max(sizes * prompt_tokens / t))
+
+
+def perf_point(
+    model_id: str,
+    hardware_id: str,
+    tp: int,
+    batch: int,
+    prompt_tokens: int,
+    *,
+    ep: int = 1,
+    dtype: str = "bf16",
+    output_tokens: int = 256,
+    tpot_target_ms: float | None = None,
+) -> dict:
+    """The ``perf`` CLI figures for one replica layout."""
+    m, hw = get_model(model_id), get_hardware(hardware_id)
+    if dtype not in DTYPE_BYTES:
+        raise ValueError(f"dtype: must be one of bf16, fp8, int8 (got {dtype!r})")
+    if ep > 1 and ep % tp:
+        raise ValueError(f"ep: must be a multiple of tp ({tp}) (got {ep})")
+    if ep > 1 and m.n_experts == 0:
+        raise ValueError(f"ep: {model_id} is a dense model; expert parallelism needs an MoE model")
+    free = weights_fit(m, hw, tp, ep, dtype)
+    if free <= 0:
+        raise ValueError(
+            f"tp: {model_id} weights ({dtype}) do not fit on tp={tp} ep={ep} x {hardware_id}"
+        )
+    cards = replica_cards(tp, ep)
+    ctx = prompt_tokens + output_tokens / 2.0
+    pre = prefill_breakdown(m, hw, tp, prompt_tokens, batch, ep=ep, dtype=dtype)
+    dec = decode_breakdown(m, hw, tp, batch, ctx, ep=ep, dtype=dtype)
+    pre1 = prefill_breakdown(m, hw, tp, prompt_tokens, 1, ep=ep, dtype=dtype)
+    pre_s, dec_s = float(pre["total"]), float(dec["total"])
+    # KV room bounds the batch: sequences of ctx tokens in the HBM left after weights.
+    kv_cap = int(free * cards * 0.9 // max(ctx * m.kv_bytes_per_token, 1.0))
+    out = {
         "model": model_id,
         "hardware": hardware_id,
         "tp": tp,
+        "ep": ep,
+        "dtype": dtype,
+        "cards": cards,
         "batch": batch,
         "prompt_tokens": prompt_tokens,
-        "prefill_ms": pre * 1e3,
-        "decode_ms_per_token": dec * 1e3,
-        "decode_tokens_per_s": batch / dec,
-        "calibration": dict(calibrated_efficiency().__dict__),
+        "output_tokens": output_tokens,
+        "prefill_ms": pre_s * 1e3,
+        "decode_ms_per_token": dec_s * 1e3,
+        "decode_tokens_per_s": batch / dec_s,
+        "ttft_ms": float(pre1["total"]) * 1e3 + dec_s * 1e3,
+        "tpot_ms": dec_s * 1e3,
+        "breakdown": {
+            "prefill_ms": {k: float(v) * 1e3 for k, v in pre.items() if k != "total"},
+            "decode_ms": {k: float(v) * 1e3 for k, v in dec.items() if k != "total"},
+        },
+        # Throughput mode: the best prefill batch (each attention group busy), per card.
+        "prefill_tokens_per_s_per_card": _best_prefill_rate(m, hw, tp, ep, dtype, prompt_tokens)
+        / cards,
+        "prefill_tokens_per_s_per_card_at_batch": prompt_tokens * batch / pre_s / cards,
+        "kv_capacity_sequences": kv_cap,
+        "calibration": asdict(PARAMS),
     }
+    target = tpot_target_ms
+    if target is not None:
+        sizes = np.unique(np.clip(np.round(np.geomspace(1, max(kv_cap, 1), 400)), 1, None))
+        t = decode_seconds_per_token(m, hw, tp, sizes, ctx, ep=ep, dtype=dtype) * 1e3
+        ok = sizes[t <= target]
+        best = int(ok.max()) if ok.size else 0
+        out["tpot_target_ms"] = target
+        out["decode_batch_at_target"] = best
+        out["decode_tokens_per_s_per_card"] = (
+            best / float(decode_seconds_per_token(m, hw, tp, best, ctx, ep=ep, dtype=dtype)) / cards
+            if best
+            else 0.0
+        )
+    else:
+        out["decode_tokens_per_s_per_card"] = batch / dec_s / cards
+    return out

@@ -16,6 +16,7 @@ from .features import Features
 POLICIES = ("split", "unified")
 CRITICALITIES = ("core", "non-core")
 EVICTION_POLICIES = ("lru", "lru-k")
+WEIGHT_DTYPES = ("bf16", "fp8", "int8")
 
 
 def _check(ok: bool, where: str, fld: str, msg: str, value: Any) -> None:
@@ -201,9 +202,30 @@ class InferenceService:
     peak_hour: float = 14.0
     arrival_cv: float = 1.0
     traffic_share: float = 1.0
+    # Serving fidelity (issue 13): TPOT target, expert parallelism, weight precision, timeout.
+    slo_tpot_ms: float = 100.0
+    ep: int = 1
+    weight_dtype: str = "bf16"
+    timeout_s: float = 300.0
 
     def __post_init__(self) -> None:
         w = f"InferenceService {self.name!r}"
+        _check(isinstance(self.ep, int) and self.ep > 0, w, "ep", "must be int > 0", self.ep)
+        _check(
+            self.ep == 1 or self.ep % self.tp == 0,
+            w,
+            "ep",
+            "must be 1 or a multiple of tp",
+            self.ep,
+        )
+        _check(
+            self.weight_dtype in WEIGHT_DTYPES,
+            w,
+            "weight_dtype",
+            f"must be one of {WEIGHT_DTYPES}",
+            self.weight_dtype,
+        )
+        _positive(w, self, "slo_tpot_ms", "timeout_s")
         _check(
             isinstance(self.name, str) and bool(self.name),
             w,
@@ -411,6 +433,9 @@ class Scenario:
     inlet_temp_celsius: float = 25.0
     demand_curve: list[float] | None = None
     demand_curve_step_s: float = 60.0
+    # Time-faithful trace replay (issue 13, see replay.py): per-step mean prompt/output tokens
+    # ({"prompt_tokens": [...], "output_tokens": [...]}); demand is then exact (no noise).
+    replay: dict | None = None
 
     def __post_init__(self) -> None:
         w = "Scenario"
@@ -435,6 +460,19 @@ class Scenario:
                 "demand_curve",
                 "must be a non-empty list of finite numbers >= 0",
                 dc[:5],
+            )
+        if self.replay is not None:
+            rp = self.replay
+            _check(
+                isinstance(rp, dict)
+                and set(rp) == {"prompt_tokens", "output_tokens"}
+                and len(rp["prompt_tokens"]) == len(rp["output_tokens"]) > 0
+                and all(math.isfinite(x) and x > 0 for x in rp["prompt_tokens"])
+                and all(math.isfinite(x) and x > 0 for x in rp["output_tokens"]),
+                w,
+                "replay",
+                "must hold equal-length positive prompt_tokens/output_tokens lists",
+                type(rp).__name__,
             )
         for j in self.training_jobs:
             _check(

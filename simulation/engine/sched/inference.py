@@ -10,6 +10,14 @@ Modelling choices (approximations, documented in the README):
   batch size used for TPOT is the slot occupancy, so batching raises throughput but slows each
   token a little (bandwidth: weights are read once per step, KV per sequence).
 * Prefix-cache hits remove the cached fraction of the prompt from prefill.
+* TTFT = queueing wait + prefill + one decode step; TPOT = decode step time at the replica's
+  occupancy, stretched by the share of replica time spent on (non-chunked) prefills. The TPOT
+  tail comes from the occupancy tail (Poisson number in service, capped at the batch limit).
+* The batch limit is also capped at the largest batch whose TPOT meets the service's TPOT SLO
+  (what an operator sets ``max_num_seqs`` to); waiting uses :func:`..perf.queueing.step_tails`
+  with the backlog carried from the previous step; requests time out after ``timeout_s``.
+* SLO attainment = share of requests meeting both the TTFT and the TPOT target (the targets
+  are scenario inputs, never derived from the model).
 """
 
 from __future__ import annotations
@@ -20,8 +28,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..catalog import HardwareSpec, get_model
+from ..perf.fabric import DTYPE_BYTES
 from ..perf.inference import decode_seconds_per_token, prefill_seconds
-from ..perf.queueing import ggc_latency
+from ..perf.queueing import _phi, step_tails
 from ..scenario.types import InferenceService, Policy
 
 
@@ -36,15 +45,30 @@ class ServiceTable:
         models = [get_model(s.model) for s in services]
         f = np.array
         self.hw = hw
+        dtype = [getattr(s, "weight_dtype", "bf16") for s in services]
+        wbytes = f([DTYPE_BYTES[d] for d in dtype], dtype=float)
+        self.dtype = dtype
         self.m = SimpleNamespace(
             params=f([m.params for m in models], dtype=float),
+            active_params=f([m.active for m in models], dtype=float),
             layers=f([m.layers for m in models], dtype=float),
             attention_width=f([m.attention_width for m in models], dtype=float),
             hidden=f([m.hidden for m in models], dtype=float),
-            weight_bytes=f([m.weight_bytes for m in models], dtype=float),
+            weight_bytes=f([m.params for m in models], dtype=float) * wbytes,
             kv_bytes_per_token=f([m.kv_bytes_per_token for m in models], dtype=float),
+            kv_heads=f([m.kv_heads for m in models], dtype=float),
+            kv_lora_rank=f([m.kv_lora_rank for m in models], dtype=float),
+            moe_layers=f([m.moe_layers for m in models], dtype=float),
+            n_experts=f([m.n_experts for m in models], dtype=float),
+            experts_per_token=f([m.experts_per_token for m in models], dtype=float),
+            moe_intermediate=f([m.moe_intermediate for m in models], dtype=float),
         )
-        self.tp = f([s.tp for s in services], dtype=np.int64)
+        self.tp_attn = f([s.tp for s in services], dtype=np.int64)
+        self.ep = f([max(getattr(s, "ep", 1), 1) for s in services], dtype=np.int64)
+        self.slo_tpot_s = f([getattr(s, "slo_tpot_ms", 100.0) for s in services]) / 1e3
+        self.timeout_s = f([getattr(s, "timeout_s", 300.0) for s in services], dtype=float)
+        self.pending = np.zeros(len(services))  # backlog hint for autoscaling (set by engine)
+        self.tp = np.maximum(self.tp_attn, self.ep)  # cards per replica
         self.mean_rate = f([s.mean_rate_rps for s in services], dtype=float)
         r = f([s.peak_to_trough for s in services], dtype=float)
         self.amplitude = (r - 1.0) / (r + 1.0)  # cosine amplitude giving that peak/trough
@@ -74,8 +98,23 @@ class ServiceTable:
         seq_kv = self.context * self.m.kv_bytes_per_token
         fit = np.floor(kv_room / seq_kv).astype(np.int64)
         self.batch = np.maximum(1, np.minimum(f([s.max_batch for s in services]), fit))
+        # Operator batch cap: the largest occupancy whose TPOT (decode step stretched by the
+        # prefills admitted at that occupancy) meets the TPOT SLO, cold prefix cache.
+        ok = np.ones(self.n, dtype=np.int64)
+        zero = np.zeros(self.n)
+        for n in range(1, int(self.batch.max()) + 1):
+            _, s1 = self.times(zero, np.full(self.n, float(n)))
+            good = (s1 / np.maximum(self.output, 1.0) <= self.slo_tpot_s) & (n <= self.batch)
+            ok = np.where(good, n, ok)
+        self.batch = np.maximum(1, np.minimum(self.batch, ok))
         # Rank for allocation: core first, then by index (stable, deterministic).
         self.order = np.lexsort((np.arange(self.n), ~self.core))
+
+    def set_lengths(self, prompt: float, output: float) -> None:
+        """Per-step mean lengths (trace replay); arrays are updated in place."""
+        self.prompt[:] = prompt
+        self.output[:] = output
+        self.context[:] = self.prompt + 0.5 * self.output
 
     # -- demand ---------------------------------------------------------------------
     def diurnal(self, hour_of_day: float) -> np.ndarray:
@@ -84,18 +123,61 @@ class ServiceTable:
 
     # -- service times --------------------------------------------------------------
     def times(self, hit: np.ndarray, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(prefill s0, mean decode time s1) per request at the given occupancy ``batch``."""
+        """(prefill s0, mean decode time s1) per request at the given occupancy ``batch``.
+
+        Includes the prefill interference of that occupancy: with ``n`` sequences in flight
+        a replica admits ``n / E[S]`` requests/s whose prefills stall decoding for a share
+        ``n s0 / E[S]`` of its time, so ``E[S] = s0 + out tpot / (1 - n s0 / E[S])``, the
+        larger root of ``x^2 - x (s0 (1 + n) + out tpot) + n s0^2 = 0``.
+        """
+        s0, tpot = self.phase_times(hit, batch)
+        n = np.maximum(np.asarray(batch, dtype=float), 1.0)
+        d = self.output * tpot
+        bq = s0 * (1.0 + n) + d
+        es = 0.5 * (bq + np.sqrt(np.maximum(bq * bq - 4.0 * n * s0 * s0, 0.0)))
+        return s0, es - s0
+
+    def phase_times(self, hit: np.ndarray, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(prefill seconds, decode step seconds) at occupancy ``batch`` per replica."""
         tokens = np.maximum(self.prompt * (1.0 - hit), 1.0)
-        s0 = prefill_seconds(self.m, self.hw, self.tp, tokens)
-        tpot = decode_seconds_per_token(
-            self.m, self.hw, self.tp, np.maximum(batch, 1.0), self.context
-        )
-        return s0, self.output * tpot
+        s0 = self._prefill(tokens)
+        return s0, self._decode(np.maximum(batch, 1.0))
+
+    def _prefill(self, tokens):
+        out = np.empty(self.n)
+        for d in set(self.dtype):
+            sel = np.array([x == d for x in self.dtype])
+            sub = SimpleNamespace(**{k: v[sel] for k, v in vars(self.m).items()})
+            out[sel] = prefill_seconds(
+                sub, self.hw, self.tp_attn[sel], tokens[sel], ep=self.ep[sel], dtype=d
+            )
+        return out
+
+    def _decode(self, batch):
+        out = np.empty(self.n)
+        for d in set(self.dtype):
+            sel = np.array([x == d for x in self.dtype])
+            sub = SimpleNamespace(**{k: v[sel] for k, v in vars(self.m).items()})
+            out[sel] = decode_seconds_per_token(
+                sub,
+                self.hw,
+                self.tp_attn[sel],
+                batch[sel],
+                self.context[sel],
+                ep=self.ep[sel],
+                dtype=d,
+            )
+        return out
 
     def target_replicas(
         self, lam: np.ndarray, hit: np.ndarray, target_util: np.ndarray
     ) -> np.ndarray:
-        """Replicas so that slot occupancy stays at ``target_util`` (the SLO headroom)."""
+        """Replicas so that slot occupancy stays at ``target_util`` (the SLO headroom).
+
+        A backlog left by the previous step (``self.pending``) is added as demand to drain over
+        five minutes, so capacity follows demand rather than the other way round.
+        """
+        lam = lam + self.pending / 300.0
         s0, s1 = self.times(hit, self.batch * target_util)
         slots = lam * (s0 + s1) / target_util
         need = np.ceil(slots / self.batch - 1e-9).astype(np.int64)
@@ -104,46 +186,73 @@ class ServiceTable:
         )
 
     def latency(
-        self, lam: np.ndarray, replicas: np.ndarray, hit: np.ndarray, dt: float
+        self,
+        lam: np.ndarray,
+        replicas: np.ndarray,
+        hit: np.ndarray,
+        dt: float,
+        backlog: np.ndarray | None = None,
     ) -> dict[str, np.ndarray]:
-        """Latency, throughput and SLO attainment per service for one step."""
+        """TTFT / TPOT / end-to-end tails, throughput, SLO attainment per service for a step."""
         rep = np.maximum(replicas, 0.0)
-        # Occupancy per replica sets the decode batch; iterate once since times depend on it.
+        backlog = np.zeros(self.n) if backlog is None else np.asarray(backlog, dtype=float)
+        lam_rep = (lam + backlog / dt) / np.maximum(rep, 1e-9)
+        # Occupancy per replica sets the decode batch; iterate since times depend on it.
         b = np.full(self.n, 1.0)
-        for _ in range(2):
-            s0, s1 = self.times(hit, b)
-            occ = lam * (s0 + s1) / np.maximum(rep, 1e-9)
-            b = np.clip(occ, 1.0, self.batch)
-        s0, s1 = self.times(hit, b)
-        servers = np.floor(rep * self.batch)
-        q = ggc_latency(lam, np.maximum(servers, 1), s0, s1, self.ca2)
+        for _ in range(3):
+            s0, tpot0 = self.phase_times(hit, b)
+            u_pre = np.clip(lam_rep * s0, 0.0, 0.9)  # replica time spent on prefills
+            tpot = tpot0 / (1.0 - u_pre)
+            b = np.clip(lam_rep * (s0 + self.output * tpot), 1.0, self.batch)
+        s0, tpot0 = self.phase_times(hit, b)
+        u_pre = np.clip(lam_rep * s0, 0.0, 0.9)
+        tpot = tpot0 / (1.0 - u_pre)
+        s1 = self.output * tpot
         es = s0 + s1
-        rho = np.where(
-            servers > 0, lam * es / np.maximum(servers, 1), np.where(lam > 0, np.inf, 0.0)
+        servers = np.floor(rep * self.batch)
+        cs2 = (s1 / es) ** 2  # exponential output lengths
+        q = step_tails(lam, servers, es, cs2, self.ca2, backlog, dt, self.timeout_s)
+        # TPOT tail from the occupancy tail (Poisson in service, capped at the batch limit).
+        _, tpot_b = self.phase_times(hit, np.minimum(self.batch, b + 2.326 * np.sqrt(b)))
+        tpot99 = np.maximum(tpot_b / (1.0 - u_pre), tpot)
+        first = s0 + tpot
+        ttft50 = first + q.wait_quantile(0.5)
+        ttft99 = first + q.wait_quantile(0.99)
+        e2e50 = first + q.wait_quantile(0.5) + (self.output - 1.0) * tpot * math.log(2.0)
+        e2e99 = first + q.wait_quantile(0.99) + np.maximum(self.output - 1.0, 0.0) * tpot99 * 4.6
+        # SLO attainment: P(TTFT <= target) x P(TPOT <= target).
+        ok_ttft = q.wait_cdf(self.slo_ttft_s - first)
+        t1 = tpot0 / (1.0 - u_pre)
+        _, tmax = self.phase_times(hit, self.batch.astype(float))
+        slope = (tmax / (1.0 - u_pre) - tpot) / np.maximum(self.batch - b, 1e-9)
+        n_star = np.where(slope > 0, b + (self.slo_tpot_s - t1) / np.maximum(slope, 1e-12), 1e9)
+        ok_tpot = np.where(
+            n_star >= self.batch, 1.0, _phi((n_star + 0.5 - b) / np.sqrt(np.maximum(b, 1e-9)))
         )
-        sat = rho >= 0.999
-        # Saturated queues grow through the step: a request waits on average half the backlog.
-        backlog_wait = np.where(np.isfinite(rho), (1.0 - 1.0 / np.maximum(rho, 1.0)) * dt / 2, dt)
-        tpot = s1 / np.maximum(self.output, 1.0)
-        p50 = np.where(sat, es + backlog_wait, q.p50)
-        p99 = np.where(sat, es + 2 * backlog_wait, q.p99)
-        ttft = np.where(sat, s0 + 2 * backlog_wait, q.ttft_p99 + s0 + tpot)
-        ok_lat = np.where(sat, 0.0, 1.0 - q.survival(self.slo_p99_s))
-        ok_ttft = np.where(sat, 0.0, 1.0 - q.ttft_survival(self.slo_ttft_s - tpot, s0))
-        attain = np.where(lam > 0, np.minimum(ok_lat, ok_ttft), 1.0)
-        served = np.where(sat, np.where(np.isfinite(rho), lam / np.maximum(rho, 1.0), 0.0), lam)
-        inflight = served * (es + np.where(sat, backlog_wait, q.mean_wait))
+        ok_tpot = np.where(self.slo_tpot_s >= t1, ok_tpot, 0.0)
+        offered = lam * dt + backlog
+        done_share = np.where(offered > 0, 1.0 - q.timeouts / np.maximum(offered, 1e-12), 1.0)
+        attain = np.where(lam > 0, ok_ttft * ok_tpot * done_share, 1.0)
+        served = q.served
+        inflight = served * (es + q.mean_wait)
         per_replica = inflight / np.maximum(rep, 1e-9)
         tokens_s = served * (self.output + self.prompt)
-        flops = served * 2.0 * self.m.params * (self.output + self.prompt * (1.0 - hit))
+        flops = served * 2.0 * self.m.active_params * (self.output + self.prompt * (1.0 - hit))
+        rho = np.where(np.isfinite(q.rho), q.rho, 0.0)
         return {
             "lam": lam,
             "served": served,
-            "rho": np.where(np.isfinite(rho), rho, 0.0),
-            "p50": p50,
-            "p99": p99,
-            "ttft_p99": ttft,
+            "rho": rho,
+            "p50": e2e50,
+            "p99": e2e99,
+            "e2e_p99": e2e99,
+            "ttft_p50": ttft50,
+            "ttft_p99": ttft99,
+            "tpot_p50": tpot,
+            "tpot_p99": tpot99,
             "attainment": attain,
+            "backlog": q.backlog,
+            "timeouts": q.timeouts,
             "tokens_per_s": tokens_s,
             "output_tokens_per_s": served * self.output,
             "flops": flops,

@@ -1,0 +1,223 @@
+"""``python -m simulation.engine validate``: how good the serving model is, on public data.
+
+Prints every public measurement used (Splitwise profiling data, ``calibration/splitwise.py``)
+with the model's prediction and error, medians per phase, per half (calibration / validation)
+and per batch-size bucket, then the analytic-vs-DES tail check (``perf/des.py``).
+``--refit`` reruns the fit of the nine global constants on the calibration half and prints
+them (paste into ``perf/inference.PARAMS``); nothing is fitted at import or run time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .calibration import splitwise
+from .catalog import get_hardware, get_model
+from .perf.inference import CALIBRATION as DESIGN_POINT
+from .perf.inference import PARAMS, ServingParams, decode_breakdown, prefill_breakdown
+
+BUCKETS = ((1, 1), (2, 4), (8, 16), (32, 64))
+
+
+def _arrays(rows):
+    cols = list(zip(*rows, strict=True))
+    return {
+        "model": cols[0],
+        "hardware": cols[1],
+        "tp": np.array(cols[2], dtype=float),
+        "batch": np.array(cols[3], dtype=float),
+        "prompt": np.array(cols[4], dtype=float),
+        "output": np.array(cols[5], dtype=float),
+        "prefill_ms": np.array(cols[6], dtype=float),
+        "decode_ms": np.array(cols[7], dtype=float),
+    }
+
+
+def predict(rows, p: ServingParams = PARAMS) -> tuple[np.ndarray, np.ndarray]:
+    """(prefill ms, decode ms) predicted for each measurement row (vectorised per model/hw)."""
+    a = _arrays(rows)
+    pre, dec = np.empty(len(rows)), np.empty(len(rows))
+    keys = sorted({(r[0], r[1]) for r in rows})
+    for model_id, hw_id in keys:
+        sel = np.array([r[0] == model_id and r[1] == hw_id for r in rows])
+        m, hw = get_model(model_id), get_hardware(hw_id)
+        tp, b, prompt, out = a["tp"][sel], a["batch"][sel], a["prompt"][sel], a["output"][sel]
+        pre[sel] = prefill_breakdown(m, hw, tp, prompt, b, p=p)["total"] * 1e3
+        dec[sel] = decode_breakdown(m, hw, tp, b, prompt + out / 2.0, p=p)["total"] * 1e3
+    return pre, dec
+
+
+def errors(rows, p: ServingParams = PARAMS) -> dict[str, np.ndarray]:
+    """Signed relative errors (prediction / measurement - 1) per phase."""
+    a = _arrays(rows)
+    pre, dec = predict(rows, p)
+    return {
+        "prefill": pre / a["prefill_ms"] - 1.0,
+        "decode": dec / a["decode_ms"] - 1.0,
+        "prefill_pred": pre,
+        "decode_pred": dec,
+        **a,
+    }
+
+
+_NAMES = [f.name for f in dataclasses.fields(ServingParams)]
+
+
+def _objective(x: np.ndarray, rows) -> float:
+    p = ServingParams(**dict(zip(_NAMES, np.exp(x), strict=True)))
+    if p.gemm_eff_max > 0.85 or p.attn_eff > 1.0 or p.hbm_eff > 0.92:
+        return 1e9
+    e = errors(rows, p)
+    return float(np.mean(np.abs(np.log1p(e["prefill"]))) + np.mean(np.abs(np.log1p(e["decode"]))))
+
+
+def fit(rows=splitwise.CALIBRATION_ROWS, iters: int = 1500, start: ServingParams = PARAMS):
+    """Nelder-Mead on log-parameters minimising mean |log error| of prefill + decode."""
+    x0 = np.log(np.array([getattr(start, n) for n in _NAMES]))
+    n = x0.size
+    simplex = [x0] + [x0 + 0.4 * np.eye(n)[i] for i in range(n)]
+    vals = [_objective(x, rows) for x in simplex]
+    for _ in range(iters):
+        order = np.argsort(vals)
+        simplex = [simplex[i] for i in order]
+        vals = [vals[i] for i in order]
+        centroid = np.mean(simplex[:-1], axis=0)
+        xr = centroid + (centroid - simplex[-1])
+        fr = _objective(xr, rows)
+        if fr < vals[0]:
+            xe = centroid + 2.0 * (centroid - simplex[-1])
+            fe = _objective(xe, rows)
+            simplex[-1], vals[-1] = (xe, fe) if fe < fr else (xr, fr)
+        elif fr < vals[-2]:
+            simplex[-1], vals[-1] = xr, fr
+        else:
+            xc = centroid + 0.5 * (simplex[-1] - centroid)
+            fc = _objective(xc, rows)
+            if fc < vals[-1]:
+                simplex[-1], vals[-1] = xc, fc
+            else:
+                for i in range(1, n + 1):
+                    simplex[i] = simplex[0] + 0.5 * (simplex[i] - simplex[0])
+                    vals[i] = _objective(simplex[i], rows)
+    best = simplex[int(np.argmin(vals))]
+    return ServingParams(**dict(zip(_NAMES, np.exp(best), strict=True))), float(min(vals))
+
+
+def summary(rows=splitwise.ROWS, p: ServingParams = PARAMS) -> dict:
+    """Median absolute errors per phase, per split and per batch bucket (fractions)."""
+    e = errors(rows, p)
+    out = {}
+    for phase in ("prefill", "decode"):
+        err = e[phase]
+        d = {"median_abs": float(np.median(np.abs(err))), "median_signed": float(np.median(err))}
+        d["share_over"] = float(np.mean(err > 0))
+        for lo, hi in BUCKETS:
+            sel = (e["batch"] >= lo) & (e["batch"] <= hi)
+            if sel.any():
+                d[f"batch_{lo}_{hi}"] = float(np.median(np.abs(err[sel])))
+        for hw in sorted(set(e["hardware"])):
+            sel = np.array([h == hw for h in e["hardware"]])
+            d[hw] = float(np.median(np.abs(err[sel])))
+        for model in sorted(set(e["model"])):
+            sel = np.array([m == model for m in e["model"]])
+            d[model] = float(np.median(np.abs(err[sel])))
+        out[phase] = d
+    return out
+
+
+def tail_check(seed: int = 3, n: int = 300_000) -> list[dict]:
+    """Analytic G/G/c P99 vs the per-request DES over load 0.3-0.95 and arrival CV 1-4."""
+    from .perf.des import simulate_ggc
+    from .perf.queueing import ggc_latency
+
+    out = []
+    s0, s1 = 0.2, 1.0
+    for servers in (8, 32):
+        for cv in (1.0, 2.0, 4.0):
+            for rho in (0.3, 0.5, 0.7, 0.85, 0.95):
+                lam = rho * servers / (s0 + s1)
+                q = ggc_latency(
+                    np.array([lam]),
+                    np.array([servers]),
+                    np.array([s0]),
+                    np.array([s1]),
+                    np.array([cv * cv]),
+                )
+                rng = np.random.default_rng(seed)
+                times, _ = simulate_ggc(lam, servers, s0, s1, n, rng, cv * cv)
+                des = float(np.quantile(times, 0.99))
+                out.append(
+                    {
+                        "servers": servers,
+                        "cv": cv,
+                        "rho": rho,
+                        "analytic_p99_s": float(q.p99[0]),
+                        "des_p99_s": des,
+                        "error": float(q.p99[0]) / des - 1.0,
+                    }
+                )
+    return out
+
+
+def run(refit: bool = False, tails: bool = True, out=print) -> dict:
+    """Print the validation report; return the summary figures."""
+    p = PARAMS
+    if refit:
+        p, obj = fit()
+        out(f"refit on {len(splitwise.CALIBRATION_ROWS)} calibration rows: objective {obj:.4f}")
+        out("PARAMS = ServingParams(")
+        for n in _NAMES:
+            out(f"    {n}={getattr(p, n):.6g},")
+        out(")")
+    out(f"Source: {splitwise.SOURCE}")
+    e = errors(splitwise.ROWS, p)
+    cal = {id(r) for r in splitwise.CALIBRATION_ROWS}
+    out(
+        f"{'model':<12}{'hardware':<10}{'tp':>3}{'batch':>6}{'prompt':>7}{'out':>6}"
+        f"{'prefill ms':>12}{'pred':>9}{'err':>7}{'decode ms':>11}{'pred':>8}{'err':>7}  set"
+    )
+    for i, r in enumerate(splitwise.ROWS):
+        out(
+            f"{r[0]:<12}{r[1]:<10}{r[2]:>3}{r[3]:>6}{r[4]:>7}{r[5]:>6}"
+            f"{r[6]:>12.1f}{e['prefill_pred'][i]:>9.1f}{e['prefill'][i]:>+7.0%}"
+            f"{r[7]:>11.2f}{e['decode_pred'][i]:>8.2f}{e['decode'][i]:>+7.0%}"
+            f"  {'cal' if id(r) in cal else 'val'}"
+        )
+    res = {
+        "all": summary(splitwise.ROWS, p),
+        "calibration": summary(splitwise.CALIBRATION_ROWS, p),
+        "validation": summary(splitwise.VALIDATION_ROWS, p),
+    }
+    for split, s in res.items():
+        for phase in ("prefill", "decode"):
+            d = s[phase]
+            buckets = ", ".join(
+                f"b{lo}-{hi} {d[f'batch_{lo}_{hi}']:.1%}"
+                for lo, hi in BUCKETS
+                if f"batch_{lo}_{hi}" in d
+            )
+            out(
+                f"{split:<12}{phase:<8} median |err| {d['median_abs']:.1%} "
+                f"(signed {d['median_signed']:+.1%}, {d['share_over']:.0%} over); {buckets}"
+            )
+    dp = DESIGN_POINT
+    pre, dec = predict([(dp.model, dp.hardware, dp.tp, dp.batch, dp.prompt_tokens, 1, 0, 0)], p)
+    out(
+        f"DESIGN.md point (not fitted): prefill {pre[0]:.1f} ms vs {dp.prefill_s * 1e3:.0f}, "
+        f"decode {dec[0]:.2f} ms vs {dp.decode_s_per_token * 1e3:.0f}"
+    )
+    if tails:
+        out("Tail check: analytic G/G/c P99 vs per-request DES (300k requests, s0=0.2, s1=1.0)")
+        t = tail_check()
+        for row in t:
+            out(
+                f"  c={row['servers']:<3} cv={row['cv']:<4} rho={row['rho']:<5} analytic "
+                f"{row['analytic_p99_s']:8.2f} s  DES {row['des_p99_s']:8.2f} s  "
+                f"err {row['error']:+.1%}"
+            )
+        errs = np.abs([r["error"] for r in t])
+        out(f"  tail P99 error: median {np.median(errs):.1%}, max {errs.max():.1%}")
+        res["tail"] = {"median_abs": float(np.median(errs)), "max_abs": float(errs.max())}
+    return res
