@@ -20,8 +20,9 @@ from django.utils.dateparse import parse_datetime
 from accounts.models import Tenant
 from inventory.models import Accelerator, Cluster, Workload
 from telemetry.errors import IdempotencyConflict, IngestionError
-from telemetry.models import Entity, EntityKind, IngestionBatch
+from telemetry.models import EntityKind, IngestionBatch
 from telemetry.registry import entities_resolve, metrics_by_name
+from telemetry.services.entities import workload_entity_ensure
 from telemetry.store import SampleRow, samples_write
 
 MAX_BATCH_SAMPLES = 100_000
@@ -187,12 +188,7 @@ def _check_workload_entities(
 def _link_workload_entities(workloads: list[Workload]) -> None:
     """Workload entities carry their workload and tenant so tenant scoping can find them."""
     for workload in workloads:
-        Entity.objects.get_or_create(
-            cluster=workload.cluster,
-            kind=EntityKind.WORKLOAD,
-            key=workload.name,
-            defaults={"workload": workload, "tenant_id": workload.tenant_id},
-        )
+        workload_entity_ensure(workload)
 
 
 def accelerator_health_apply(updates: dict[int, int]) -> None:

@@ -25,6 +25,7 @@ from telemetry.registry import (
     metrics_by_name,
     metrics_register_unmapped,
 )
+from telemetry.services.entities import entities_save, entity_build
 from telemetry.store import samples_write
 
 SOURCES = ("auto", "dcgm", "npu")
@@ -124,13 +125,9 @@ def _nodes_register(cluster: Cluster, hosts: set[str]) -> dict[str, int]:
         [Node(cluster=cluster, hostname=h, registered_by_exporter=True) for h in sorted(hosts)],
         ignore_conflicts=True,
     )
-    nodes = Node.objects.filter(cluster=cluster, hostname__in=hosts)
-    Entity.objects.bulk_create(
-        [
-            Entity(cluster=cluster, kind=EntityKind.NODE, key=n.hostname, node=n, rack=n.rack)
-            for n in nodes
-        ],
-        ignore_conflicts=True,
+    nodes = Node.objects.filter(cluster=cluster, hostname__in=hosts).select_related("rack")
+    entities_save(
+        entity_build(cluster=cluster, kind=EntityKind.NODE, key=n.hostname, node=n) for n in nodes
     )
     return dict(
         Entity.objects.filter(cluster=cluster, kind=EntityKind.NODE, key__in=hosts).values_list(

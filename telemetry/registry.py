@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from inventory.models import Accelerator, Cluster, Node
 from telemetry.models import Entity, EntityKind, MetricDefinition
+from telemetry.services.entities import entities_save, entity_build
 
 
 def metrics_by_name(names: Iterable[str]) -> dict[str, MetricDefinition]:
@@ -42,9 +43,8 @@ def entities_resolve(
     found = _entity_ids(cluster, wanted)
     missing = wanted - found.keys()
     if missing and create:
-        Entity.objects.bulk_create(
-            [Entity(cluster=cluster, kind=kind, key=key) for kind, key in sorted(missing)],
-            ignore_conflicts=True,
+        entities_save(
+            entity_build(cluster=cluster, kind=kind, key=key) for kind, key in sorted(missing)
         )
         found.update(_entity_ids(cluster, missing))
     return found
@@ -92,7 +92,10 @@ def devices_register(cluster: Cluster, devices: Iterable[DeviceRef]) -> dict[str
         [Node(cluster=cluster, hostname=h, registered_by_exporter=True) for h in hosts],
         ignore_conflicts=True,
     )
-    nodes = {n.hostname: n for n in Node.objects.filter(cluster=cluster, hostname__in=hosts)}
+    nodes = {
+        n.hostname: n
+        for n in Node.objects.filter(cluster=cluster, hostname__in=hosts).select_related("rack")
+    }
     Accelerator.objects.bulk_create(
         [
             Accelerator(
@@ -114,19 +117,15 @@ def devices_register(cluster: Cluster, devices: Iterable[DeviceRef]) -> dict[str
     for key, device in devices.items():
         if (EntityKind.ACCELERATOR, key) in entities:
             continue
-        accelerator = accelerators[(device.host, device.vendor_id)]
-        node = nodes[device.host]
         new_entities.append(
-            Entity(
+            entity_build(
                 cluster=cluster,
                 kind=EntityKind.ACCELERATOR,
                 key=key,
-                node=node,
-                rack_id=node.rack_id,
-                supernode_id=node.rack.supernode_id if node.rack_id else None,
-                accelerator=accelerator,
+                node=nodes[device.host],
+                accelerator=accelerators[(device.host, device.vendor_id)],
             )
         )
-    Entity.objects.bulk_create(new_entities, ignore_conflicts=True)
+    entities_save(new_entities)
     entities.update(_entity_ids(cluster, {(EntityKind.ACCELERATOR, key) for key in devices}))
     return {key: entities[(EntityKind.ACCELERATOR, key)] for key in devices}

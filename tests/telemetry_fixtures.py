@@ -12,30 +12,25 @@ from alerts.defaults import alert_rules_ensure
 from alerts.models import AlertRule
 from inventory.models import Cluster, Workload
 from telemetry.models import Entity, MetricDefinition
+from tests.factories import ClusterFactory, EntityFactory, WorkloadFactory
 
 
 @pytest.fixture
 def cluster(db) -> Cluster:
-    return Cluster.objects.create(name="unified-a", kind=Cluster.Kind.UNIFIED)
+    return ClusterFactory(name="unified-a", kind=Cluster.Kind.UNIFIED)
 
 
 @pytest.fixture
 def workloads(cluster, tenants) -> dict[str, Workload]:
     return {
-        "chat": Workload.objects.create(
+        "chat": WorkloadFactory(
             tenant=tenants["acme"],
             cluster=cluster,
             name="acme-chat",
-            kind=Workload.Kind.INFERENCE,
             criticality=Workload.Criticality.CORE,
             slo_p99_ms=800,
         ),
-        "asr": Workload.objects.create(
-            tenant=tenants["panda"],
-            cluster=cluster,
-            name="panda-asr",
-            kind=Workload.Kind.INFERENCE,
-        ),
+        "asr": WorkloadFactory(tenant=tenants["panda"], cluster=cluster, name="panda-asr"),
     }
 
 
@@ -79,7 +74,4 @@ def rules(db) -> dict[str, AlertRule]:
 
 @pytest.fixture
 def cards(cluster) -> list[Entity]:
-    return [
-        Entity.objects.create(cluster=cluster, kind="accelerator", key=f"sn0/r0/n0/c{i}")
-        for i in range(3)
-    ]
+    return [EntityFactory(cluster=cluster, key=f"sn0/r0/n0/c{i}") for i in range(3)]

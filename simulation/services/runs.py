@@ -19,7 +19,8 @@ from inventory.models import (
 )
 from simulation.engine import HARDWARE, METRICS, Engine, Scenario
 from simulation.models import TwinRun
-from telemetry.models import Entity, EntityKind
+from telemetry.models import EntityKind
+from telemetry.services.entities import entities_save, entity_build
 from telemetry.write import catalogue_sync
 
 
@@ -101,7 +102,7 @@ def _inventory_from_topology(cluster: Cluster, engine: Engine) -> None:
         [Node(cluster=cluster, hostname=n["key"], rack=racks[n["rack"]]) for n in listing["nodes"]],
         ignore_conflicts=True,
     )
-    nodes = {n.hostname: n for n in cluster.nodes.all()}
+    nodes = {n.hostname: n for n in cluster.nodes.select_related("rack")}
     Accelerator.objects.bulk_create(
         [
             Accelerator(
@@ -136,44 +137,22 @@ def _inventory_from_topology(cluster: Cluster, engine: Engine) -> None:
         for a in Accelerator.objects.filter(node__cluster=cluster).select_related("node__rack")
     }
     entities = [
-        Entity(cluster=cluster, kind=EntityKind.SUPERNODE, key=k, supernode=s)
+        entity_build(cluster=cluster, kind=EntityKind.SUPERNODE, key=k, supernode=s)
         for k, s in supernodes.items()
     ]
     entities += [
-        Entity(cluster=cluster, kind=EntityKind.RACK, key=k, rack=r, supernode_id=r.supernode_id)
-        for k, r in racks.items()
+        entity_build(cluster=cluster, kind=EntityKind.RACK, key=k, rack=r) for k, r in racks.items()
     ]
     entities += [
-        Entity(
-            cluster=cluster,
-            kind=EntityKind.NODE,
-            key=k,
-            node=n,
-            rack=n.rack,
-            supernode_id=n.rack.supernode_id if n.rack else None,
-        )
-        for k, n in nodes.items()
+        entity_build(cluster=cluster, kind=EntityKind.NODE, key=k, node=n) for k, n in nodes.items()
     ]
     entities += [
-        Entity(
-            cluster=cluster,
-            kind=EntityKind.ACCELERATOR,
-            key=k,
-            accelerator=a,
-            node=a.node,
-            rack=a.node.rack,
-            supernode_id=a.node.rack.supernode_id if a.node.rack else None,
-        )
+        entity_build(cluster=cluster, kind=EntityKind.ACCELERATOR, key=k, accelerator=a)
         for k, a in cards.items()
     ]
     entities += [
-        Entity(
-            cluster=cluster,
-            kind=EntityKind.LINK,
-            key=k,
-            link=link,
-            rack=racks.get(link.endpoint_a),
-            supernode_id=racks[link.endpoint_a].supernode_id if link.endpoint_a in racks else None,
+        entity_build(
+            cluster=cluster, kind=EntityKind.LINK, key=k, link=link, rack=racks.get(link.endpoint_a)
         )
         for k, link in links.items()
     ]
@@ -194,15 +173,11 @@ def _inventory_from_topology(cluster: Cluster, engine: Engine) -> None:
             },
         )
         entities.append(
-            Entity(
-                cluster=cluster,
-                kind=EntityKind.WORKLOAD,
-                key=w["name"],
-                workload=workload,
-                tenant=tenant,
+            entity_build(
+                cluster=cluster, kind=EntityKind.WORKLOAD, key=w["name"], workload=workload
             )
         )
-    Entity.objects.bulk_create(entities, ignore_conflicts=True, batch_size=2000)
+    entities_save(entities)
 
 
 @transaction.atomic
