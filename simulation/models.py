@@ -49,6 +49,8 @@ class TwinRun(models.Model):
     # A paused run is not late: tick gaps are measured from the later of the last tick and
     # the last (re)start.
     resumed_at = models.DateTimeField(_("last started"), null=True, blank=True)
+    # Why the run stopped by itself (its saved state could not be read); cleared on reset.
+    last_error = models.CharField(_("last error"), max_length=500, blank=True, default="")
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:

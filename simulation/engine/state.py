@@ -2,20 +2,25 @@
 
 Everything that changes while the engine runs lives in :class:`EngineState` as plain Python
 data, NumPy arrays and the cache objects; static tables are rebuilt from the scenario on load.
-The byte format is ``MAGIC + version (1 byte) + zlib(pickle({...}))``: pickle keeps NumPy arrays
-and RNG states exact (bit-identical continuation), zlib keeps a 10k-card state small.
+The byte format is ``MAGIC + version (1 byte) + zlib(npz)``: arrays stored as NumPy writes
+them, everything else as tagged JSON (see "serialisation" below), so a state continues
+bit-identically and loading runs no code from the data; zlib keeps a 10k-card state small.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import pickle
+import random
 import zlib
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
 MAGIC = b"CPTWIN"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 class EngineState:
@@ -86,24 +91,166 @@ class EngineState:
         self.pool: dict[str, np.ndarray] = {}
 
 
+# --- serialisation ------------------------------------------------------------------------
+# Format 2 (written): MAGIC + b"\x02" + zlib(npz). The npz holds every NumPy array of the
+# state under a generated name plus ``__manifest__``: UTF-8 JSON of the scenario and the state
+# tree, where arrays are ``{"$nd": name}`` and the few non-JSON values are tagged
+# (``$tuple``, ``$dict`` for non-string keys, ``$odict``, ``$random``, ``$npgen``, ``$np``
+# scalars, ``$obj`` for the cache classes listed in ``_CLASSES``). Loading needs no pickle and
+# runs no code from the data; anything else in a state is refused when *saving*, naming the
+# field, so the format only changes on purpose (bump FORMAT_VERSION and keep a reader).
+# Format 1 (read only): zlib(pickle), written before 2026-11; read through an unpickler that
+# admits only NumPy arrays, RNG states and the engine's cache classes.
+
+
+def _classes() -> dict[str, type]:
+    from .memory.cache import LRUCache, LRUKCache
+
+    return {"LRUCache": LRUCache, "LRUKCache": LRUKCache}
+
+
+def _encode(value: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, float)) and type(value) in (int, float):
+        return value
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            raise TypeError(f"state: {path} is an object array; store plain arrays")
+        name = f"a{len(arrays)}"
+        arrays[name] = value
+        return {"$nd": name}
+    if isinstance(value, np.generic):
+        return {"$np": value.dtype.str, "v": value.item()}
+    if isinstance(value, tuple):
+        return {"$tuple": [_encode(v, arrays, f"{path}[{i}]") for i, v in enumerate(value)]}
+    if isinstance(value, list):
+        return [_encode(v, arrays, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, OrderedDict):
+        return {"$odict": [[_encode(k, arrays, path), _encode(v, arrays, f"{path}[{k!r}]")]
+                           for k, v in value.items()]}  # fmt: skip
+    if isinstance(value, dict):
+        if all(isinstance(k, str) and not k.startswith("$") for k in value):
+            return {k: _encode(v, arrays, f"{path}.{k}") for k, v in value.items()}
+        return {"$dict": [[_encode(k, arrays, path), _encode(v, arrays, f"{path}[{k!r}]")]
+                          for k, v in value.items()]}  # fmt: skip
+    if isinstance(value, random.Random):
+        return {"$random": _encode(value.getstate(), arrays, path)}
+    if isinstance(value, np.random.Generator):
+        return {"$npgen": _encode(value.bit_generator.state, arrays, path)}
+    name = type(value).__name__
+    if _classes().get(name) is type(value):
+        return {"$obj": name, "fields": _encode(vars(value), arrays, f"{path}<{name}>")}
+    raise TypeError(f"state: {path} holds a {name}, which the state format does not store")
+
+
+def _decode(value: Any, arrays: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(v, arrays) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "$nd" in value:
+        return arrays[value["$nd"]]
+    if "$np" in value:
+        return np.dtype(value["$np"]).type(value["v"])
+    if "$tuple" in value:
+        return tuple(_decode(v, arrays) for v in value["$tuple"])
+    if "$odict" in value:
+        return OrderedDict((_key(k, arrays), _decode(v, arrays)) for k, v in value["$odict"])
+    if "$dict" in value:
+        return {_key(k, arrays): _decode(v, arrays) for k, v in value["$dict"]}
+    if "$random" in value:
+        rng = random.Random()
+        rng.setstate(_decode(value["$random"], arrays))
+        return rng
+    if "$npgen" in value:
+        state = _decode(value["$npgen"], arrays)
+        if state.get("bit_generator") != "PCG64":
+            raise ValueError(f"state: unsupported bit generator {state.get('bit_generator')!r}")
+        bit_generator = np.random.PCG64(0)  # seed irrelevant: the state is set next
+        bit_generator.state = state
+        return np.random.Generator(bit_generator)
+    if "$obj" in value:
+        cls = _classes().get(value["$obj"])
+        if cls is None:
+            raise ValueError(f"state: unknown object type {value['$obj']!r}")
+        obj = cls.__new__(cls)
+        obj.__dict__.update(_decode(value["fields"], arrays))
+        return obj
+    return {k: _decode(v, arrays) for k, v in value.items()}
+
+
+def _key(value: Any, arrays: Any) -> Any:
+    key = _decode(value, arrays)
+    return tuple(key) if isinstance(key, list) else key  # dict keys are hashable
+
+
 def dump(scenario_dict: dict, state: EngineState) -> bytes:
-    """Serialise scenario + state to the versioned byte format."""
-    payload = {"version": FORMAT_VERSION, "scenario": scenario_dict, "state": state.__dict__}
-    return (
-        MAGIC
-        + bytes([FORMAT_VERSION])
-        + zlib.compress(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL), 3)
-    )
+    """Serialise scenario + state to the versioned byte format (format 2, no pickle)."""
+    arrays: dict[str, np.ndarray] = {}
+    tree = _encode(state.__dict__, arrays, "state")
+    manifest = json.dumps({"version": FORMAT_VERSION, "scenario": scenario_dict, "state": tree})
+    buffer = io.BytesIO()
+    np.savez(buffer, __manifest__=np.frombuffer(manifest.encode(), dtype=np.uint8), **arrays)
+    return MAGIC + bytes([FORMAT_VERSION]) + zlib.compress(buffer.getvalue(), 3)
 
 
 def load(data: bytes) -> tuple[dict, EngineState]:
-    """Inverse of :func:`dump`; ``ValueError`` on foreign or newer data."""
+    """Inverse of :func:`dump`; reads formats 1 and 2; ``ValueError`` naming the problem on
+    foreign, corrupt or newer data."""
     if not isinstance(data, (bytes, bytearray)) or not data.startswith(MAGIC):
         raise ValueError("state: not an engine state (bad magic)")
     version = data[len(MAGIC)]
-    if version != FORMAT_VERSION:
-        raise ValueError(f"state: unsupported format version {version} (expected {FORMAT_VERSION})")
-    payload = pickle.loads(zlib.decompress(bytes(data[len(MAGIC) + 1 :])))
+    try:
+        body = zlib.decompress(bytes(data[len(MAGIC) + 1 :]))
+    except zlib.error as exc:
+        raise ValueError(f"state: corrupt (format {version}): {exc}") from None
+    if version == 1:
+        payload = _LegacyUnpickler(io.BytesIO(body)).load()
+        scenario, fields = payload["scenario"], payload["state"]
+    elif version == FORMAT_VERSION:
+        with np.load(io.BytesIO(body), allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+        manifest = json.loads(arrays.pop("__manifest__").tobytes().decode())
+        scenario, fields = manifest["scenario"], _decode(manifest["state"], arrays)
+    else:
+        raise ValueError(
+            f"state: format version {version} is newer than this engine reads "
+            f"(1–{FORMAT_VERSION}); upgrade the portal or reset the run"
+        )
     st = EngineState.__new__(EngineState)
-    st.__dict__.update(payload["state"])
-    return payload["scenario"], st
+    st.__dict__.update(fields)
+    return scenario, st
+
+
+class _LegacyUnpickler(pickle.Unpickler):
+    """Format 1 reader: only the globals an engine state of that format contains."""
+
+    ALLOWED = {
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "scalar"),
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("numpy.random._pickle", "__randomstate_ctor"),
+        ("numpy.random._pickle", "__generator_ctor"),
+        ("numpy.random._pickle", "__bit_generator_ctor"),
+        ("numpy.random._pcg64", "PCG64"),
+        ("numpy.random.bit_generator", "SeedSequence"),
+        ("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence"),
+        ("random", "Random"),
+        ("collections", "OrderedDict"),
+        ("copyreg", "_reconstructor"),
+        ("builtins", "object"),
+    }
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in self.ALLOWED:
+            return super().find_class(module, name)
+        if module.endswith("engine.memory.cache") and name in _classes():
+            return _classes()[name]
+        raise ValueError(
+            f"state: format 1 data names {module}.{name}, which an engine state never holds; "
+            "reset the run"
+        )

@@ -21,7 +21,7 @@ from django.db import transaction
 from simulation.engine import Engine
 from simulation.models import StagedPart, TwinRun
 from simulation.services.tickdata import StepData, engine_steps, step_data_write
-from simulation.services.ticks import TickOutcome, load_engine, tick_finish
+from simulation.services.ticks import TickOutcome, UnreadableState, load_engine, tick_finish
 
 GLOBAL_PART = 0  # cluster- and workload-level rows travel with supernode 0's part
 
@@ -56,7 +56,10 @@ def tick_stage_part(*, run_id: int, expected_seq: int, part: int, tick_time: flo
     run = TwinRun.objects.select_related("cluster").get(pk=run_id)
     if run.tick_seq != expected_seq or run.status != TwinRun.Status.RUNNING:
         return False
-    engine = load_engine(run)
+    try:
+        engine = load_engine(run)
+    except UnreadableState:
+        return False  # the run is paused now, with the reason on its page
     supernodes = {engine.idx.supernode_key(s): s for s in range(engine.idx.n_supernodes)}
     steps = engine_steps(engine, run.steps_per_tick, tick_time)
     payload = {"steps": _slice(steps, part, supernodes), "parts": len(supernodes)}

@@ -197,6 +197,7 @@ def twin_run_control(*, run_id: int, action: str, steps_per_tick: int | None = N
     elif action == "reset":
         run.state = Engine(Scenario.from_dict(run.scenario)).save_state()
         run.sim_time = 0.0
+        run.last_error = ""
     elif action == "speed":
         if steps_per_tick is None or not 1 <= steps_per_tick <= 60:
             raise ValueError("steps_per_tick must be between 1 and 60")

@@ -34,8 +34,24 @@ class TickOutcome:
     reason: str = ""
 
 
+class UnreadableState(Exception):
+    """The run's saved engine state cannot be read by this engine (the run was paused)."""
+
+
+def _engine_of(run: TwinRun) -> Engine:
+    """The run's engine; an unreadable state pauses the run and records why, once, instead
+    of failing every tick (call inside the tick's transaction, with the row locked)."""
+    try:
+        return Engine.load_state(bytes(run.state))
+    except ValueError as exc:
+        run.status = TwinRun.Status.PAUSED
+        run.last_error = str(exc)[:500]
+        run.save(update_fields=["status", "last_error"])
+        raise UnreadableState(str(exc)) from exc
+
+
 def load_engine(run: TwinRun) -> Engine:
-    engine = Engine.load_state(bytes(run.state))
+    engine = _engine_of(run)
     for name, share in traffic_shares_for_cluster(cluster_id=run.cluster_id).items():
         engine.set_traffic_share(name, share)
     return engine
@@ -58,7 +74,10 @@ def twin_tick(*, run_id: int, expected_seq: int, tick_time: float | None = None)
             return TickOutcome(False, run.tick_seq, reason="already committed")
         if run.status != TwinRun.Status.RUNNING:
             return TickOutcome(False, run.tick_seq, reason="paused")
-        engine = load_engine(run)
+        try:
+            engine = load_engine(run)
+        except UnreadableState as exc:
+            return TickOutcome(False, run.tick_seq, reason=str(exc))
         steps = engine_steps(engine, run.steps_per_tick, tick_time)
         written = step_data_write(run.cluster, steps)
         _fault_injection_pause()
@@ -148,7 +167,10 @@ def twin_pool_tick(*, run_id: int, expected_seq: int) -> TickOutcome:
         if run.status != TwinRun.Status.RUNNING or run.tick_seq == 0:
             # Before the first scheduler tick nothing is placed, so there is no pool to tick.
             return TickOutcome(False, run.pool_seq, reason="paused or not started")
-        engine = Engine.load_state(bytes(run.state))
+        try:
+            engine = _engine_of(run)
+        except UnreadableState as exc:
+            return TickOutcome(False, run.pool_seq, reason=str(exc))
         seconds = (
             run.steps_per_tick
             * engine.scenario.step_seconds

@@ -163,3 +163,25 @@ def test_two_workers_ticking_at_once_commit_one_tick():
     assert TwinTick.objects.filter(run=run).count() == 1
     committed = next(o for o in outcomes if o.committed)
     assert stored_values(cluster) == committed.samples
+
+
+@pytest.mark.django_db
+def test_a_state_this_engine_cannot_read_pauses_the_run_with_the_reason_and_reset_clears_it(
+    twin_run,
+):
+    from simulation.services import twin_run_control
+
+    blob = bytes(twin_run.state)
+    TwinRun.objects.filter(pk=twin_run.pk).update(state=blob[:6] + bytes([99]) + blob[7:])
+    outcome = twin_tick(run_id=twin_run.pk, expected_seq=0)
+    assert not outcome.committed and "newer than this engine reads" in outcome.reason
+    twin_run.refresh_from_db()
+    assert twin_run.status == TwinRun.Status.PAUSED
+    assert "reset the run" in twin_run.last_error and twin_run.tick_seq == 0
+    assert not Sample.objects.filter(entity__cluster=twin_run.cluster).exists()
+
+    twin_run_control(run_id=twin_run.pk, action="reset")
+    twin_run_control(run_id=twin_run.pk, action="start")
+    twin_run.refresh_from_db()
+    assert twin_run.last_error == ""
+    assert twin_tick(run_id=twin_run.pk, expected_seq=0).committed
