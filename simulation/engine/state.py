@@ -109,6 +109,9 @@ def _classes() -> dict[str, type]:
     return {"LRUCache": LRUCache, "LRUKCache": LRUKCache}
 
 
+_PLAIN = (int, float, str, bool, type(None))
+
+
 def _encode(value: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
     if value is None or isinstance(value, (bool, str)):
         return value
@@ -123,8 +126,18 @@ def _encode(value: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
     if isinstance(value, np.generic):
         return {"$np": value.dtype.str, "v": value.item()}
     if isinstance(value, tuple):
+        if all(type(v) in _PLAIN for v in value):  # fast path: cache keys, heap entries
+            return {"$tuple": list(value)}
         return {"$tuple": [_encode(v, arrays, f"{path}[{i}]") for i, v in enumerate(value)]}
     if isinstance(value, list):
+        if all(type(v) in _PLAIN for v in value):
+            return value
+        if _is_array_list(value):
+            # Per-job / per-service card lists: one array + offsets, not thousands of members.
+            name = f"a{len(arrays)}"
+            arrays[name] = np.concatenate(value) if value else np.empty(0, np.int64)
+            arrays[name + "_offsets"] = np.cumsum([0, *(len(v) for v in value)])
+            return {"$ndlist": name, "dtype": value[0].dtype.str if value else "<i8"}
         return [_encode(v, arrays, f"{path}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, OrderedDict):
         return {"$odict": [[_encode(k, arrays, path), _encode(v, arrays, f"{path}[{k!r}]")]
@@ -144,17 +157,33 @@ def _encode(value: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
     raise TypeError(f"state: {path} holds a {name}, which the state format does not store")
 
 
+def _is_array_list(value: list) -> bool:
+    """A non-empty list of 1-D arrays of one plain dtype (stored flat with offsets)."""
+    if not value or not all(isinstance(v, np.ndarray) and v.ndim == 1 for v in value):
+        return False
+    dtype = value[0].dtype
+    return not dtype.hasobject and all(v.dtype == dtype for v in value)
+
+
 def _decode(value: Any, arrays: Any) -> Any:
     if isinstance(value, list):
+        if all(type(v) in _PLAIN for v in value):
+            return value
         return [_decode(v, arrays) for v in value]
     if not isinstance(value, dict):
         return value
     if "$nd" in value:
         return arrays[value["$nd"]]
+    if "$ndlist" in value:
+        flat, offsets = arrays[value["$ndlist"]], arrays[value["$ndlist"] + "_offsets"]
+        return [flat[a:b].copy() for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
     if "$np" in value:
         return np.dtype(value["$np"]).type(value["v"])
     if "$tuple" in value:
-        return tuple(_decode(v, arrays) for v in value["$tuple"])
+        items = value["$tuple"]
+        if all(type(v) in _PLAIN for v in items):
+            return tuple(items)
+        return tuple(_decode(v, arrays) for v in items)
     if "$odict" in value:
         return OrderedDict((_key(k, arrays), _decode(v, arrays)) for k, v in value["$odict"])
     if "$dict" in value:
@@ -232,6 +261,8 @@ class _LegacyUnpickler(pickle.Unpickler):
         ("numpy.core.multiarray", "scalar"),
         ("numpy._core.multiarray", "scalar"),
         ("numpy", "ndarray"),
+        ("numpy.core.numeric", "_frombuffer"),
+        ("numpy._core.numeric", "_frombuffer"),
         ("numpy", "dtype"),
         ("numpy.random._pickle", "__randomstate_ctor"),
         ("numpy.random._pickle", "__generator_ctor"),

@@ -35,7 +35,8 @@ def test_a_saved_state_loads_and_continues_without_unpickling(small_scenario, mo
 def test_a_format_1_state_from_before_the_change_still_loads(small_scenario):
     engine = _run(small_scenario)
     payload = {"version": 1, "scenario": engine.scenario.to_dict(), "state": engine.state.__dict__}
-    legacy = state_format.MAGIC + b"\x01" + zlib.compress(pickle.dumps(payload), 3)
+    old_bytes = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)  # as format 1 wrote
+    legacy = state_format.MAGIC + b"\x01" + zlib.compress(old_bytes, 3)
     resumed = Engine.load_state(legacy)
     assert resumed.t == engine.t
     assert list(resumed.step().rows()) == list(engine.step().rows())
