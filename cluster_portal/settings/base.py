@@ -348,5 +348,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # django-axes announces itself at INFO on every start-up (each manage.py command):
+        # noise in command output. Its lockout warnings still reach the log.
+        "axes.apps": {"level": "WARNING"},
+    },
 }
