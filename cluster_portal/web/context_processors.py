@@ -6,8 +6,8 @@ from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils.translation import gettext_lazy as _
 
-# (label, URL name, who sees it). Pages of other apps are linked by URL name only: monitoring
-# imports none of them; a name that is not installed is simply left out.
+# (label, URL name, who sees it). Pages are linked by URL name only: the web plumbing
+# imports no app; a name that is not installed is simply left out.
 STAFF_NAV = (
     (_("Overview"), "dashboard-overview"),
     (_("Hardware"), "dashboard-hardware"),
