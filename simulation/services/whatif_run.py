@@ -1,13 +1,16 @@
-"""What-if runs: the engine's split-vs-unified comparison, run in the background.
+"""What-if runs: the engine's split-vs-unified comparison and its ablation, in the background.
 
-Both policies get the identical scenario (``build_compare_scenario``, as the ``compare`` CLI
-does); the runs step the engine themselves so they can record a down-sampled per-step series
-for the charts and report progress to the database as they go.
+Every row gets the identical scenario (as the ``compare`` CLI builds it), on the same card
+count. The rows are the engine's ablation (``ablation.ablation_scenarios``, the very steps
+``compare --ablate`` and ``run_ablation`` run): split → +time-sharing → +preemption/elastic →
++pooled memory → unified. Its first and last rows *are* the split and unified policies (their
+presets), so the side-by-side table and the ablation come from the same five runs. The runs
+step the engine themselves so they can record a down-sampled per-step series for the charts
+and report progress to the database as they go.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import tempfile
 import time
@@ -17,7 +20,9 @@ from pathlib import Path
 from django.utils import timezone
 
 from simulation.engine import Engine, Scenario, default_scenario
+from simulation.engine.ablation import ablation_scenarios
 from simulation.engine.compare import apply_inference_trace, apply_training_trace
+from simulation.engine.scenario.features import Features
 from simulation.models import WhatIfRun
 
 POLICIES = ("split", "unified")
@@ -32,6 +37,8 @@ SERIES_METRICS = (
     "cluster_facility_power_watts",
 )
 PROGRESS_EVERY_S = 0.5  # wall seconds between progress writes: live enough, few UPDATEs
+FEATURE_NAMES = ("time_sharing", "preemption", "elastic", "pooled_memory", "weight_cache",
+                 "prefix_reuse")  # fmt: skip
 
 
 def build_scenario(
@@ -53,12 +60,11 @@ def build_scenario(
         return apply_training_trace(scen, path, hours * 3600.0)
 
 
-def run_policy_series(
-    scen: Scenario, policy: str, hours: float, progress: Callable[[int, int], None]
+def run_series(
+    scen: Scenario, hours: float, progress: Callable[[int, int], None]
 ) -> tuple[dict, dict[str, list[float]], list[float]]:
-    """One policy: its summary, down-sampled cluster series and their simulated hours."""
-    s = dataclasses.replace(scen, policy=dataclasses.replace(scen.policy, name=policy))
-    engine = Engine(Scenario.from_dict(s.to_dict()))
+    """Run ``scen`` as it is: its summary, down-sampled cluster series and simulated hours."""
+    engine = Engine(Scenario.from_dict(scen.to_dict()))
     steps = max(math.ceil(hours * 3600.0 / scen.step_seconds - 1e-9), 1)
     every = max(1, math.ceil(steps / MAX_POINTS))
     series: dict[str, list[float]] = {m: [] for m in SERIES_METRICS}
@@ -71,6 +77,17 @@ def run_policy_series(
                 series[m].append(float(snap.cluster.get(m, float("nan"))))
         progress(i + 1, steps)
     return engine.summary(), series, t_hours
+
+
+def ablation_row(name: str, scen: Scenario, summary: dict) -> dict:
+    """An ablation row as ``run_ablation`` writes it: name, placement, features + summary."""
+    features = scen.policy.features or Features()
+    return {
+        "name": name,
+        "placement": scen.policy.name,
+        "features": {k: getattr(features, k) for k in FEATURE_NAMES},
+        **summary,
+    }
 
 
 def whatif_execute(*, run_id: int) -> WhatIfRun:
@@ -101,14 +118,19 @@ def whatif_execute(*, run_id: int) -> WhatIfRun:
             trace_kind=run.trace_kind,
             trace_text=run.trace_text,
         )
-        summaries, series, t_hours = {}, {}, []
-        for k, policy in enumerate(POLICIES):
-            summaries[policy], series[policy], t_hours = run_policy_series(
-                scen,
-                policy,
+        steps = ablation_scenarios(scen)
+        ablation, runs = [], []
+        for k, (name, step_scen) in enumerate(steps):
+            summary, step_series, t_hours = run_series(
+                step_scen,
                 run.hours,
-                lambda i, n, k=k: report((k + i / n) / len(POLICIES)),
+                lambda i, n, k=k: report((k + i / n) / len(steps)),
             )
+            ablation.append(ablation_row(name, step_scen, summary))
+            runs.append((summary, step_series))
+        # The first and last ablation rows are the split and unified policies.
+        summaries = {"split": runs[0][0], "unified": runs[-1][0]}
+        series = {"split": runs[0][1], "unified": runs[-1][1]}
     except Exception as exc:  # noqa: BLE001 - any engine error is the run's outcome
         WhatIfRun.objects.filter(pk=run_id).update(
             status=WhatIfRun.Status.FAILED, error=str(exc)[:2000], finished_at=timezone.now()
@@ -116,6 +138,7 @@ def whatif_execute(*, run_id: int) -> WhatIfRun:
         return WhatIfRun.objects.get(pk=run_id)
     result = {
         "summary": summaries,
+        "ablation": ablation,
         "series": {"t_hours": t_hours, **series},
         "scenario": {
             "cards": run.cards,

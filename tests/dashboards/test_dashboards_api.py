@@ -150,9 +150,7 @@ def test_customers_list_only_their_tenants_workloads(client_as, twin_cluster):
 
 
 @pytest.mark.django_db
-def test_workload_detail_shows_ttft_and_tpot_against_the_operator_targets(
-    client_as, twin_cluster
-):
+def test_workload_detail_shows_ttft_and_tpot_against_the_operator_targets(client_as, twin_cluster):
     workload = tenant_workload("acme")
     data = client_as("customer").get(f"/api/v1/dashboards/workloads/{workload.pk}/").json()
     # The twin copied the scenario's operator targets onto the workload.
