@@ -37,7 +37,8 @@ class Criterion(models.Model):
     on the plan's target cluster over the last ``window_seconds``; the measurement succeeds
     when ``value comparator threshold`` holds. With ``compare_to_baseline`` the same
     aggregate is read on the source cluster and the threshold is a factor of it
-    (``TTFT p99 ≤ 1.2 × source TTFT p99``). The analysis settings follow Argo Rollouts' metric fields.
+    (``TTFT p99 ≤ 1.2 × source TTFT p99``). The analysis settings follow Argo Rollouts'
+    metric fields.
     """
 
     phase = models.ForeignKey(Phase, on_delete=models.CASCADE, related_name="criteria")
