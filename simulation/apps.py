@@ -21,3 +21,9 @@ class SimulationConfig(AppConfig):
         # The engine's metrics (TTFT/TPOT, backlog, timeouts...) are in the catalogue from
         # the first migrate, so gate criteria and alert rules can name them before any tick.
         post_migrate.connect(engine_catalogue_after_migrate, sender=self)
+
+        from dashboards.report_sources import ablation_provider_register
+        from simulation.selectors import latest_whatif_ablation
+
+        # The validation report shows which mechanism contributed what (the what-if ablation).
+        ablation_provider_register(latest_whatif_ablation)
