@@ -84,6 +84,7 @@ def whatif_page(request: HttpRequest) -> HttpResponse:
                 trace_kind=data["trace_kind"],
                 trace_name=data["trace_name"],
                 trace_text=data["trace_text"],
+                serve_model=data.get("serve_model") or "",
                 created_by=request.user,
             )
             messages.success(request, _("What-if run %(id)s queued.") % {"id": run.pk})

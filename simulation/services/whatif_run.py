@@ -11,19 +11,25 @@ and report progress to the database as they go.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 from django.utils import timezone
 
 from simulation.engine import Engine, Scenario, default_scenario
 from simulation.engine.ablation import ablation_scenarios
+from simulation.engine.catalog import get_hardware, get_model, min_tensor_parallel
 from simulation.engine.compare import apply_inference_trace, apply_training_trace
+from simulation.engine.perf.inference import decode_seconds_per_token
+from simulation.engine.scenario.defaults import size_services
 from simulation.engine.scenario.features import Features
 from simulation.models import WhatIfRun
+from simulation.services.catalog import catalog_models_register
 
 POLICIES = ("split", "unified")
 MAX_POINTS = 240
@@ -41,22 +47,63 @@ FEATURE_NAMES = ("time_sharing", "preemption", "elastic", "pooled_memory", "weig
                  "prefix_reuse")  # fmt: skip
 
 
+INFERENCE_PEAK_FRACTION = 0.45  # default_scenario's: peak replicas fill 45% of the cards
+
+
+def serve_model_everywhere(scen: Scenario, model_id: str) -> Scenario:
+    """Every inference service serves ``model_id`` (a catalog or day-0 model).
+
+    TP is the smallest power of two whose weights fit and whose batch-1 TPOT leaves 40% of the
+    service's TPOT target for batching (the default scenario's rule); request rates are then
+    re-derived from the perf model so peak replicas fill the same share of the cluster.
+    """
+    hw = get_hardware(scen.topology.hardware)
+    model = get_model(model_id)
+    services = []
+    for svc in scen.services:
+        tp = min_tensor_parallel(model, hw)
+        context = svc.prompt_tokens_mean + svc.output_tokens_mean / 2
+        while (
+            tp < 64
+            and float(decode_seconds_per_token(model, hw, tp, 1, context)) * 1e3
+            > 0.6 * svc.slo_tpot_ms
+        ):
+            tp *= 2
+        services.append(dataclasses.replace(svc, model=model.id, tp=tp, ep=1))
+    cards = scen.topology.cards
+    budget = np.full(len(services), INFERENCE_PEAK_FRACTION * cards / max(len(services), 1))
+    peaks = np.array([1.0 + (s.peak_to_trough - 1) / (s.peak_to_trough + 1) for s in services])
+    size_services(services, hw, scen.policy, budget, peaks)
+    return Scenario.from_dict(dataclasses.replace(scen, services=services).to_dict())
+
+
 def build_scenario(
-    *, cards: int, hardware: str, hours: float, seed: int, trace_kind: str, trace_text: str
+    *,
+    cards: int,
+    hardware: str,
+    hours: float,
+    seed: int,
+    trace_kind: str,
+    trace_text: str,
+    serve_model: str = "",
 ) -> Scenario:
-    """The shared workload, as ``compare`` builds it but on the chosen hardware.
+    """The shared workload, as ``compare`` builds it but on the chosen hardware (and model).
 
     A trace is handed to the engine's readers through a temporary file. Raises ``ValueError``
-    (``TraceError`` naming line and column for a bad row) like the engine does.
+    (``TraceError`` naming line and column for a bad row) like the engine does. Day-0 models
+    are registered first, so a model added through the portal is usable at once.
     """
+    catalog_models_register()
     scen = default_scenario(cards, seed, hardware=hardware, hours=hours)
+    if serve_model and trace_kind != "azure":
+        scen = serve_model_everywhere(scen, serve_model)
     if not trace_kind:
         return scen
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "trace.csv"
         path.write_text(trace_text, encoding="utf-8")
         if trace_kind == "azure":
-            return apply_inference_trace(scen, path)
+            return apply_inference_trace(scen, path, model=serve_model or "llama-2-70b")
         return apply_training_trace(scen, path, hours * 3600.0)
 
 
@@ -117,6 +164,7 @@ def whatif_execute(*, run_id: int) -> WhatIfRun:
             seed=run.seed,
             trace_kind=run.trace_kind,
             trace_text=run.trace_text,
+            serve_model=run.serve_model,
         )
         steps = ablation_scenarios(scen)
         ablation, runs = [], []
@@ -148,6 +196,7 @@ def whatif_execute(*, run_id: int) -> WhatIfRun:
             "training_jobs": len(scen.training_jobs),
             "services": len(scen.services),
             "trace": run.trace_name,
+            "serve_model": run.serve_model,
         },
     }
     WhatIfRun.objects.filter(pk=run_id).update(
