@@ -208,9 +208,11 @@ DEFAULT_RULES: tuple[RuleSpec, ...] = (
         ),
     ),
     # --- workloads: SLO burn and training communication -------------------------------------
+    # Attainment is the share of requests meeting both the TTFT and the TPOT target (the
+    # operator's, per service), so the burn rules follow the headline latency figures.
     RuleSpec(
         name="slo-fast-burn",
-        title=gettext_noop("SLO burning fast: attainment below 90%"),
+        title=gettext_noop("SLO burning fast: under 90% of requests meet TTFT and TPOT targets"),
         metric="inference_slo_attainment_ratio",
         entity_kind="workload",
         aggregation=Agg.MEAN,
@@ -219,8 +221,11 @@ DEFAULT_RULES: tuple[RuleSpec, ...] = (
         window_seconds=300,
         severity=Severity.CRITICAL,
         runbook=gettext_noop(
-            "SLO burn: if a gray migration step just raised this workload's traffic share, "
-            "roll the step back first. Then performance: look for hot-spot access patterns "
+            "SLO burn: first see which target is missed — TTFT P99 (queueing or prefill: "
+            "capacity, queue backlog, long prompts) or TPOT P99 (decode: batch too large for "
+            "the TPOT target, KV cache pressure). If a gray migration step just raised this "
+            "workload's traffic share, roll the step back first. Then performance: look for "
+            "hot-spot access patterns "
             "(a few replicas or prefixes taking most requests), prefetch settings for "
             "offloaded KV and the NUMA binding of host threads; then capacity: replicas "
             "against demand and how fast training is preempted to make room."
@@ -228,7 +233,7 @@ DEFAULT_RULES: tuple[RuleSpec, ...] = (
     ),
     RuleSpec(
         name="slo-slow-burn",
-        title=gettext_noop("SLO burning: under 99% attainment, 1-hour window"),
+        title=gettext_noop("SLO burning: under 99% meet TTFT and TPOT targets, 1-hour window"),
         metric="inference_slo_attainment_ratio",
         entity_kind="workload",
         aggregation=Agg.MEAN,
@@ -237,6 +242,26 @@ DEFAULT_RULES: tuple[RuleSpec, ...] = (
         window_seconds=3600,
         severity=Severity.WARNING,
         runbook=_PERFORMANCE,
+    ),
+    RuleSpec(
+        name="inference-queue-backlog",
+        title=gettext_noop("Requests queuing beyond capacity for 5 minutes"),
+        metric="inference_queue_backlog_requests",
+        entity_kind="workload",
+        # min > 0: a backlog at every sample of the window, i.e. demand above capacity the
+        # whole time (a healthy service drains its queue within a step).
+        aggregation=Agg.MIN,
+        comparator=Cmp.GT,
+        threshold=0.0,
+        window_seconds=300,
+        severity=Severity.CRITICAL,
+        runbook=gettext_noop(
+            "Saturation: arrivals exceed what the replicas serve, so the queue grows step over "
+            "step, TTFT rises without bound and requests time out (inference_timeouts_total). "
+            "Check that the autoscaler is adding replicas and is not blocked by training that "
+            "cannot be preempted, the traffic share of any gray migration step, and a burst in "
+            "the arrival rate; shed or reroute load if capacity cannot follow."
+        ),
     ),
     RuleSpec(
         name="training-communication-high",

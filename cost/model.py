@@ -16,6 +16,12 @@ from dataclasses import dataclass, field
 
 HOURS_PER_YEAR = 8760.0
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0
+# Assumptions used where the operator left the input empty; pages label them as such.
+# Migration: engineering, dual running and cut-over, an order of magnitude per card moved
+# (a few engineer-weeks per thousand cards plus a month of dual running at a few percent).
+ASSUMED_MIGRATION_COST_PER_CARD = 1_500.0
+# Budget: funding for 80% of the unified cluster's list capex, so reuse has to close the gap.
+ASSUMED_BUDGET_SHARE_OF_CAPEX = 0.8
 
 
 @dataclass(frozen=True)
@@ -29,9 +35,9 @@ class CostInputs:
     pue: float
     load_factor: float
     operations_per_card_year: float
-    budget: float = 0.0
+    budget: float | None = None  # None: the assumption below applies
     reused_hardware_share: float = 0.0
-    migration_cost: float = 0.0
+    migration_cost: float | None = None  # None: the assumption below applies
     currency: str = "USD"
     is_assumption: bool = True
 
@@ -244,9 +250,35 @@ def same_workload_tco(
     )
 
 
+@dataclass(frozen=True)
+class Input:
+    """An input figure and whether it is the operator's or the built-in assumption."""
+
+    value: float
+    assumed: bool
+
+
+def migration_cost(inputs: CostInputs, cards: int) -> Input:
+    """The operator's migration cost, else ``ASSUMED_MIGRATION_COST_PER_CARD`` × cards."""
+    if inputs.migration_cost is not None:
+        return Input(inputs.migration_cost, False)
+    return Input(ASSUMED_MIGRATION_COST_PER_CARD * cards, True)
+
+
+def budget(inputs: CostInputs, cards: int) -> Input:
+    """The operator's budget, else ``ASSUMED_BUDGET_SHARE_OF_CAPEX`` × the list capex."""
+    if inputs.budget is not None:
+        return Input(inputs.budget, False)
+    return Input(ASSUMED_BUDGET_SHARE_OF_CAPEX * cards * capex_per_card(inputs), True)
+
+
 def payback_months(investment: float, saving_per_month: float) -> float | None:
-    """Months to recover ``investment`` from a monthly saving; ``None`` if it never pays back."""
-    if saving_per_month <= 0:
+    """Months to recover ``investment`` from a monthly saving.
+
+    ``None`` (not defined) when there is nothing to recover or no saving to recover it from:
+    a payback of "0 months" for a zero investment says nothing.
+    """
+    if saving_per_month <= 0 or investment <= 0:
         return None
     return investment / saving_per_month
 
@@ -259,6 +291,8 @@ class InternalLedger:
     reused_value: float
     new_capex: float
     budget: float
+    budget_assumed: bool = False
+    capex_avoided: float | None = None  # cards a split cluster would need on top, priced
 
     @property
     def budget_left(self) -> float:
@@ -269,9 +303,21 @@ class InternalLedger:
         return self.budget_left >= 0
 
 
-def internal_ledger(inputs: CostInputs, cards: int) -> InternalLedger:
+def internal_ledger(
+    inputs: CostInputs, cards: int, tco: SameWorkloadTco | None = None
+) -> InternalLedger:
+    """Budget, reuse and — given the same-workload comparison — the capex pooling avoids."""
     total = cards * capex_per_card(inputs)
     reused = total * inputs.reused_hardware_share
+    funds = budget(inputs, cards)
+    avoided = None
+    if tco is not None:
+        avoided = (tco.split_cards_needed - tco.unified_cards_needed) * capex_per_card(inputs)
     return InternalLedger(
-        capex_total=total, reused_value=reused, new_capex=total - reused, budget=inputs.budget
+        capex_total=total,
+        reused_value=reused,
+        new_capex=total - reused,
+        budget=funds.value,
+        budget_assumed=funds.assumed,
+        capex_avoided=avoided,
     )

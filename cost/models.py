@@ -71,8 +71,18 @@ class CostAssumptions(models.Model):
         default=1500.0,
         validators=[MinValueValidator(0.0)],
     )
+    # Empty budget / migration cost: a per-card assumption applies (cost.model), and every
+    # page that uses it says it is one. Zero was the old default and made payback "0 months".
     budget = models.FloatField(
-        _("budget for the unified cluster"), default=0.0, validators=[MinValueValidator(0.0)]
+        _("budget for the unified cluster"),
+        null=True,
+        blank=True,
+        default=None,
+        validators=[MinValueValidator(0.0)],
+        help_text=_(
+            "Empty: assumed at 80 percent of the unified cluster's list capex (shown as an "
+            "assumption)."
+        ),
     )
     reused_hardware_share = models.FloatField(
         _("share of existing hardware reused"),
@@ -81,9 +91,14 @@ class CostAssumptions(models.Model):
     )
     migration_cost = models.FloatField(
         _("one-off migration cost"),
-        default=0.0,
+        null=True,
+        blank=True,
+        default=None,
         validators=[MinValueValidator(0.0)],
-        help_text=_("Engineering, dual running and cut-over: what the payback has to recover."),
+        help_text=_(
+            "Engineering, dual running and cut-over: what the payback has to recover. Empty: "
+            "assumed at 1,500 per card of the unified cluster (shown as an assumption)."
+        ),
     )
     is_assumption = models.BooleanField(
         _("prices are assumptions"),

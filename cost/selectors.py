@@ -178,13 +178,14 @@ def clusters_cost(start: datetime, end: datetime) -> list[ClusterCost]:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Customer ledger: the unified cluster's workload under both policies, and the payback."""
+    """Both ledgers: the unified cluster's workload under both policies, payback, budget."""
 
     unified: ClusterCost
     baseline: ClusterCost
     tco: cm.SameWorkloadTco | None
     payback_months: float | None
     ledger: cm.InternalLedger
+    migration: cm.Input
 
 
 def compare_policies(unified: ClusterCost, baseline: ClusterCost) -> Comparison:
@@ -197,16 +198,68 @@ def compare_policies(unified: ClusterCost, baseline: ClusterCost) -> Comparison:
             unified_allocated_ratio=unified.allocated.mean,
             split_allocated_ratio=baseline.allocated.mean,
         )
-    payback = (
-        cm.payback_months(unified.inputs.migration_cost, tco.saving_per_month) if tco else None
-    )
+    migration = cm.migration_cost(unified.inputs, unified.cards)
+    payback = cm.payback_months(migration.value, tco.saving_per_month) if tco else None
     return Comparison(
         unified=unified,
         baseline=baseline,
         tco=tco,
         payback_months=payback,
-        ledger=cm.internal_ledger(unified.inputs, unified.cards),
+        ledger=cm.internal_ledger(unified.inputs, unified.cards, tco),
+        migration=migration,
     )
+
+
+@dataclass(frozen=True)
+class TenantLedger:
+    """The customer ledger of one tenant: its workloads on the split baseline vs unified.
+
+    The tenant's cards are its workloads' measured mean cards on the unified cluster; each
+    policy needs them ÷ its measured allocated utilization, priced at the unified cluster's
+    cost per card-hour. The tenant carries its share of the migration cost (its share of the
+    cluster's workload cards).
+    """
+
+    tenant: str
+    currency: str
+    tco: cm.SameWorkloadTco
+    migration_cost: float
+    migration_assumed: bool
+    payback_months: float | None
+
+
+def tenant_ledgers(comparison: Comparison, *, tenant: str | None = None) -> list[TenantLedger]:
+    """Customer ledgers per tenant (one tenant's with ``tenant``); empty without data."""
+    unified, baseline = comparison.unified, comparison.baseline
+    if unified.asset is None or not unified.allocated or not baseline.allocated:
+        return []
+    cards_by_tenant: dict[str, float] = {}
+    for use in unified.workloads:
+        if tenant is None or use.tenant == tenant:
+            cards_by_tenant[use.tenant] = cards_by_tenant.get(use.tenant, 0.0) + use.cards_charged
+    total = sum(use.cards_charged for use in unified.workloads)
+    out = []
+    for slug, cards in sorted(cards_by_tenant.items()):
+        tco = cm.same_workload_tco(
+            per_card_hour=unified.asset.per_card_hour,
+            workload_cards=cards,
+            unified_allocated_ratio=unified.allocated.mean,
+            split_allocated_ratio=baseline.allocated.mean,
+        )
+        if tco is None or cards <= 0 or total <= 0:
+            continue
+        share = comparison.migration.value * cards / total
+        out.append(
+            TenantLedger(
+                tenant=slug,
+                currency=unified.inputs.currency,
+                tco=tco,
+                migration_cost=share,
+                migration_assumed=comparison.migration.assumed,
+                payback_months=cm.payback_months(share, tco.saving_per_month),
+            )
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -258,3 +311,27 @@ def default_pair(costs: list[ClusterCost]) -> tuple[ClusterCost | None, ClusterC
     unified = next((c for c in costs if c.cluster.kind == Cluster.Kind.UNIFIED), None)
     baseline = next((c for c in costs if c.cluster.kind != Cluster.Kind.UNIFIED), None)
     return unified, baseline
+
+
+def customer_ledger(tenant_slug: str, start: datetime, end: datetime) -> TenantLedger | None:
+    """One tenant's customer ledger on the default unified/baseline pair (``None``: no data)."""
+    unified, baseline = default_pair(clusters_cost(start, end))
+    if unified is None or baseline is None:
+        return None
+    ledgers = tenant_ledgers(compare_policies(unified, baseline), tenant=tenant_slug)
+    return ledgers[0] if ledgers else None
+
+
+def ledger_json(ledger: TenantLedger) -> dict:
+    tco = ledger.tco
+    return {
+        "tenant": ledger.tenant,
+        "currency": ledger.currency,
+        "workload_cards": tco.workload_cards,
+        "split_per_hour": tco.split_per_hour,
+        "unified_per_hour": tco.unified_per_hour,
+        "saving_per_month": tco.saving_per_month,
+        "migration_cost": ledger.migration_cost,
+        "migration_cost_assumed": ledger.migration_assumed,
+        "payback_months": ledger.payback_months,
+    }

@@ -22,7 +22,9 @@ from cost.selectors import (
     Comparison,
     clusters_cost,
     compare_policies,
+    customer_ledger,
     default_pair,
+    tenant_ledgers,
     tenant_showback,
 )
 from cost.services import cost_assumptions_save
@@ -78,6 +80,10 @@ def cost_page(request: HttpRequest) -> HttpResponse:
         if request.GET.get("format") == "csv":
             return showback_csv(rows)
         context = {"rows": rows, "hours": hours, "windows": WINDOWS, "start": start, "end": end}
+        # The customer ledger: this tenant's workloads only, never the internal ledger.
+        context["ledger"] = (
+            customer_ledger(user.tenant.slug, start, end) if user.tenant_id else None
+        )
         context["total"] = sum(r.cost_window for r in rows)
         context["currency"] = rows[0].currency if rows else ""
         return render(request, "monitoring/cost_customer.html", context)
@@ -102,6 +108,7 @@ def cost_page(request: HttpRequest) -> HttpResponse:
         "can_edit": can_edit,
         "overrides": CostAssumptions.objects.select_related("cluster"),
         "cost_figure": _cost_figure(costs),
+        "tenant_ledgers": tenant_ledgers(comparison) if comparison else [],
         "tco_figure": _tco_figure(comparison),
     }
     return render(
@@ -205,12 +212,15 @@ def comparison_csv(comparison: Comparison | None) -> HttpResponse:
             ["unified_per_hour", _num(tco.unified_per_hour if tco else None)],
             ["split_per_hour", _num(tco.split_per_hour if tco else None)],
             ["saving_per_month", _num(tco.saving_per_month if tco else None)],
-            ["migration_cost", _num(comparison.unified.inputs.migration_cost)],
+            ["migration_cost", _num(comparison.migration.value)],
+            ["migration_cost_assumed", comparison.migration.assumed],
             ["payback_months", _num(comparison.payback_months)],
             ["capex_total", _num(ledger.capex_total)],
             ["reused_value", _num(ledger.reused_value)],
             ["new_capex", _num(ledger.new_capex)],
             ["budget", _num(ledger.budget)],
+            ["budget_assumed", ledger.budget_assumed],
+            ["capex_avoided", _num(ledger.capex_avoided)],
             ["budget_left", _num(ledger.budget_left)],
         ]
     return _csv("cost-comparison.csv", ("figure", "value"), rows)

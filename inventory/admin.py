@@ -74,6 +74,15 @@ class LinkAdmin(admin.ModelAdmin):
 
 @admin.register(Workload)
 class WorkloadAdmin(admin.ModelAdmin):
-    list_display = ("name", "tenant", "cluster", "kind", "criticality", "slo_p99_ms")
+    list_display = (
+        "name",
+        "tenant",
+        "cluster",
+        "kind",
+        "criticality",
+        "slo_ttft_ms",
+        "slo_tpot_ms",
+        "slo_p99_ms",
+    )
     list_filter = ("cluster", "tenant", "kind", "criticality")
     search_fields = ("name",)

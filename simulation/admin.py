@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
-from simulation.models import TwinRun, TwinTick
+from simulation.models import CatalogModel, TwinRun, TwinTick
 
 
 @admin.register(TwinRun)
@@ -52,4 +52,16 @@ class TwinTickAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(CatalogModel)
+class CatalogModelAdmin(admin.ModelAdmin):
+    """Day-0 models are added on the operator page (/whatif/models/), which validates the
+    config.json through the engine; here they can be inspected or removed."""
+
+    list_display = ("model_id", "name", "created_by", "created_at")
+    readonly_fields = ("model_id", "name", "config", "spec", "created_by", "created_at")
+
+    def has_add_permission(self, request) -> bool:
         return False

@@ -10,8 +10,20 @@ class SimulationConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
-        from simulation.services.runs import hardware_catalog_after_migrate
+        from simulation.services.runs import (
+            engine_catalogue_after_migrate,
+            hardware_catalog_after_migrate,
+        )
 
         # The hardware catalogue comes from the engine's (DESIGN.md's figures); monitoring
         # cannot import the engine, so the twin app seeds it.
         post_migrate.connect(hardware_catalog_after_migrate, sender=self)
+        # The engine's metrics (TTFT/TPOT, backlog, timeouts...) are in the catalogue from
+        # the first migrate, so gate criteria and alert rules can name them before any tick.
+        post_migrate.connect(engine_catalogue_after_migrate, sender=self)
+
+        from dashboards.report_sources import ablation_provider_register
+        from simulation.selectors import latest_whatif_ablation
+
+        # The validation report shows which mechanism contributed what (the what-if ablation).
+        ablation_provider_register(latest_whatif_ablation)

@@ -168,6 +168,12 @@ class WhatIfRun(models.Model):
     )
     trace_name = models.CharField(_("trace file"), max_length=200, blank=True)
     trace_text = models.TextField(_("trace"), blank=True)
+    serve_model = models.CharField(
+        _("inference model"),
+        max_length=64,
+        blank=True,
+        help_text=_("Empty: the default model mix. Otherwise every inference service serves it."),
+    )
     status = models.CharField(
         _("status"), max_length=10, choices=Status.choices, default=Status.QUEUED
     )
@@ -204,3 +210,33 @@ class WhatIfRun(models.Model):
     @property
     def finished(self) -> bool:
         return self.status in (self.Status.DONE, self.Status.FAILED)
+
+
+class CatalogModel(models.Model):
+    """A model added on day 0 from its published Hugging Face ``config.json``.
+
+    ``spec`` is the engine's ``ModelSpec`` (``models_hf.model_from_hf_config``), kept in the
+    database so every web and worker process registers the same model before it builds a
+    scenario (``simulation.services.catalog.catalog_models_register``).
+    """
+
+    model_id = models.SlugField(_("model id"), max_length=64, unique=True)
+    name = models.CharField(_("name"), max_length=200)
+    config = models.JSONField(_("config.json"))
+    spec = models.JSONField(_("engine model spec"))
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("added by"),
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(_("added at"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["model_id"]
+        verbose_name = _("catalog model")
+        verbose_name_plural = _("catalog models")
+
+    def __str__(self) -> str:
+        return self.model_id

@@ -53,3 +53,45 @@ def run_statuses() -> list[RunStatus]:
             )
         )
     return result
+
+
+# Figures of the ablation the validation report shows ("which mechanism contributed what").
+ABLATION_REPORT_KEYS = (
+    "utilization_allocated_mean",
+    "training_pflops_mean",
+    "training_goodput_pflops",
+    "ttft_p99_ms",
+    "tpot_p99_ms",
+    "slo_attainment",
+)
+
+
+def latest_whatif_ablation() -> dict | None:
+    """The newest finished what-if run's ablation, each row with its change from the one before.
+
+    Registered with :mod:`dashboards.report_sources` (dashboards cannot import this app).
+    """
+    from simulation.models import WhatIfRun
+
+    runs = WhatIfRun.objects.filter(status=WhatIfRun.Status.DONE, result__has_key="ablation")
+    run = runs.order_by("-finished_at", "-pk").first()
+    if run is None:
+        return None
+    rows, previous = [], None
+    for row in run.result["ablation"]:
+        figures = {}
+        for key in ABLATION_REPORT_KEYS:
+            value = row.get(key)
+            before = previous.get(key) if previous else None
+            delta = None if value is None or before is None else value - before
+            figures[key] = {"value": value, "delta": delta}
+        rows.append({"name": row["name"], "figures": figures})
+        previous = row
+    return {
+        "run": run.pk,
+        "cards": run.cards,
+        "hardware": run.hardware,
+        "hours": run.hours,
+        "trace": run.trace_name,
+        "rows": rows,
+    }

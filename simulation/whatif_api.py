@@ -25,7 +25,7 @@ from simulation.services.whatif import whatif_create
 from simulation.whatif_forms import WhatIfForm
 
 LIST_FIELDS = ["id", "status", "progress", "cards", "hardware", "hours", "seed", "trace_kind",
-               "trace_name", "error", "created_at", "finished_at"]  # fmt: skip
+               "trace_name", "serve_model", "error", "created_at", "finished_at"]  # fmt: skip
 
 
 class WhatIfRunSerializer(serializers.ModelSerializer):
@@ -52,6 +52,7 @@ WhatIfCreateSerializer = inline_serializer(
             choices=WhatIfRun.TraceKind.choices, required=False, allow_blank=True
         ),
         "trace_file": serializers.FileField(required=False),
+        "serve_model": serializers.CharField(required=False, allow_blank=True),
     },
 )
 
@@ -92,6 +93,7 @@ class WhatIfListView(_StaffOnly, ListCreateAPIView):
             trace_kind=data["trace_kind"],
             trace_name=data["trace_name"],
             trace_text=data["trace_text"],
+            serve_model=data.get("serve_model") or "",
             created_by=request.user,
         )
         return Response(WhatIfRunSerializer(run).data, status=201)

@@ -8,8 +8,9 @@ from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.utils.translation import gettext_lazy as _
 
-from simulation.engine import HARDWARE, TraceError
+from simulation.engine import HARDWARE, MODELS, TraceError
 from simulation.models import WhatIfRun
+from simulation.services.catalog import catalog_models_register
 from simulation.services.whatif_run import build_scenario
 
 MAX_TRACE_BYTES = 5 * 1024 * 1024
@@ -30,6 +31,22 @@ class WhatIfForm(forms.Form):
         validators=[MinValueValidator(1), MaxValueValidator(48)],
     )
     seed = forms.IntegerField(label=_("Random seed"), initial=7, min_value=0)
+    serve_model = forms.ChoiceField(
+        label=_("Inference model"),
+        required=False,
+        help_text=_(
+            "Empty: the default model mix. Otherwise every inference service (or the Azure "
+            "trace's service) serves this model — day-0 models added from a config.json included."
+        ),
+    )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        catalog_models_register()  # day-0 models are choices at once
+        self.fields["serve_model"].choices = [("", _("default mix"))] + [
+            (k, f"{v.name} ({k})") for k, v in sorted(MODELS.items())
+        ]
+
     trace_kind = forms.ChoiceField(
         label=_("Trace format"), choices=WhatIfRun.TraceKind.choices, required=False
     )
@@ -73,6 +90,7 @@ class WhatIfForm(forms.Form):
                 seed=data["seed"],
                 trace_kind=kind,
                 trace_text=data["trace_text"],
+                serve_model=data.get("serve_model") or "",
             )
         except TraceError as exc:
             raise forms.ValidationError(

@@ -2,9 +2,10 @@
 
 from django.urls import path
 
-from simulation import whatif_views
+from simulation import catalog_views, whatif_views
 
 urlpatterns = [
     path("", whatif_views.whatif_page, name="whatif"),
     path("<int:pk>/", whatif_views.whatif_detail, name="whatif-detail"),
+    path("models/", catalog_views.models_page, name="catalog-models"),
 ]

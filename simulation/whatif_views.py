@@ -1,4 +1,5 @@
-"""What-if pages: start a run, watch its progress live, compare the two policies."""
+"""What-if pages: start a run, watch its progress live, compare the two policies and see
+what each mechanism buys (the engine's ablation, the same table as ``compare --ablate``)."""
 
 from __future__ import annotations
 
@@ -12,26 +13,52 @@ from django.utils.translation import gettext_lazy
 
 from accounts.access import operator_page
 from cost import charts
+from simulation.engine.ablation import STEPS as ABLATION_STEPS
 from simulation.models import WhatIfRun
 from simulation.services.whatif import whatif_create
-from simulation.services.whatif_run import POLICIES
+from simulation.services.whatif_run import FEATURE_NAMES, POLICIES
 from simulation.whatif_forms import WhatIfForm
 
 # (summary key, label, format) of the side-by-side table; keys from the engine's summary.
+# TTFT and TPOT P99 are the headline latency; end-to-end stays, labelled as such.
 ROWS = (
     ("utilization_allocated_mean", gettext_lazy("allocated utilization"), "pct"),
     ("utilization_busy_mean", gettext_lazy("busy utilization"), "pct"),
     ("training_samples_per_s_mean", gettext_lazy("training samples/s"), "num"),
     ("mfu_mean", gettext_lazy("MFU (running training)"), "pct"),
-    ("inference_p50_ms", gettext_lazy("inference P50 (ms)"), "num"),
-    ("inference_p99_ms", gettext_lazy("inference P99 (ms)"), "num"),
+    ("training_goodput_pflops", gettext_lazy("training goodput (PFLOP/s)"), "num"),
     ("ttft_p99_ms", gettext_lazy("TTFT P99 (ms)"), "num"),
-    ("slo_attainment", gettext_lazy("SLO attainment"), "pct"),
+    ("tpot_p99_ms", gettext_lazy("TPOT P99 (ms)"), "num"),
+    ("ttft_p50_ms", gettext_lazy("TTFT P50 (ms)"), "num"),
+    ("tpot_p50_ms", gettext_lazy("TPOT P50 (ms)"), "num"),
+    ("slo_attainment", gettext_lazy("SLO attainment (TTFT and TPOT)"), "pct"),
+    ("e2e_p99_ms", gettext_lazy("end-to-end P99 (ms)"), "num"),
+    ("inference_requests", gettext_lazy("inference requests"), "int"),
+    ("inference_timeouts", gettext_lazy("requests timed out"), "int"),
     ("hbm_live_fraction_mean", gettext_lazy("HBM live fraction"), "pct"),
-    ("preemptions", gettext_lazy("preemptions"), "num"),
-    ("completed_jobs", gettext_lazy("completed jobs"), "num"),
+    ("preemptions", gettext_lazy("preemptions"), "int"),
+    ("completed_jobs", gettext_lazy("completed jobs"), "int"),
     ("energy_mwh", gettext_lazy("energy (MWh, facility)"), "num"),
 )
+# The ablation's columns: the same keys as ``compare --ablate`` prints.
+ABLATION_COLUMNS = (
+    ("utilization_allocated_mean", gettext_lazy("allocated"), "pct"),
+    ("utilization_busy_mean", gettext_lazy("busy"), "pct"),
+    ("training_samples_per_s_mean", gettext_lazy("training samples/s"), "num"),
+    ("mfu_mean", gettext_lazy("MFU"), "pct"),
+    ("training_goodput_pflops", gettext_lazy("goodput (PFLOP/s)"), "num"),
+    ("ttft_p99_ms", gettext_lazy("TTFT P99 (ms)"), "num"),
+    ("tpot_p99_ms", gettext_lazy("TPOT P99 (ms)"), "num"),
+    ("slo_attainment", gettext_lazy("SLO attainment"), "pct"),
+    ("energy_mwh", gettext_lazy("energy (MWh)"), "num"),
+)
+ABLATION_NAMES = {
+    "split": gettext_lazy("split"),
+    "+time-sharing": gettext_lazy("+time-sharing"),
+    "+preemption/elastic": gettext_lazy("+preemption/elastic"),
+    "+pooled memory": gettext_lazy("+pooled memory"),
+    "unified": gettext_lazy("unified"),
+}
 POLICY_LABELS = {"split": gettext_lazy("split"), "unified": gettext_lazy("unified")}
 CHARTS = (
     ("cluster_utilization_allocated_ratio", gettext_lazy("Allocated utilization"), True),
@@ -57,6 +84,7 @@ def whatif_page(request: HttpRequest) -> HttpResponse:
                 trace_kind=data["trace_kind"],
                 trace_name=data["trace_name"],
                 trace_text=data["trace_text"],
+                serve_model=data.get("serve_model") or "",
                 created_by=request.user,
             )
             messages.success(request, _("What-if run %(id)s queued.") % {"id": run.pk})
@@ -66,12 +94,65 @@ def whatif_page(request: HttpRequest) -> HttpResponse:
     return render(request, "simulation/whatif.html", {"form": form, "runs": runs}, status=status)
 
 
+def display(value, fmt: str) -> str:
+    """One cell: ``—`` where the run did not report the figure (e.g. an older run)."""
+    if value is None:
+        return "—"
+    if fmt == "pct":
+        return f"{value * 100:.1f}%"
+    if fmt == "int":
+        return f"{value:,.0f}"
+    return f"{value:,.1f}"
+
+
 def _table(result: dict) -> list[dict]:
     rows = []
     for key, label, fmt in ROWS:
         split, unified = (result["summary"][p].get(key) for p in POLICIES)
-        rows.append({"key": key, "label": label, "fmt": fmt, "split": split, "unified": unified})
+        rows.append(
+            {
+                "key": key,
+                "label": label,
+                "split": split,
+                "unified": unified,
+                "split_display": display(split, fmt),
+                "unified_display": display(unified, fmt),
+            }
+        )
     return rows
+
+
+def _ablation(result: dict) -> list[dict]:
+    """The ablation rows with each figure and its change from the row before."""
+    rows, previous = [], None
+    for row in result.get("ablation") or []:
+        cells = []
+        for key, _label, fmt in ABLATION_COLUMNS:
+            value = row.get(key)
+            before = previous.get(key) if previous else None
+            delta = None
+            if value is not None and before is not None:
+                delta = (value - before) * (100 if fmt == "pct" else 1)
+            cells.append({"key": key, "display": display(value, fmt), "delta": delta})
+        rows.append(
+            {
+                "name": row["name"],
+                "label": ABLATION_NAMES.get(row["name"], row["name"]),
+                "features": [k for k in FEATURE_NAMES if row.get("features", {}).get(k)],
+                "cells": cells,
+            }
+        )
+        previous = row
+    return rows
+
+
+def _stage(run: WhatIfRun) -> tuple[int, str] | None:
+    """Which ablation step a running run is in (progress is spread evenly over the steps)."""
+    if run.status != WhatIfRun.Status.RUNNING:
+        return None
+    index = min(int(run.progress * len(ABLATION_STEPS)), len(ABLATION_STEPS) - 1)
+    name = ABLATION_STEPS[index][0]
+    return index + 1, str(ABLATION_NAMES.get(name, name))
 
 
 def _figures(result: dict) -> list[tuple[str, dict]]:
@@ -95,10 +176,17 @@ def whatif_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One run; ``?partial=1`` is the fragment the page polls, ``?format=csv`` the table."""
     run = get_object_or_404(WhatIfRun, pk=pk)
     if request.GET.get("format") == "csv":
-        return _csv(run)
-    context = {"run": run, "percent": round(run.progress * 100)}
+        return _csv(run, request.GET.get("table", ""))
+    context = {
+        "run": run,
+        "percent": round(run.progress * 100),
+        "stage": _stage(run),
+        "steps": len(ABLATION_STEPS),
+    }
     if run.status == WhatIfRun.Status.DONE and run.result:
         context["rows"] = _table(run.result)
+        context["ablation"] = _ablation(run.result)
+        context["ablation_columns"] = [label for _k, label, _f in ABLATION_COLUMNS]
         context["figures"] = _figures(run.result)
         context["scenario"] = run.result.get("scenario", {})
     template = (
@@ -109,11 +197,28 @@ def whatif_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, template, context)
 
 
-def _csv(run: WhatIfRun) -> HttpResponse:
+def _csv(run: WhatIfRun, table: str) -> HttpResponse:
+    """``table=ablation``: the ablation rows; otherwise the side-by-side table."""
     response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="whatif-{run.pk}.csv"'
     writer = csv.writer(response)
-    writer.writerow(("metric", "split", "unified"))  # stable identifiers: not translated
+    # Headers and keys are stable identifiers: not translated.
+    if table == "ablation":
+        response["Content-Disposition"] = f'attachment; filename="whatif-{run.pk}-ablation.csv"'
+        keys = [key for key, _label, _fmt in ABLATION_COLUMNS]
+        writer.writerow(("name", "placement", *FEATURE_NAMES, *keys))
+        for row in (run.result or {}).get("ablation") or []:
+            features = row.get("features", {})
+            writer.writerow(
+                (
+                    row["name"],
+                    row.get("placement", ""),
+                    *(features.get(k, "") for k in FEATURE_NAMES),
+                    *("" if row.get(k) is None else row[k] for k in keys),
+                )
+            )
+        return response
+    response["Content-Disposition"] = f'attachment; filename="whatif-{run.pk}.csv"'
+    writer.writerow(("metric", "split", "unified"))
     if run.result:
         for row in _table(run.result):
             writer.writerow((row["key"], row["split"], row["unified"]))

@@ -24,6 +24,8 @@ from cost.selectors import (
     clusters_cost,
     compare_policies,
     default_pair,
+    ledger_json,
+    tenant_ledgers,
     tenant_showback,
 )
 from telemetry.read import WindowStat
@@ -153,6 +155,11 @@ class CostComparisonView(StaffOnlyMixin, APIView):
             if tco is None
             else {**asdict(tco), "saving_per_month": tco.saving_per_month},
             "payback_months": comparison.payback_months,
+            "migration_cost": {
+                "value": comparison.migration.value,
+                "assumed": comparison.migration.assumed,
+            },
+            "customer_ledgers": [ledger_json(t) for t in tenant_ledgers(comparison)],
             "internal_ledger": {
                 **asdict(comparison.ledger),
                 "budget_left": comparison.ledger.budget_left,
@@ -188,10 +195,21 @@ class ShowbackView(APIView):
             if slug and slug != user.tenant.slug:
                 raise PermissionDenied("Customers see only their own tenant.")
             tenants = Tenant.objects.filter(pk=user.tenant_id)
-        results = []
+        unified, baseline = default_pair(clusters_cost(start, end))
+        by_tenant = {}
+        if unified is not None and baseline is not None:
+            by_tenant = {t.tenant: t for t in tenant_ledgers(compare_policies(unified, baseline))}
+        results, ledgers = [], []
         for tenant in tenants:
             for row in tenant_showback(tenant.pk, start, end):
                 results.append({"tenant": tenant.slug, **asdict(row)})
+            if tenant.slug in by_tenant:
+                ledgers.append(ledger_json(by_tenant[tenant.slug]))
         return Response(
-            {"window": {"start": start.isoformat(), "end": end.isoformat()}, "results": results}
+            {
+                "window": {"start": start.isoformat(), "end": end.isoformat()},
+                "results": results,
+                # The customer ledger: this tenant's workloads on split vs unified, payback.
+                "customer_ledgers": ledgers,
+            }
         )

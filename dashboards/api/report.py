@@ -15,17 +15,29 @@ from accounts.selectors.scoping import principal_sees_all
 from cluster_portal.web.schema import TIME_RANGE_PARAMETERS
 from cluster_portal.web.timerange import TimeRangeError, parse_timerange
 from cost.api.views import _stat, cluster_cost_json
+from dashboards.report_sources import latest_ablation
 from dashboards.selectors.report import CURVE_METRICS, ClusterFigures, cluster_figures
 from inventory.models import Cluster
+
+
+def _latency(figure) -> dict | None:
+    if figure is None:
+        return None
+    return {"value": figure.value_seconds, "services": figure.services, "values": figure.values}
 
 
 def _figures_json(f: ClusterFigures) -> dict:
     return {
         "cluster": f.cluster.name,
+        "cards": f.cards,
         "training_samples_per_second": _stat(f.samples),
-        "inference_p99_seconds": None
-        if f.p99 is None
-        else {"value": f.p99.value_seconds, "services": f.p99.services, "values": f.p99.values},
+        # Like for like across cluster sizes: per card.
+        "training_samples_per_second_per_card": f.samples_per_card,
+        "inference_tokens_per_second_per_card": f.tokens_per_card,
+        # TTFT and TPOT P99 are the headline latency; end-to-end is secondary.
+        "inference_ttft_p99_seconds": _latency(f.ttft),
+        "inference_tpot_p99_seconds": _latency(f.tpot),
+        "inference_p99_seconds": _latency(f.p99),
         "utilization": {m: _stat(f.curve_stats[m]) for m in CURVE_METRICS},
         "hbm_live_ratio": _stat(f.hbm),
         "cost": cluster_cost_json(f.cost),
@@ -63,4 +75,5 @@ class ReportView(APIView):
             if cluster is None:
                 raise ValidationError({role: f"unknown cluster {name!r}"})
             out[role] = _figures_json(cluster_figures(cluster, window.start, window.end))
+        out["ablation"] = latest_ablation()
         return Response(out)

@@ -252,8 +252,9 @@ class WorkloadDetailDataView(DashboardView):
             "tenant": workload.tenant.slug,
             "kind": workload.kind,
             "cluster": workload.cluster.name,
-            "slo_p99_ms": workload.slo_p99_ms,
             "slo_ttft_ms": workload.slo_ttft_ms,
+            "slo_tpot_ms": workload.slo_tpot_ms,
+            "slo_p99_ms": workload.slo_p99_ms,
         }
         return payload
 

@@ -5,8 +5,17 @@ from __future__ import annotations
 from django.utils.translation import gettext as _
 
 from dashboards import charts
-from dashboards.payloads.common import kpi, series_table, table
+from dashboards.payloads.common import kpi, scaled, series_table, table
 from dashboards.selectors.overview import OverviewData
+
+
+def _cluster_hint(seconds: float | None) -> str:
+    """The cluster's request-weighted figure, labelled as the approximation it is."""
+    if seconds is None:
+        return ""
+    return _("cluster %(ms)s ms (request-weighted mean of service P99s)") % {
+        "ms": f"{seconds * 1000:,.0f}"
+    }
 
 
 def overview_payload(data: OverviewData) -> dict:
@@ -46,20 +55,41 @@ def overview_payload(data: OverviewData) -> dict:
             "count",
         ),
         kpi(
-            "p99_latency",
-            _("P99 latency (worst service)"),
-            k.get("inference_latency_p99_seconds"),
-            "seconds_as_ms",
-        ),
-        kpi(
             "ttft",
             _("TTFT P99 (worst service)"),
             k.get("inference_ttft_p99_seconds"),
             "seconds_as_ms",
+            hint=_cluster_hint(k.get("cluster_inference_ttft_p99_seconds")),
+        ),
+        kpi(
+            "tpot",
+            _("TPOT P99 (worst service)"),
+            k.get("inference_tpot_p99_seconds"),
+            "seconds_as_ms",
+            hint=_cluster_hint(k.get("cluster_inference_tpot_p99_seconds")),
+        ),
+        kpi(
+            "p99_latency",
+            _("End-to-end P99 (worst service)"),
+            k.get("inference_latency_p99_seconds"),
+            "seconds_as_ms",
+            hint=_cluster_hint(k.get("cluster_inference_e2e_p99_seconds")),
+        ),
+        kpi(
+            "queue_backlog",
+            _("Queued requests (backlog)"),
+            k.get("cluster_inference_queue_backlog_requests"),
+            "count",
+        ),
+        kpi(
+            "timeouts",
+            _("Requests timed out (since start)"),
+            k.get("cluster_inference_timeouts_total"),
+            "count",
         ),
         kpi(
             "slo_attainment",
-            _("SLO attainment"),
+            _("SLO attainment (TTFT and TPOT)"),
             k.get("cluster_inference_slo_attainment_ratio"),
             "ratio",
         ),
@@ -97,6 +127,14 @@ def overview_payload(data: OverviewData) -> dict:
             title=_("Inference throughput"),
             y_title=_("tokens/s"),
         ),
+        "latency": charts.timeseries(
+            {
+                _("TTFT P99"): scaled(s.get("cluster_inference_ttft_p99_seconds", []), 1000),
+                _("TPOT P99"): scaled(s.get("cluster_inference_tpot_p99_seconds", []), 1000),
+            },
+            title=_("Serving latency (request-weighted mean of service P99s)"),
+            y_title="ms",
+        ),
     }
     tables = {
         "kpis": table(
@@ -122,6 +160,12 @@ def overview_payload(data: OverviewData) -> dict:
         ),
         "inference_throughput": series_table(
             {"tokens_per_second": s["cluster_inference_tokens_per_second"]}
+        ),
+        "latency": series_table(
+            {
+                "ttft_p99_seconds": s.get("cluster_inference_ttft_p99_seconds", []),
+                "tpot_p99_seconds": s.get("cluster_inference_tpot_p99_seconds", []),
+            }
         ),
     }
     return {"kpis": kpis, "figures": figures, "tables": tables}

@@ -21,9 +21,14 @@ LIST_COLUMNS = (
     "training_mfu_ratio",
     "training_progress_ratio",
     "inference_requests_per_second",
-    "inference_latency_p99_ms",
-    "slo_p99_ms",
+    "inference_ttft_p99_ms",
+    "slo_ttft_ms",
+    "inference_tpot_p99_ms",
+    "slo_tpot_ms",
+    "inference_e2e_p99_ms",
     "inference_slo_attainment_ratio",
+    "inference_queue_backlog_requests",
+    "inference_timeouts_total",
 )
 
 
@@ -44,9 +49,14 @@ def workload_list_table(rows: list[WorkloadRow]) -> dict:
         _("MFU"),
         _("progress"),
         _("requests/s"),
-        _("P99 (ms)"),
-        _("SLO P99 (ms)"),
+        _("TTFT P99 (ms)"),
+        _("TTFT SLO (ms)"),
+        _("TPOT P99 (ms)"),
+        _("TPOT SLO (ms)"),
+        _("end-to-end P99 (ms)"),
         _("SLO attainment"),
+        _("queued requests"),
+        _("timed out"),
     ]
     body = []
     for row in rows:
@@ -64,9 +74,14 @@ def workload_list_table(rows: list[WorkloadRow]) -> dict:
                 v.get("training_mfu_ratio"),
                 v.get("training_progress_ratio"),
                 v.get("inference_request_rate_per_second"),
+                _ms(v.get("inference_ttft_p99_seconds")),
+                w.slo_ttft_ms,
+                _ms(v.get("inference_tpot_p99_seconds")),
+                w.slo_tpot_ms,
                 _ms(v.get("inference_latency_p99_seconds")),
-                w.slo_p99_ms,
                 v.get("inference_slo_attainment_ratio"),
+                v.get("inference_queue_backlog_requests"),
+                v.get("inference_timeouts_total"),
             ]
         )
     return table(LIST_COLUMNS, labels, body)
@@ -122,39 +137,81 @@ def workload_detail_payload(detail: WorkloadDetail) -> dict:
             "cards": series_table({"cards": s["workload_allocated_cards"]}),
         }
     else:
-        slo_p99 = w.slo_p99_ms / 1000 if w.slo_p99_ms else None
-        slo_ttft = w.slo_ttft_ms / 1000 if w.slo_ttft_ms else None
+
+        def slo_hint(ms: float | None) -> str:
+            return _("SLO %(ms)s ms") % {"ms": f"{ms:,.0f}"} if ms else ""
+
         kpis = [
             kpi("replicas", _("Replicas"), v.get("inference_replicas"), "count"),
             kpi("cards", _("Cards"), v.get("workload_allocated_cards"), "count"),
             kpi("qps", _("Requests/s"), v.get("inference_request_rate_per_second"), "count"),
-            kpi("p50", _("P50 latency"), v.get("inference_latency_p50_seconds"), "seconds_as_ms"),
-            kpi(
-                "p99",
-                _("P99 latency"),
-                v.get("inference_latency_p99_seconds"),
-                "seconds_as_ms",
-                hint=_("SLO %(ms)s ms") % {"ms": f"{w.slo_p99_ms:,.0f}"} if w.slo_p99_ms else "",
-            ),
             kpi(
                 "ttft",
                 _("TTFT P99"),
                 v.get("inference_ttft_p99_seconds"),
                 "seconds_as_ms",
-                hint=_("SLO %(ms)s ms") % {"ms": f"{w.slo_ttft_ms:,.0f}"} if w.slo_ttft_ms else "",
+                hint=slo_hint(w.slo_ttft_ms),
             ),
-            kpi("slo", _("SLO attainment"), v.get("inference_slo_attainment_ratio"), "ratio"),
+            kpi(
+                "tpot",
+                _("TPOT P99"),
+                v.get("inference_tpot_p99_seconds"),
+                "seconds_as_ms",
+                hint=slo_hint(w.slo_tpot_ms),
+            ),
+            kpi("ttft_p50", _("TTFT P50"), v.get("inference_ttft_p50_seconds"), "seconds_as_ms"),
+            kpi("tpot_p50", _("TPOT P50"), v.get("inference_tpot_p50_seconds"), "seconds_as_ms"),
+            kpi(
+                "p99",
+                _("End-to-end P99"),
+                v.get("inference_latency_p99_seconds"),
+                "seconds_as_ms",
+                hint=slo_hint(w.slo_p99_ms),
+            ),
+            kpi(
+                "slo",
+                _("SLO attainment (TTFT and TPOT)"),
+                v.get("inference_slo_attainment_ratio"),
+                "ratio",
+            ),
+            kpi(
+                "backlog",
+                _("Queued requests (backlog)"),
+                v.get("inference_queue_backlog_requests"),
+                "count",
+            ),
+            kpi(
+                "timeouts",
+                _("Requests timed out (since start)"),
+                v.get("inference_timeouts_total"),
+                "count",
+            ),
         ]
-        latency = {
-            _("P50"): scaled(s["inference_latency_p50_seconds"], 1000),
-            _("P99"): scaled(s["inference_latency_p99_seconds"], 1000),
-            _("TTFT P99"): scaled(s["inference_ttft_p99_seconds"], 1000),
-        }
-        stamps = [ts for ts, _v in s["inference_latency_p99_seconds"]]
-        if slo_p99 and stamps:
-            latency[_("SLO P99")] = [(stamps[0], slo_p99 * 1000), (stamps[-1], slo_p99 * 1000)]
-        if slo_ttft and stamps:
-            latency[_("SLO TTFT")] = [(stamps[0], slo_ttft * 1000), (stamps[-1], slo_ttft * 1000)]
+
+        def with_target(lines: dict, label: str, points, target_ms: float | None) -> dict:
+            stamps = [ts for ts, _v in points]
+            if target_ms and stamps:
+                lines[label] = [(stamps[0], target_ms), (stamps[-1], target_ms)]
+            return lines
+
+        ttft_lines = with_target(
+            {_("TTFT P99"): scaled(s["inference_ttft_p99_seconds"], 1000)},
+            _("TTFT SLO"),
+            s["inference_ttft_p99_seconds"],
+            w.slo_ttft_ms,
+        )
+        tpot_lines = with_target(
+            {_("TPOT P99"): scaled(s["inference_tpot_p99_seconds"], 1000)},
+            _("TPOT SLO"),
+            s["inference_tpot_p99_seconds"],
+            w.slo_tpot_ms,
+        )
+        e2e_lines = with_target(
+            {_("end-to-end P99"): scaled(s["inference_latency_p99_seconds"], 1000)},
+            _("end-to-end SLO"),
+            s["inference_latency_p99_seconds"],
+            w.slo_p99_ms,
+        )
         figures = {
             "traffic": charts.timeseries(
                 {
@@ -163,7 +220,16 @@ def workload_detail_payload(detail: WorkloadDetail) -> dict:
                 },
                 title=_("Traffic and replicas"),
             ),
-            "latency": charts.timeseries(latency, title=_("Latency vs SLO"), y_title="ms"),
+            "latency": charts.timeseries(ttft_lines, title=_("TTFT P99 vs SLO"), y_title="ms"),
+            "tpot": charts.timeseries(tpot_lines, title=_("TPOT P99 vs SLO"), y_title="ms"),
+            "e2e": charts.timeseries(
+                e2e_lines, title=_("End-to-end P99 (secondary)"), y_title="ms"
+            ),
+            "backlog": charts.timeseries(
+                {_("queued requests"): s["inference_queue_backlog_requests"]},
+                title=_("Queue backlog"),
+                y_title=_("requests"),
+            ),
             "slo": charts.timeseries(
                 {_("SLO attainment"): s["inference_slo_attainment_ratio"]},
                 title=_("SLO attainment"),
@@ -177,13 +243,10 @@ def workload_detail_payload(detail: WorkloadDetail) -> dict:
                     "replicas": s["inference_replicas"],
                 }
             ),
-            "latency": series_table(
-                {
-                    "p50_seconds": s["inference_latency_p50_seconds"],
-                    "p99_seconds": s["inference_latency_p99_seconds"],
-                    "ttft_p99_seconds": s["inference_ttft_p99_seconds"],
-                }
-            ),
+            "latency": series_table({"ttft_p99_seconds": s["inference_ttft_p99_seconds"]}),
+            "tpot": series_table({"tpot_p99_seconds": s["inference_tpot_p99_seconds"]}),
+            "e2e": series_table({"e2e_p99_seconds": s["inference_latency_p99_seconds"]}),
+            "backlog": series_table({"backlog_requests": s["inference_queue_backlog_requests"]}),
             "slo": series_table({"slo_attainment_ratio": s["inference_slo_attainment_ratio"]}),
         }
     return {"kpis": kpis, "figures": figures, "tables": tables, "state": detail.state}

@@ -15,7 +15,9 @@ from inventory.models import Cluster
 from telemetry.models import EntityKind
 from telemetry.read import Series, WindowStat, cluster_series, entity_sums, stat_of_series
 
-P99_METRIC = "inference_latency_p99_seconds"
+P99_METRIC = "inference_latency_p99_seconds"  # end-to-end: the secondary latency figure
+TTFT_METRIC = "inference_ttft_p99_seconds"
+TPOT_METRIC = "inference_tpot_p99_seconds"
 RATE_METRIC = "inference_request_rate_per_second"
 CURVE_METRICS = ("cluster_utilization_allocated_ratio", "cluster_utilization_busy_ratio")
 HBM_METRIC = "cluster_hbm_live_ratio"
@@ -40,17 +42,39 @@ class P99Figure:
 class ClusterFigures:
     cluster: Cluster
     samples: WindowStat | None
-    p99: P99Figure | None
+    p99: P99Figure | None  # end-to-end
+    ttft: P99Figure | None
+    tpot: P99Figure | None
     curves: dict[str, Series | None]
     curve_stats: dict[str, WindowStat | None]
     hbm_series: Series | None
     hbm: WindowStat | None
     cost: ClusterCost
 
+    @property
+    def cards(self) -> int:
+        return self.cost.cards
 
-def inference_p99(cluster: Cluster, start: datetime, end: datetime) -> P99Figure | None:
+    @property
+    def samples_per_card(self) -> float | None:
+        """Training samples/s per card: the like-for-like figure across cluster sizes."""
+        if self.samples is None or not self.cards:
+            return None
+        return self.samples.mean / self.cards
+
+    @property
+    def tokens_per_card(self) -> float | None:
+        if self.cost.tokens is None or not self.cards:
+            return None
+        return self.cost.tokens.mean / self.cards
+
+
+def inference_p99(
+    cluster: Cluster, start: datetime, end: datetime, metric: str = P99_METRIC
+) -> P99Figure | None:
+    """Request-weighted mean of the services' mean ``metric`` (a per-service P99)."""
     kind = EntityKind.WORKLOAD
-    p99 = entity_sums(cluster=cluster, metric_name=P99_METRIC, kind=kind, start=start, end=end)
+    p99 = entity_sums(cluster=cluster, metric_name=metric, kind=kind, start=start, end=end)
     if not p99:
         return None
     rate = entity_sums(cluster=cluster, metric_name=RATE_METRIC, kind=kind, start=start, end=end)
@@ -75,6 +99,8 @@ def cluster_figures(cluster: Cluster, start: datetime, end: datetime) -> Cluster
         cluster=cluster,
         samples=stat_of_series(cluster_series(cluster, SAMPLES_METRIC, start, end), start, end),
         p99=inference_p99(cluster, start, end),
+        ttft=inference_p99(cluster, start, end, TTFT_METRIC),
+        tpot=inference_p99(cluster, start, end, TPOT_METRIC),
         curves=curves,
         curve_stats={m: stat_of_series(s, start, end) for m, s in curves.items()},
         hbm_series=hbm_series,

@@ -34,10 +34,15 @@ INFERENCE_METRICS = (
     "inference_replicas",
     "inference_request_rate_per_second",
     "inference_tokens_per_second",
+    "inference_ttft_p50_seconds",
+    "inference_ttft_p99_seconds",
+    "inference_tpot_p50_seconds",
+    "inference_tpot_p99_seconds",
     "inference_latency_p50_seconds",
     "inference_latency_p99_seconds",
-    "inference_ttft_p99_seconds",
     "inference_slo_attainment_ratio",
+    "inference_queue_backlog_requests",
+    "inference_timeouts_total",
     "workload_traffic_share_ratio",
 )
 LIST_METRICS = tuple(dict.fromkeys(TRAINING_METRICS + INFERENCE_METRICS))
@@ -49,11 +54,12 @@ TRAINING_SERIES = (
 )
 INFERENCE_SERIES = (
     "inference_request_rate_per_second",
-    "inference_latency_p50_seconds",
-    "inference_latency_p99_seconds",
     "inference_ttft_p99_seconds",
+    "inference_tpot_p99_seconds",
+    "inference_latency_p99_seconds",
     "inference_slo_attainment_ratio",
     "inference_replicas",
+    "inference_queue_backlog_requests",
 )
 TRAINING_STATES = {0: "not submitted", 1: "queued", 2: "running", 3: "done"}
 

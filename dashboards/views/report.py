@@ -12,6 +12,7 @@ from django.utils.translation import gettext as _
 from accounts.access import staff_page
 from cluster_portal.web.timerange import PRESET_LABELS, TimeRangeError, parse_timerange
 from cost import charts
+from dashboards.report_sources import latest_ablation
 from dashboards.selectors.report import (
     CURVE_METRICS,
     HBM_METRIC,
@@ -22,7 +23,7 @@ from dashboards.selectors.report import (
 from inventory.models import Cluster
 from telemetry.read import cluster_series
 
-FIGURES = ("samples", "p99", "utilization", "hbm", "cost")
+FIGURES = ("samples", "ttft", "tpot", "p99", "utilization", "hbm", "cost")
 
 
 def _choose(request: HttpRequest) -> tuple[Cluster | None, Cluster | None]:
@@ -70,6 +71,18 @@ def validation_report(request: HttpRequest) -> HttpResponse:
                 uni.p99.value_seconds if uni.p99 else None,
                 base.p99.value_seconds if base.p99 else None,
             ),
+            # Like for like across cluster sizes: throughput per card (stated on the page).
+            "per_card_ratio": ratio(uni.samples_per_card, base.samples_per_card),
+            "tokens_per_card_ratio": ratio(uni.tokens_per_card, base.tokens_per_card),
+            "ttft_ratio": ratio(
+                uni.ttft.value_seconds if uni.ttft else None,
+                base.ttft.value_seconds if base.ttft else None,
+            ),
+            "tpot_ratio": ratio(
+                uni.tpot.value_seconds if uni.tpot else None,
+                base.tpot.value_seconds if base.tpot else None,
+            ),
+            "ablation": latest_ablation(),
             "curve_figure": _curve_figure(base, uni),
             "hbm_figure": _hbm_figure(base, uni),
             "csv_query": window.as_query() | {"baseline": baseline.pk, "unified": unified.pk},
@@ -114,10 +127,11 @@ def _csv(figure: str, base: ClusterFigures, uni: ClusterFigures) -> HttpResponse
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="report-{figure}.csv"'
     writer = csv.writer(response)
-    if figure == "p99":
+    if figure in ("p99", "ttft", "tpot"):
         writer.writerow(("cluster", "workload", "p99_seconds_mean", "request_rate_mean", "values"))
         for f in (base, uni):
-            for name, p99, rate, count in f.p99.rows if f.p99 else []:
+            latency = getattr(f, figure)
+            for name, p99, rate, count in latency.rows if latency else []:
                 writer.writerow((f.cluster.name, name, p99, rate, count))
         return response
     if figure == "cost":

@@ -39,7 +39,7 @@ class WorkloadSerializer(serializers.ModelSerializer):
     class Meta:
         model = Workload
         fields = ["id", "name", "tenant", "cluster", "kind", "criticality", "cards_requested",
-                  "slo_p99_ms", "slo_ttft_ms"]  # fmt: skip
+                  "slo_ttft_ms", "slo_tpot_ms", "slo_p99_ms"]  # fmt: skip
 
 
 class WorkloadFilter(django_filters.FilterSet):

@@ -37,7 +37,8 @@ class Criterion(models.Model):
     on the plan's target cluster over the last ``window_seconds``; the measurement succeeds
     when ``value comparator threshold`` holds. With ``compare_to_baseline`` the same
     aggregate is read on the source cluster and the threshold is a factor of it
-    (``p99 ≤ 1.2 × source p99``). The analysis settings follow Argo Rollouts' metric fields.
+    (``TTFT p99 ≤ 1.2 × source TTFT p99``). The analysis settings follow Argo Rollouts'
+    metric fields.
     """
 
     phase = models.ForeignKey(Phase, on_delete=models.CASCADE, related_name="criteria")
@@ -108,7 +109,7 @@ class Criterion(models.Model):
             )
 
     def describe(self) -> str:
-        """``p99(inference_latency_p99_seconds) ≤ 1.2 × source`` — what the UI shows."""
+        """``p99(inference_ttft_p99_seconds) ≤ 1.2 × source`` — what the UI shows."""
         target = f"{self.threshold:g}" + (" × source" if self.compare_to_baseline else "")
         return (
             f"{self.aggregation}({self.metric}[{self.entity_key}], {self.window_seconds}s) "

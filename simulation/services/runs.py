@@ -40,6 +40,10 @@ def engine_catalogue_sync() -> None:
     )
 
 
+def engine_catalogue_after_migrate(**_: object) -> None:
+    engine_catalogue_sync()
+
+
 def hardware_catalog_sync() -> None:
     """Seed the hardware catalogue from the engine's; existing rows (operator edits) are kept."""
     for spec in HARDWARE.values():
@@ -162,16 +166,24 @@ def _inventory_from_topology(cluster: Cluster, engine: Engine) -> None:
         tenant, _ = Tenant.objects.get_or_create(
             slug=w["tenant"], defaults={"name": w["tenant"].replace("-", " ").title()}
         )
-        workload, _ = Workload.objects.get_or_create(
+        sizing = _workload_sizing(services.get(w["name"]), jobs.get(w["name"]))
+        workload, created = Workload.objects.get_or_create(
             cluster=cluster,
             name=w["name"],
             defaults={
                 "tenant": tenant,
                 "kind": w["kind"],
                 "criticality": "core" if w.get("criticality") == "core" else "non_core",
-                **_workload_sizing(services.get(w["name"]), jobs.get(w["name"])),
+                **sizing,
             },
         )
+        targets = {k: v for k, v in sizing.items() if k.startswith("slo_")}
+        if not created and any(getattr(workload, k) != v for k, v in targets.items()):
+            # A new run on an existing cluster: its scenario's targets are the operator's.
+            for k, v in targets.items():
+                setattr(workload, k, v)
+            workload.full_clean(validate_unique=False, validate_constraints=False)
+            workload.save(update_fields=list(targets))
         entities.append(
             entity_build(
                 cluster=cluster, kind=EntityKind.WORKLOAD, key=w["name"], workload=workload
@@ -209,11 +221,16 @@ def twin_run_control(*, run_id: int, action: str, steps_per_tick: int | None = N
 
 
 def _workload_sizing(service, job) -> dict:
-    """SLOs and requested cards as the scenario states them."""
+    """SLO targets and requested cards as the scenario states them (operator inputs).
+
+    The scenario's TTFT and TPOT targets are copied as they are; nothing is derived from the
+    model's output.
+    """
     if service is not None:
         return {
-            "slo_p99_ms": service.slo_p99_ms,
             "slo_ttft_ms": service.slo_ttft_ms,
+            "slo_tpot_ms": getattr(service, "slo_tpot_ms", None),
+            "slo_p99_ms": service.slo_p99_ms,
             "cards_requested": service.tp * service.min_replicas,
         }
     if job is not None:

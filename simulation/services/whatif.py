@@ -22,6 +22,7 @@ def whatif_create(
     trace_kind: str = "",
     trace_name: str = "",
     trace_text: str = "",
+    serve_model: str = "",
 ) -> WhatIfRun:
     """Save a queued run and queue its task once the row is committed."""
     run = WhatIfRun.objects.create(
@@ -32,6 +33,7 @@ def whatif_create(
         trace_kind=trace_kind,
         trace_name=trace_name,
         trace_text=trace_text,
+        serve_model=serve_model,
         created_by=created_by,
     )
     transaction.on_commit(lambda: run_whatif.delay(run.pk))

@@ -1,8 +1,12 @@
-"""What-if runs: the engine's split-vs-unified comparison, run in the background.
+"""What-if runs: the engine's split-vs-unified comparison and its ablation, in the background.
 
-Both policies get the identical scenario (``build_compare_scenario``, as the ``compare`` CLI
-does); the runs step the engine themselves so they can record a down-sampled per-step series
-for the charts and report progress to the database as they go.
+Every row gets the identical scenario (as the ``compare`` CLI builds it), on the same card
+count. The rows are the engine's ablation (``ablation.ablation_scenarios``, the very steps
+``compare --ablate`` and ``run_ablation`` run): split → +time-sharing → +preemption/elastic →
++pooled memory → unified. Its first and last rows *are* the split and unified policies (their
+presets), so the side-by-side table and the ablation come from the same five runs. The runs
+step the engine themselves so they can record a down-sampled per-step series for the charts
+and report progress to the database as they go.
 """
 
 from __future__ import annotations
@@ -14,11 +18,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 from django.utils import timezone
 
 from simulation.engine import Engine, Scenario, default_scenario
+from simulation.engine.ablation import ablation_scenarios
+from simulation.engine.catalog import get_hardware, get_model, min_tensor_parallel
 from simulation.engine.compare import apply_inference_trace, apply_training_trace
+from simulation.engine.perf.inference import decode_seconds_per_token
+from simulation.engine.scenario.defaults import size_services
+from simulation.engine.scenario.features import Features
 from simulation.models import WhatIfRun
+from simulation.services.catalog import catalog_models_register
 
 POLICIES = ("split", "unified")
 MAX_POINTS = 240
@@ -32,33 +43,75 @@ SERIES_METRICS = (
     "cluster_facility_power_watts",
 )
 PROGRESS_EVERY_S = 0.5  # wall seconds between progress writes: live enough, few UPDATEs
+FEATURE_NAMES = ("time_sharing", "preemption", "elastic", "pooled_memory", "weight_cache",
+                 "prefix_reuse")  # fmt: skip
+
+
+INFERENCE_PEAK_FRACTION = 0.45  # default_scenario's: peak replicas fill 45% of the cards
+
+
+def serve_model_everywhere(scen: Scenario, model_id: str) -> Scenario:
+    """Every inference service serves ``model_id`` (a catalog or day-0 model).
+
+    TP is the smallest power of two whose weights fit and whose batch-1 TPOT leaves 40% of the
+    service's TPOT target for batching (the default scenario's rule); request rates are then
+    re-derived from the perf model so peak replicas fill the same share of the cluster.
+    """
+    hw = get_hardware(scen.topology.hardware)
+    model = get_model(model_id)
+    services = []
+    for svc in scen.services:
+        tp = min_tensor_parallel(model, hw)
+        context = svc.prompt_tokens_mean + svc.output_tokens_mean / 2
+        while (
+            tp < 64
+            and float(decode_seconds_per_token(model, hw, tp, 1, context)) * 1e3
+            > 0.6 * svc.slo_tpot_ms
+        ):
+            tp *= 2
+        services.append(dataclasses.replace(svc, model=model.id, tp=tp, ep=1))
+    cards = scen.topology.cards
+    budget = np.full(len(services), INFERENCE_PEAK_FRACTION * cards / max(len(services), 1))
+    peaks = np.array([1.0 + (s.peak_to_trough - 1) / (s.peak_to_trough + 1) for s in services])
+    size_services(services, hw, scen.policy, budget, peaks)
+    return Scenario.from_dict(dataclasses.replace(scen, services=services).to_dict())
 
 
 def build_scenario(
-    *, cards: int, hardware: str, hours: float, seed: int, trace_kind: str, trace_text: str
+    *,
+    cards: int,
+    hardware: str,
+    hours: float,
+    seed: int,
+    trace_kind: str,
+    trace_text: str,
+    serve_model: str = "",
 ) -> Scenario:
-    """The shared workload, as ``compare`` builds it but on the chosen hardware.
+    """The shared workload, as ``compare`` builds it but on the chosen hardware (and model).
 
     A trace is handed to the engine's readers through a temporary file. Raises ``ValueError``
-    (``TraceError`` naming line and column for a bad row) like the engine does.
+    (``TraceError`` naming line and column for a bad row) like the engine does. Day-0 models
+    are registered first, so a model added through the portal is usable at once.
     """
+    catalog_models_register()
     scen = default_scenario(cards, seed, hardware=hardware, hours=hours)
+    if serve_model and trace_kind != "azure":
+        scen = serve_model_everywhere(scen, serve_model)
     if not trace_kind:
         return scen
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "trace.csv"
         path.write_text(trace_text, encoding="utf-8")
         if trace_kind == "azure":
-            return apply_inference_trace(scen, path)
+            return apply_inference_trace(scen, path, model=serve_model or "llama-2-70b")
         return apply_training_trace(scen, path, hours * 3600.0)
 
 
-def run_policy_series(
-    scen: Scenario, policy: str, hours: float, progress: Callable[[int, int], None]
+def run_series(
+    scen: Scenario, hours: float, progress: Callable[[int, int], None]
 ) -> tuple[dict, dict[str, list[float]], list[float]]:
-    """One policy: its summary, down-sampled cluster series and their simulated hours."""
-    s = dataclasses.replace(scen, policy=dataclasses.replace(scen.policy, name=policy))
-    engine = Engine(Scenario.from_dict(s.to_dict()))
+    """Run ``scen`` as it is: its summary, down-sampled cluster series and simulated hours."""
+    engine = Engine(Scenario.from_dict(scen.to_dict()))
     steps = max(math.ceil(hours * 3600.0 / scen.step_seconds - 1e-9), 1)
     every = max(1, math.ceil(steps / MAX_POINTS))
     series: dict[str, list[float]] = {m: [] for m in SERIES_METRICS}
@@ -71,6 +124,17 @@ def run_policy_series(
                 series[m].append(float(snap.cluster.get(m, float("nan"))))
         progress(i + 1, steps)
     return engine.summary(), series, t_hours
+
+
+def ablation_row(name: str, scen: Scenario, summary: dict) -> dict:
+    """An ablation row as ``run_ablation`` writes it: name, placement, features + summary."""
+    features = scen.policy.features or Features()
+    return {
+        "name": name,
+        "placement": scen.policy.name,
+        "features": {k: getattr(features, k) for k in FEATURE_NAMES},
+        **summary,
+    }
 
 
 def whatif_execute(*, run_id: int) -> WhatIfRun:
@@ -100,15 +164,21 @@ def whatif_execute(*, run_id: int) -> WhatIfRun:
             seed=run.seed,
             trace_kind=run.trace_kind,
             trace_text=run.trace_text,
+            serve_model=run.serve_model,
         )
-        summaries, series, t_hours = {}, {}, []
-        for k, policy in enumerate(POLICIES):
-            summaries[policy], series[policy], t_hours = run_policy_series(
-                scen,
-                policy,
+        steps = ablation_scenarios(scen)
+        ablation, runs = [], []
+        for k, (name, step_scen) in enumerate(steps):
+            summary, step_series, t_hours = run_series(
+                step_scen,
                 run.hours,
-                lambda i, n, k=k: report((k + i / n) / len(POLICIES)),
+                lambda i, n, k=k: report((k + i / n) / len(steps)),
             )
+            ablation.append(ablation_row(name, step_scen, summary))
+            runs.append((summary, step_series))
+        # The first and last ablation rows are the split and unified policies.
+        summaries = {"split": runs[0][0], "unified": runs[-1][0]}
+        series = {"split": runs[0][1], "unified": runs[-1][1]}
     except Exception as exc:  # noqa: BLE001 - any engine error is the run's outcome
         WhatIfRun.objects.filter(pk=run_id).update(
             status=WhatIfRun.Status.FAILED, error=str(exc)[:2000], finished_at=timezone.now()
@@ -116,6 +186,7 @@ def whatif_execute(*, run_id: int) -> WhatIfRun:
         return WhatIfRun.objects.get(pk=run_id)
     result = {
         "summary": summaries,
+        "ablation": ablation,
         "series": {"t_hours": t_hours, **series},
         "scenario": {
             "cards": run.cards,
@@ -125,6 +196,7 @@ def whatif_execute(*, run_id: int) -> WhatIfRun:
             "training_jobs": len(scen.training_jobs),
             "services": len(scen.services),
             "trace": run.trace_name,
+            "serve_model": run.serve_model,
         },
     }
     WhatIfRun.objects.filter(pk=run_id).update(

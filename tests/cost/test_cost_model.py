@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from cost import model as cm
@@ -116,3 +118,34 @@ def test_internal_ledger_subtracts_reused_hardware_from_the_budget():
     assert ledger.new_capex == pytest.approx(1_200_000.0)
     assert ledger.budget_left == pytest.approx(-200_000.0)
     assert not ledger.within_budget
+
+
+def test_payback_is_not_defined_without_an_investment_to_recover():
+    assert cm.payback_months(0.0, 1_000.0) is None
+
+
+def test_empty_budget_and_migration_cost_fall_back_to_labelled_per_card_assumptions():
+    empty = dataclasses.replace(INPUTS, budget=None, migration_cost=None)
+    migration = cm.migration_cost(empty, 100)
+    assert migration.assumed and migration.value == pytest.approx(
+        cm.ASSUMED_MIGRATION_COST_PER_CARD * 100
+    )
+    funds = cm.budget(empty, 100)
+    assert funds.assumed and funds.value == pytest.approx(
+        cm.ASSUMED_BUDGET_SHARE_OF_CAPEX * 100 * cm.capex_per_card(empty)
+    )
+    assert funds.value > 0 and migration.value > 0
+    # An operator's figure is used as it is and not labelled an assumption.
+    assert cm.migration_cost(INPUTS, 100) == cm.Input(INPUTS.migration_cost, False)
+    assert cm.internal_ledger(empty, 100).budget_assumed
+
+
+def test_internal_ledger_prices_the_cards_pooling_avoids():
+    tco = cm.same_workload_tco(
+        per_card_hour=1.0,
+        workload_cards=60.0,
+        unified_allocated_ratio=0.75,
+        split_allocated_ratio=0.5,
+    )
+    ledger = cm.internal_ledger(INPUTS, 100, tco)
+    assert ledger.capex_avoided == pytest.approx((120 - 80) * cm.capex_per_card(INPUTS))

@@ -202,3 +202,40 @@ def test_operator_saves_default_then_override_and_updates_in_place(priced, clien
 def test_only_operators_may_change_inputs(db, users, client_as, role):
     assert _post(client_as(role), pue=2.0).status_code == 403
     assert not CostAssumptions.objects.exists()
+
+
+def test_each_customer_sees_its_own_ledger_and_never_the_internal_one(priced, client_as):
+    # acme on the unified cluster: acme-chat charged 30 cards (acme-queued held none) of the
+    # 70 charged in all; split needs 30 / 0.5, unified 30 / 0.75 cards.
+    saving = (60 - 40) * PER_CARD_HOUR * HOURS_PER_MONTH
+    share = 12_000.0 * 30 / 70
+    ledgers = client_as("customer").get("/api/v1/cost/showback/").json()["customer_ledgers"]
+    assert [entry["tenant"] for entry in ledgers] == ["acme"]
+    acme = ledgers[0]
+    assert acme["split_per_hour"] == pytest.approx(60 * PER_CARD_HOUR)
+    assert acme["unified_per_hour"] == pytest.approx(40 * PER_CARD_HOUR)
+    assert acme["saving_per_month"] == pytest.approx(saving)
+    assert acme["migration_cost"] == pytest.approx(share)
+    assert acme["payback_months"] == pytest.approx(share / saving)
+    page = client_as("customer").get("/cost/").content.decode()
+    assert "Your ledger: split baseline vs unified cluster" in page
+    assert "Internal ledger" not in page and "Budget" not in page and "panda" not in page
+    staff = client_as("operator").get("/cost/").content.decode()
+    assert "Customer ledger per tenant" in staff and "Capex avoided" in staff
+
+
+def test_without_entered_figures_the_payback_uses_a_labelled_migration_assumption(
+    priced, client_as
+):
+    CostAssumptions.objects.update(migration_cost=None, budget=None)
+    data = (
+        client_as("operator")
+        .get("/api/v1/cost/comparison/", {"unified": "uni", "baseline": "legacy"})
+        .json()
+    )
+    assert data["migration_cost"] == {"value": pytest.approx(1_500.0 * 100), "assumed": True}
+    assert data["payback_months"] > 0
+    assert data["internal_ledger"]["budget_assumed"] is True
+    assert data["internal_ledger"]["budget"] > 0
+    page = client_as("operator").get("/cost/").content.decode()
+    assert "assumption: 1,500 per card × 100 cards" in page

@@ -39,11 +39,21 @@ def pair(db, tenants):
     )
     write_cluster(base, {"cluster_utilization_allocated_ratio": [0.4, 0.6]})
     # two services on the unified cluster: P99 0.2 s at 10 req/s and 1.0 s at 30 req/s
+    # and TPOT P99 20 ms / 60 ms on the same services
     for name, p99, rate in (("svc-a", 0.2, 10.0), ("svc-b", 1.0, 30.0)):
         w = add_workload(uni, tenants["acme"], name, "inference", 1, None)
         entity = Entity.objects.get(workload=w)
         rows = [
             (metric("inference_latency_p99_seconds", "workload").pk, entity.pk, minutes_ago(i), p99)
+            for i in (1, 2)
+        ]
+        rows += [
+            (
+                metric("inference_tpot_p99_seconds", "workload").pk,
+                entity.pk,
+                minutes_ago(i),
+                p99 / 10 if name == "svc-a" else 0.06,
+            )
             for i in (1, 2)
         ]
         rows += [
@@ -91,8 +101,9 @@ def test_figures_equal_the_selectors_and_missing_data_is_said(pair, client_as):
     # P99: request-weighted (0.2×10 + 1.0×30) / 40 = 0.8 s
     assert uni.p99.value_seconds == pytest.approx(0.8)
     assert "800 ms" in page
-    # the legacy cluster stored no throughput, latency or HBM: said, not shown as a number
-    assert page.count("No data for legacy in this window.") == 3
+    # the legacy cluster stored no throughput, TTFT, TPOT, end-to-end or HBM: said, not
+    # shown as a number
+    assert page.count("No data for legacy in this window.") == 5
     assert response.context["samples_ratio"] is None
     assert uni.hbm.mean == pytest.approx(0.6)
     assert 'data-figure="report-curve"' in page and "report.css" in page
@@ -134,3 +145,51 @@ def test_report_api_returns_the_same_figures(pair, client_as):
 def test_a_bad_window_is_a_clear_400(pair, client_as):
     response = client_as("operator").get("/report/?range=5y")
     assert response.status_code == 400 and "Unknown range" in response.content.decode()
+
+
+def test_the_report_leads_with_tpot_and_compares_unequal_clusters_per_card(pair, client_as):
+    url = f"/report/?baseline={pair['base'].pk}&unified={pair['uni'].pk}"
+    page = client_as("operator").get(url).content.decode()
+    assert "TPOT P99 (time per output token)" in page and "End-to-end P99 (secondary)" in page
+    # request-weighted: (0.02 × 10 + 0.06 × 30) / 40 = 0.05 s
+    assert "50 ms" in page
+    assert "legacy has 8 cards, uni has 16" in page and "compared per card" in page
+    data = client_as("operator").get("/api/v1/report/?baseline=legacy&unified=uni").json()
+    uni = data["unified"]
+    assert uni["inference_tpot_p99_seconds"]["value"] == pytest.approx(0.05)
+    assert uni["inference_ttft_p99_seconds"] is None  # no TTFT stored: said, not invented
+    assert uni["training_samples_per_second_per_card"] == pytest.approx(200.0 / 16)
+    assert data["ablation"] is None
+    assert "No ablation yet" in page
+
+
+def test_the_report_says_which_mechanism_contributed_what_from_the_ablation(pair, client_as, users):
+    from simulation.models import WhatIfRun
+
+    rows = [
+        {"name": n, "utilization_allocated_mean": u, "training_pflops_mean": p, "tpot_p99_ms": t}
+        for n, u, p, t in (
+            ("split", 0.50, 10.0, 40.0),
+            ("+time-sharing", 0.60, 12.0, 41.0),
+            ("+preemption/elastic", 0.70, 15.0, 41.0),
+            ("+pooled memory", 0.70, 15.0, 38.0),
+            ("unified", 0.75, 16.5, 38.0),
+        )
+    ]
+    WhatIfRun.objects.create(
+        cards=64,
+        hardware="h100-sxm",
+        hours=1,
+        status="done",
+        result={"summary": {}, "ablation": rows},
+        created_by=users["operator"],
+    )
+    data = client_as("operator").get("/api/v1/report/?baseline=legacy&unified=uni").json()
+    ablation = data["ablation"]
+    assert [r["name"] for r in ablation["rows"]][-1] == "unified" and ablation["cards"] == 64
+    elastic = ablation["rows"][2]["figures"]
+    assert elastic["training_pflops_mean"] == {"value": 15.0, "delta": pytest.approx(3.0)}
+    assert elastic["ttft_p99_ms"] == {"value": None, "delta": None}
+    url = f"/report/?baseline={pair['base'].pk}&unified={pair['uni'].pk}"
+    page = client_as("operator").get(url).content.decode()
+    assert "Which mechanism contributed what" in page and "+3.0" in page

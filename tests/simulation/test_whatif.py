@@ -57,10 +57,10 @@ def test_the_task_runs_both_policies_and_reports_progress(small_run, monkeypatch
     small_run.refresh_from_db()
     assert outcome == {"status": "done", "progress": 1.0}
     assert small_run.status == "done" and small_run.progress == 1.0
-    # progress climbs monotonically through both policies before reaching 1
+    # progress climbs monotonically through the five ablation steps before reaching 1
     steps = [p for p in seen if 0 < p < 1]
     assert steps == sorted(steps) and len(steps) > 50
-    assert any(p > 0.5 for p in steps) and seen[-1] == 1.0
+    assert any(p > 0.8 for p in steps) and seen[-1] == 1.0
     summary = small_run.result["summary"]
     assert set(summary) == {"split", "unified"}
     assert summary["split"]["simulated_hours"] == pytest.approx(1.0)
@@ -122,7 +122,71 @@ def test_a_queued_run_shows_progress_and_no_result(small_run, client_as):
     WhatIfRun.objects.filter(pk=small_run.pk).update(status="running", progress=0.42)
     fragment = client_as("operator").get(f"/whatif/{small_run.pk}/?partial=1").content.decode()
     assert 'data-status="running"' in fragment and 'value="42"' in fragment
+    assert "running ablation step 3 of 5: +preemption/elastic" in fragment
     assert "Side by side" not in fragment
+
+
+@pytest.mark.django_db
+def test_the_run_stores_the_engines_ablation_whose_ends_are_the_two_policies(small_run):
+    from simulation.engine import default_scenario
+    from simulation.engine.ablation import run_ablation
+
+    run = whatif_service.whatif_execute(run_id=small_run.pk)
+    ablation = run.result["ablation"]
+    names = [row["name"] for row in ablation]
+    assert names == ["split", "+time-sharing", "+preemption/elastic", "+pooled memory", "unified"]
+    # The same rows the engine's run_ablation (``compare --ablate``) produces.
+    scen = default_scenario(64, 3, hardware="h100-sxm", hours=1)
+    engine_rows = run_ablation(scen, 1, parallel=False)
+    for mine, theirs in zip(ablation, engine_rows, strict=True):
+        for key in ("utilization_allocated_mean", "ttft_p99_ms", "tpot_p99_ms", "energy_mwh"):
+            assert mine[key] == pytest.approx(theirs[key]), (mine["name"], key)
+        assert mine["features"] == theirs["features"]
+    # The side-by-side columns are the ablation's first and last rows.
+    assert run.result["summary"]["split"] == {
+        k: v for k, v in ablation[0].items() if k not in ("name", "placement", "features")
+    }
+    assert run.result["summary"]["unified"]["tpot_p99_ms"] == ablation[-1]["tpot_p99_ms"]
+
+
+@pytest.mark.django_db
+def test_the_page_and_csv_show_ttft_tpot_and_the_ablation_table(small_run, client_as):
+    run_whatif.apply(args=[small_run.pk])
+    small_run.refresh_from_db()
+    client = client_as("operator")
+    page = client.get(f"/whatif/{small_run.pk}/").content.decode()
+    assert "TTFT P99 (ms)" in page and "TPOT P99 (ms)" in page and "end-to-end P99" in page
+    assert "What each mechanism buys (ablation)" in page and "+pooled memory" in page
+    text = client.get(f"/whatif/{small_run.pk}/?format=csv&table=ablation").content.decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [r["name"] for r in rows][0] == "split" and len(rows) == 5
+    assert float(rows[-1]["tpot_p99_ms"]) == pytest.approx(
+        small_run.result["ablation"][-1]["tpot_p99_ms"]
+    )
+    assert rows[1]["time_sharing"] == "True" and rows[0]["time_sharing"] == "False"
+    side = list(
+        csv.DictReader(
+            io.StringIO(client.get(f"/whatif/{small_run.pk}/?format=csv").content.decode())
+        )
+    )
+    assert {"ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "inference_timeouts"} <= {
+        r["metric"] for r in side
+    }
+    api = client.get(f"/api/v1/whatif/{small_run.pk}/").json()
+    assert [r["name"] for r in api["result"]["ablation"]][-1] == "unified"
+
+
+@pytest.mark.django_db
+def test_a_run_from_before_the_ablation_still_renders(small_run, client_as):
+    run_whatif.apply(args=[small_run.pk])
+    small_run.refresh_from_db()
+    result = dict(small_run.result)
+    result.pop("ablation")
+    for policy in ("split", "unified"):
+        result["summary"][policy].pop("tpot_p99_ms")
+    WhatIfRun.objects.filter(pk=small_run.pk).update(result=result)
+    page = client_as("operator").get(f"/whatif/{small_run.pk}/").content.decode()
+    assert "This run predates the ablation" in page and "—" in page
 
 
 def _upload(name: str, text: str, kind: str) -> dict:

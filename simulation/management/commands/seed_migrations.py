@@ -8,12 +8,13 @@ approvers). Before each measurement the command advances both twin runs by one t
 gate measures what the twin's model produced at that traffic share — no telemetry is typed in.
 Gate thresholds are the operator inputs a real plan would carry:
 
-- ``acme-bank``: the gray gate asks for P99 latency within the service's own SLO → passes at
-  every step; the plan completes (pilot → gray 5/25/50/100 % → full);
+- ``acme-bank``: the gray gate asks for TTFT P99 and TPOT P99 within the service's own
+  operator targets (``slo_ttft_ms``, ``slo_tpot_ms``) → passes at every step; the plan completes
+  (pilot → gray 5/25/50/100 % → full);
 - ``starlight-media``: same gates; left in gray at 5 %, analysis passed, awaiting approval;
-- ``zhiyuan-ai``: its gate demands a 50 ms P99 for a 70B-parameter chat service — below what
-  decode physics allows — so the first gray step's analysis fails on measured data and traffic
-  rolls back.
+- ``zhiyuan-ai``: its gate demands a 10 ms TPOT P99 for a 70B-parameter chat service — below
+  what decode physics allows (reading the weights alone takes longer per token) — so the first
+  gray step's analysis fails on measured data and traffic rolls back.
 
 Lives in the simulation app because it ticks the twin (rollout must not import simulation).
 Idempotent: a plan that already exists is left as it is.
@@ -35,8 +36,11 @@ from simulation.models import TwinRun
 from simulation.services import twin_tick
 
 TARGET, SOURCE = "unified-demo", "legacy-h100"
-LATENCY = "inference_latency_p99_seconds"
-STRICT_P99_SECONDS = 0.05  # zhiyuan-ai's gate: stricter than decode physics allows
+TTFT = "inference_ttft_p99_seconds"
+TPOT = "inference_tpot_p99_seconds"
+STRICT_TPOT_SECONDS = 0.01  # zhiyuan-ai's gate: stricter than decode physics allows
+# Where a workload has no target of its own: the chat defaults of the engine's scenario.
+DEFAULT_TTFT_SECONDS, DEFAULT_TPOT_SECONDS = 2.0, 0.1
 # tenant, pilot (non-core) workload, gray (core) workload, where the plan should end
 PLANS = (
     ("acme-bank", "train-0000", "chat-llama-3-8b-000", "completed"),
@@ -90,18 +94,21 @@ class Command(BaseCommand):
             workloads={PhaseKind.PILOT: [source[pilot]], PhaseKind.GRAY: [source[gray]]},
             actor=self.operator,
         )
-        service_slo = source[gray].slo_p99_ms / 1000 if source[gray].slo_p99_ms else 20.0
-        latency_limit = STRICT_P99_SECONDS if outcome == "strict" else service_slo
+        service = source[gray]
+        ttft_limit = service.slo_ttft_ms / 1000 if service.slo_ttft_ms else DEFAULT_TTFT_SECONDS
+        tpot_limit = service.slo_tpot_ms / 1000 if service.slo_tpot_ms else DEFAULT_TPOT_SECONDS
+        if outcome == "strict":
+            tpot_limit = STRICT_TPOT_SECONDS
         criteria = (
             # Moving non-core training must not hurt the unified cluster's inference SLOs.
             (PhaseKind.PILOT, "cluster-slo", "cluster_inference_slo_attainment_ratio",
              "cluster", "cluster", "mean", "ge", 0.95, False),
-            (PhaseKind.GRAY, "p99-latency", LATENCY, "workload", gray, "p99", "le",
-             latency_limit, False),
+            (PhaseKind.GRAY, "ttft-p99", TTFT, "workload", gray, "p99", "le", ttft_limit, False),
+            (PhaseKind.GRAY, "tpot-p99", TPOT, "workload", gray, "p99", "le", tpot_limit, False),
             (PhaseKind.GRAY, "slo-attainment", "inference_slo_attainment_ratio", "workload",
              gray, "mean", "ge", 0.99, True),
-            (PhaseKind.FULL, "p99-latency", LATENCY, "workload", gray, "p99", "le",
-             latency_limit, False),
+            (PhaseKind.FULL, "ttft-p99", TTFT, "workload", gray, "p99", "le", ttft_limit, False),
+            (PhaseKind.FULL, "tpot-p99", TPOT, "workload", gray, "p99", "le", tpot_limit, False),
         )  # fmt: skip
         for kind, cname, metric, entity_kind, key, agg, comparator, threshold, dry in criteria:
             criterion_save(

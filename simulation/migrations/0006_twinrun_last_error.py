@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('simulation', '0004_foreign_keys_to_inventory'),
+        ('simulation', '0005_catalog_model_and_whatif_model'),
     ]
 
     operations = [
