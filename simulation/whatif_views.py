@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -11,6 +9,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from accounts.access import operator_page
+from cluster_portal.web.csv import csv_writer
 from cost import charts
 from simulation.models import WhatIfRun
 from simulation.services.whatif import whatif_create
@@ -112,7 +111,7 @@ def whatif_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def _csv(run: WhatIfRun) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="whatif-{run.pk}.csv"'
-    writer = csv.writer(response)
+    writer = csv_writer(response)
     writer.writerow(("metric", "split", "unified"))  # stable identifiers: not translated
     if run.result:
         for row in _table(run.result):
