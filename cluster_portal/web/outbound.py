@@ -65,7 +65,7 @@ def address_allowed(address: str) -> bool:
         or ip.is_multicast
         or ip.is_reserved
         or ip.is_unspecified
-        or ip.is_site_local
+        or getattr(ip, "is_site_local", False)
         or not ip.is_global
     )
 
