@@ -22,6 +22,21 @@ class PayloadTooLarge(APIException):
     default_detail = gettext_lazy("The request body is too large.")
 
 
+class LengthRequired(APIException):
+    status_code = status.HTTP_411_LENGTH_REQUIRED
+    default_code = "length_required"
+    default_detail = gettext_lazy(
+        "Send the body with a Content-Length (chunked uploads are not accepted here)."
+    )
+
+
+def require_length(meta: dict) -> None:
+    """Django reads nothing of a chunked WSGI body: say so instead of ingesting nothing."""
+    chunked = "chunked" in meta.get("HTTP_TRANSFER_ENCODING", "").lower()
+    if chunked and not meta.get("CONTENT_LENGTH"):
+        raise LengthRequired()
+
+
 def _too_large(limit: int) -> PayloadTooLarge:
     return PayloadTooLarge(
         gettext_lazy("The request body is larger than %(limit)d bytes (INGEST_MAX_BODY_BYTES).")

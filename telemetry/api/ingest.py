@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 
 from accounts.api.authentication import IntegrationPrincipal
 from accounts.api.permissions import HasRequiredScope
-from cluster_portal.web.bodies import read_limited
+from cluster_portal.web.bodies import read_limited, require_length
 from telemetry.errors import IngestionError
 from telemetry.ingest import ingest_json_batch, payload_digest, with_idempotency
 from telemetry.models import MetricDefinition
@@ -167,7 +167,17 @@ IDEMPOTENCY_KEY = OpenApiParameter(
     parameters=[IDEMPOTENCY_KEY],
     responses={201: IngestResultSerializer, 200: IngestResultSerializer, 422: OpenApiTypes.OBJECT},
 )
-class SampleBatchView(APIView):
+class _BoundedBody(APIView):
+    """Ingestion bodies: a Content-Length is required (411), then read through the limit."""
+
+    raw_body = b""
+
+    def initial(self, request, *args, **kwargs) -> None:
+        super().initial(request, *args, **kwargs)
+        require_length(request.META)
+
+
+class SampleBatchView(_BoundedBody):
     """POST a JSON batch ``{"samples": [{metric, cluster, entity_kind, entity, ts, value}]}``.
 
     Atomic: one bad row answers 400 naming the row and field, and nothing is written.
@@ -197,7 +207,7 @@ class SampleBatchView(APIView):
     ],
     responses={201: OpenApiTypes.OBJECT, 200: OpenApiTypes.OBJECT, 422: OpenApiTypes.OBJECT},
 )
-class PrometheusIngestView(APIView):
+class PrometheusIngestView(_BoundedBody):
     """POST exporter text: ``?cluster=NAME[&node=HOST][&source=dcgm|npu|auto]``.
 
     Unseen nodes and accelerators are registered under the cluster; exporter-only metrics are
