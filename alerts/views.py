@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -24,6 +23,7 @@ from alerts.selectors import (
     alerts_visible_to,
 )
 from alerts.services import AlertTransitionError, alert_acknowledge, alert_resolve
+from cluster_portal.web.csv import csv_writer
 
 PAGE_SIZE = 100
 
@@ -86,16 +86,10 @@ def alert_list(request: HttpRequest) -> HttpResponse:
     return render(request, "monitoring/alerts.html", context)
 
 
-def _csv_cell(text: str) -> str:
-    # Entity keys and messages come from exporters; a leading = + - @ would run as a formula
-    # when the file is opened in a spreadsheet.
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
-
-
 def _csv_response(alerts: QuerySet[Alert]) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="alerts.csv"'
-    writer = csv.writer(response)
+    writer = csv_writer(response)
     writer.writerow(CSV_COLUMNS)
     for alert in alerts.iterator(chunk_size=2000):
         writer.writerow(
@@ -104,10 +98,10 @@ def _csv_response(alerts: QuerySet[Alert]) -> HttpResponse:
                 alert.severity,
                 alert.state,
                 alert.rule.name,
-                _csv_cell(alert.rule.title),
-                _csv_cell(alert.entity.cluster.name),
+                alert.rule.title,
+                alert.entity.cluster.name,
                 alert.entity.kind,
-                _csv_cell(alert.entity.key),
+                alert.entity.key,
                 alert.tenant.slug if alert.tenant else "",
                 alert.value,
                 alert.rule.get_comparator_display(),
@@ -116,7 +110,7 @@ def _csv_response(alerts: QuerySet[Alert]) -> HttpResponse:
                 alert.last_seen.isoformat(),
                 alert.acknowledged_by.username if alert.acknowledged_by else "",
                 alert.resolved_at.isoformat() if alert.resolved_at else "",
-                _csv_cell(alert.message),
+                alert.message,
             ]
         )
     return response

@@ -8,14 +8,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from cluster_portal.web.charttext import chart_text, chart_texts
+
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
 
 
 def _layout(title: str, y_title: str, *, percent: bool = False, barmode: str | None = None) -> dict:
     layout: dict = {
-        "title": {"text": title},
+        "title": {"text": chart_text(title)},
         "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
-        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": chart_text(y_title)}, "rangemode": "tozero"},
         "legend": {"orientation": "h"},
     }
     if percent:
@@ -32,8 +34,8 @@ def stacked_bars(
     data = [
         {
             "type": "bar",
-            "name": name,
-            "x": list(categories),
+            "name": chart_text(name),
+            "x": chart_texts(categories),
             "y": [round(v, 4) for v in values],
             "marker": {"color": PALETTE[i % len(PALETTE)]},
         }
@@ -49,8 +51,8 @@ def grouped_bars(
     data = [
         {
             "type": "bar",
-            "name": name,
-            "x": list(categories),
+            "name": chart_text(name),
+            "x": chart_texts(categories),
             "y": list(values),
             "marker": {"color": PALETTE[i % len(PALETTE)]},
         }
@@ -73,7 +75,7 @@ def lines(
             {
                 "type": "scatter",
                 "mode": "lines",
-                "name": name,
+                "name": chart_text(name),
                 "x": [x.isoformat() if isinstance(x, datetime) else x for x in xs],
                 "y": list(ys),
                 "line": {"color": PALETTE[i % len(PALETTE)], "dash": ("solid", "dash")[i % 2]},

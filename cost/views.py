@@ -3,7 +3,6 @@ customers: their tenant's showback only), its CSV exports, and the inputs form p
 
 from __future__ import annotations
 
-import csv
 from datetime import UTC, datetime, timedelta
 
 from django.contrib import messages
@@ -14,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from cluster_portal.web.csv import csv_writer
 from cost import charts
 from cost.forms import CostAssumptionsForm
 from cost.models import CostAssumptions
@@ -155,7 +155,7 @@ CLUSTER_COLUMNS = (
 def _csv(filename: str, header: tuple[str, ...], rows: list[list]) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    writer = csv.writer(response)
+    writer = csv_writer(response)
     writer.writerow(header)
     writer.writerows(rows)
     return response

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from cluster_portal.web.charttext import chart_text, chart_texts
+
 OKABE_ITO = (
     "#0072B2",  # blue
     "#E69F00",  # orange
@@ -49,11 +51,11 @@ def _x(ts: datetime | str) -> str:
 
 def _layout(title: str, *, y_title: str = "", y_format: str = "", **extra: Any) -> dict:
     layout = {
-        "title": {"text": title},
+        "title": {"text": chart_text(title)},
         "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
         "legend": {"orientation": "h", "y": -0.2},
         "hovermode": "x unified",
-        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": chart_text(y_title)}, "rangemode": "tozero"},
         "xaxis": {"type": "date"},
     }
     if y_format:
@@ -74,7 +76,7 @@ def timeseries(
         {
             "type": "scatter",
             "mode": "lines",
-            "name": name,
+            "name": chart_text(name),
             "x": [_x(ts) for ts, _ in points],
             "y": [_clean(v) for _, v in points],
             "line": {"color": colour(i), "width": 2},
@@ -102,7 +104,7 @@ def utilization_area(
             {
                 "type": "scatter",
                 "mode": "lines",
-                "name": name,
+                "name": chart_text(name),
                 "stackgroup": "one",
                 "x": [_x(ts) for ts, _ in points],
                 "y": [_clean(v) for _, v in points],
@@ -114,7 +116,7 @@ def utilization_area(
             {
                 "type": "scatter",
                 "mode": "lines",
-                "name": name,
+                "name": chart_text(name),
                 "x": [_x(ts) for ts, _ in points],
                 "y": [_clean(v) for _, v in points],
                 "line": {
@@ -145,10 +147,10 @@ def heatmap(
     trace: dict[str, Any] = {
         "type": "heatmap",
         "z": [[_clean(v) for v in row] for row in matrix],
-        "x": list(x_labels),
-        "y": list(y_labels),
+        "x": chart_texts(x_labels),
+        "y": chart_texts(y_labels),
         "colorscale": HEATMAP_COLORSCALE,
-        "colorbar": {"title": {"text": value_title}},
+        "colorbar": {"title": {"text": chart_text(value_title)}},
         "hoverongaps": False,
         "xgap": 2,
         "ygap": 2,
@@ -159,7 +161,7 @@ def heatmap(
     if links is not None:
         trace["customdata"] = [list(row) for row in links]
     layout = {
-        "title": {"text": title},
+        "title": {"text": chart_text(title)},
         "margin": {"l": 80, "r": 20, "t": 50, "b": 60},
         "xaxis": {"type": "category"},
         "yaxis": {"type": "category", "autorange": "reversed"},
@@ -180,8 +182,8 @@ def bars(
     data = [
         {
             "type": "bar",
-            "name": name,
-            "x": list(categories),
+            "name": chart_text(name),
+            "x": chart_texts(categories),
             "y": [_clean(v) for v in values],
             "marker": {"color": colour(i)},
         }

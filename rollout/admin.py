@@ -25,9 +25,15 @@ from rollout.models import (
     WebhookSubscription,
 )
 from rollout.services.audit import Actor, audit_record
+from rollout.services.commands import plan_command
 from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
-from rollout.services.plans import criterion_save, phases_create_default
-from rollout.services.transitions import gate_approve, gate_reject
+from rollout.services.plans import (
+    criterion_delete,
+    criterion_save,
+    phase_manual_gate_set,
+    phases_create_default,
+    phases_without_gate,
+)
 
 
 class _ReadOnly(admin.ModelAdmin):
@@ -50,8 +56,9 @@ class PlanWorkloadInline(admin.TabularInline):
 
 class PhaseInline(admin.TabularInline):
     model = Phase
-    fields = ("kind", "planned_start", "planned_end", "actual_start", "actual_end")
-    readonly_fields = ("kind", "actual_start", "actual_end")
+    fields = ("kind", "planned_start", "planned_end", "actual_start", "actual_end", "manual_gate")
+    # A manual gate is chosen through the audited action, never a silent form edit.
+    readonly_fields = ("kind", "actual_start", "actual_end", "manual_gate")
     extra = 0
     can_delete = False
 
@@ -76,6 +83,22 @@ class MigrationPlanAdmin(admin.ModelAdmin):
     )
     readonly_fields = ("state", "current_phase", "version")
     inlines = [PhaseInline, PlanWorkloadInline]
+    actions = ["make_manual_gates"]
+
+    @admin.action(description=_("Make phases without criteria manual gates (reason required)"))
+    def make_manual_gates(self, request, queryset) -> None:
+        reason = request.POST.get("comment", "")
+        actor = Actor.from_request(request)
+        for plan in queryset:
+            for kind in phases_without_gate(plan):
+                try:
+                    phase_manual_gate_set(
+                        phase=plan.phases.get(kind=kind), manual=True, actor=actor, reason=reason
+                    )
+                except (NotPermitted, WorkflowConflict) as exc:
+                    self.message_user(request, f"{plan}: {exc}", messages.ERROR)
+                else:
+                    self.message_user(request, f"{plan} · {kind}: {_('manual gate')}")
 
     def has_change_permission(self, request, obj=None) -> bool:
         # Only drafts are edited here; a started plan moves through its commands.
@@ -105,11 +128,25 @@ class CriterionAdmin(admin.ModelAdmin):
         # Through the service: editing criteria moves an open gate to a new revision.
         criterion_save(criterion=obj, actor=Actor.from_request(request))
 
+    def delete_model(self, request, obj) -> None:
+        # Deleting is a change of what approvers approve too: new revision + audit row.
+        try:
+            criterion_delete(criterion=obj, actor=Actor.from_request(request))
+        except (NotPermitted, WorkflowConflict) as exc:
+            self.message_user(request, f"{obj}: {exc}", messages.ERROR)
+
+    def delete_queryset(self, request, queryset) -> None:
+        for criterion in queryset:
+            self.delete_model(request, criterion)
+
 
 class DecisionForm(ActionForm):
     comment = forms.CharField(
         label=_("Comment / reason"), required=False, widget=forms.TextInput(attrs={"size": 40})
     )
+
+
+MigrationPlanAdmin.action_form = DecisionForm
 
 
 @admin.register(Gate)
@@ -127,11 +164,20 @@ class GateAdmin(_ReadOnly):
             "monitoring.approve_migrations"
         ) or super().has_view_permission(request, obj)
 
-    def _decide(self, request, queryset, decide) -> None:
+    def _decide(self, request, queryset, command: str) -> None:
+        # The same service and arguments as the pages and the API: the gate revision and
+        # plan version are those of the rows listed, so a change since is a conflict.
         comment = request.POST.get("comment", "")
         for gate in queryset.filter(state=GateState.AWAITING_APPROVAL):
             try:
-                decide(plan_id=gate.plan_id, actor=Actor.from_request(request), text=comment)
+                plan_command(
+                    command=command,
+                    plan_id=gate.plan_id,
+                    actor=Actor.from_request(request),
+                    reason=comment,
+                    revision=gate.revision,
+                    expected_version=gate.plan.version,
+                )
             except (FourEyesViolation, NotPermitted, WorkflowConflict) as exc:
                 self.message_user(request, f"{gate}: {exc}", messages.ERROR)
             else:
@@ -139,19 +185,11 @@ class GateAdmin(_ReadOnly):
 
     @admin.action(description=_("Approve selected pending gates"))
     def approve_gates(self, request, queryset) -> None:
-        self._decide(
-            request,
-            queryset,
-            lambda plan_id, actor, text: gate_approve(plan_id=plan_id, actor=actor, comment=text),
-        )
+        self._decide(request, queryset, "approve")
 
     @admin.action(description=_("Reject selected pending gates (reason required)"))
     def reject_gates(self, request, queryset) -> None:
-        self._decide(
-            request,
-            queryset,
-            lambda plan_id, actor, text: gate_reject(plan_id=plan_id, actor=actor, reason=text),
-        )
+        self._decide(request, queryset, "reject")
 
 
 @admin.register(AuditEntry)

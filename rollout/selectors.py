@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import Q, QuerySet
+from django.utils.translation import gettext as _
 
 from accounts.selectors.scoping import scope_to_tenant
 from inventory.models import Workload
@@ -42,7 +43,7 @@ def plans_visible_to(user) -> QuerySet[MigrationPlan]:
 
 
 def audit_visible_to(user) -> QuerySet[AuditEntry]:
-    return scope_to_tenant(AuditEntry.objects.select_related("plan"), user, "plan__tenant")
+    return scope_to_tenant(AuditEntry.objects.select_related("plan", "actor"), user, "plan__tenant")
 
 
 def plan_timeline(plan: MigrationPlan) -> list[dict]:
@@ -57,3 +58,47 @@ def plan_timeline(plan: MigrationPlan) -> list[dict]:
             }
         )
     return rows
+
+
+def sees_people(viewer) -> bool:
+    """Staff see who did what and from where; customers see roles only (never staff usernames
+    or source addresses)."""
+    return bool(getattr(viewer, "sees_all_tenants", False)) and not getattr(
+        viewer, "is_customer", False
+    )
+
+
+def role_of(user, label: str = "") -> str:
+    """The role a customer is shown instead of a person: approver, operator, system…"""
+    if user is None:
+        return _("system") if label in ("", "system") else _("integration")
+    if user.is_superuser:
+        return _("administrator")
+    if user.has_perm("monitoring.approve_migrations"):
+        return _("approver")
+    if user.has_perm("monitoring.operate_cluster"):
+        return _("operator")
+    if getattr(user, "tenant_id", None) is not None:
+        return _("customer")
+    return _("staff")
+
+
+def redact_people(viewer, *, audit=(), approvals=(), gates=()) -> None:
+    """For a customer, replace names and addresses by roles on these (unsaved) objects."""
+    if sees_people(viewer):
+        return
+    roles: dict[tuple, str] = {}
+
+    def role(user, label: str = "") -> str:
+        key = (getattr(user, "pk", None), label if user is None else "")
+        if key not in roles:
+            roles[key] = role_of(user, label)
+        return roles[key]
+
+    for entry in audit:
+        entry.actor_label = role(entry.actor, entry.actor_label)
+        entry.source_ip = None
+    for approval in approvals:
+        approval.principal = role(approval.user, approval.principal)
+    for gate in gates:
+        gate.requested_by_role = role(gate.requested_by) if gate.requested_by_id else ""

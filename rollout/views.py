@@ -3,8 +3,6 @@ the audit trail with CSV export and the webhook delivery log."""
 
 from __future__ import annotations
 
-import csv
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -14,10 +12,17 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from accounts.access import operator_page, staff_page
+from cluster_portal.web.csv import csv_attachment, csv_writer
 from rollout.models import AnalysisRun, Approval, PlanState, WebhookDelivery
-from rollout.selectors import audit_visible_to, plan_timeline, plans_visible_to
-from rollout.services import transitions as t
+from rollout.selectors import (
+    audit_visible_to,
+    plan_timeline,
+    plans_visible_to,
+    redact_people,
+    sees_people,
+)
 from rollout.services.audit import Actor
+from rollout.services.commands import plan_command as plan_command_run
 from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
 
 PAGE_SIZE = 100
@@ -62,11 +67,14 @@ def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
     runs_by_gate: dict[int, list[AnalysisRun]] = {}
     for run in runs:
         runs_by_gate.setdefault(run.gate_id, []).append(run)
-    approvals = Approval.objects.filter(gate__plan=plan)
+    approvals = list(Approval.objects.filter(gate__plan=plan).select_related("user"))
+    audit = list(plan.audit_entries.select_related("actor")[:200])
+    user = request.user
+    redact_people(user, audit=audit, approvals=approvals, gates=gates)
     approvals_by_gate: dict[int, list[Approval]] = {}
     for approval in approvals:
         approvals_by_gate.setdefault(approval.gate_id, []).append(approval)
-    user = request.user
+    current_gate = next((g for g in gates if g.pk == plan.current_gate_id), None)
     context = {
         "plan": plan,
         "timeline": plan_timeline(plan),
@@ -79,39 +87,36 @@ def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
             )
             for g in gates
         ],
-        "audit": plan.audit_entries.all()[:200],
+        "audit": audit,
+        "sees_people": sees_people(user),
         "can_operate": user.has_perm("monitoring.operate_cluster"),
         "can_approve": user.has_perm("monitoring.approve_migrations"),
-        "current_gate": plan.current_gate,
+        "can_force": user.has_perm("monitoring.force_promote_migrations"),
+        "current_gate": current_gate,
     }
     return render(request, "rollout/plan_detail.html", context)
 
 
-COMMANDS = {
-    "start": lambda a, pk, text: t.plan_start(plan_id=pk, actor=a),
-    "promote": lambda a, pk, text: t.plan_promote(plan_id=pk, actor=a, reason=text),
-    "approve": lambda a, pk, text: t.gate_approve(plan_id=pk, actor=a, comment=text),
-    "reject": lambda a, pk, text: t.gate_reject(plan_id=pk, actor=a, reason=text),
-    "pause": lambda a, pk, text: t.plan_pause(plan_id=pk, actor=a, reason=text),
-    "resume": lambda a, pk, text: t.plan_resume(plan_id=pk, actor=a, reason=text),
-    "abort": lambda a, pk, text: t.plan_abort(plan_id=pk, actor=a, reason=text),
-    "retry": lambda a, pk, text: t.plan_retry(plan_id=pk, actor=a, reason=text),
-    "force-promote": lambda a, pk, text: t.plan_force_promote(plan_id=pk, actor=a, reason=text),
-    "skip": lambda a, pk, text: t.gate_skip(plan_id=pk, actor=a, reason=text),
-}
+def _int_or_none(text: str) -> int | None:
+    return int(text) if text.isdigit() and len(text) < 10 else None
 
 
 @login_required
 @require_POST
 def plan_command(request: HttpRequest, pk: int, command: str) -> HttpResponse:
+    """The page's buttons: the same service and arguments as the API (plan version and gate
+    revision as the page showed them)."""
     plan = get_object_or_404(plans_visible_to(request.user), pk=pk)
     text = request.POST.get("comment", "").strip()
-    version = request.POST.get("version", "")
-    actor = Actor.from_request(request)
     try:
-        if version.isdigit() and int(version) != plan.version:
-            raise WorkflowConflict(_("The plan changed since you loaded the page; check it again."))
-        COMMANDS[command](actor, plan.pk, text)
+        plan_command_run(
+            command=command,
+            plan_id=plan.pk,
+            actor=Actor.from_request(request),
+            reason=text,
+            revision=_int_or_none(request.POST.get("revision", "")),
+            expected_version=_int_or_none(request.POST.get("version", "")),
+        )
     except (FourEyesViolation, NotPermitted) as exc:
         messages.error(request, _("Not allowed: %(why)s") % {"why": exc})
         return redirect("migration-plan", pk=plan.pk)
@@ -120,11 +125,6 @@ def plan_command(request: HttpRequest, pk: int, command: str) -> HttpResponse:
         return redirect("migration-plan", pk=plan.pk)
     messages.success(request, _("Done: %(command)s.") % {"command": command})
     return redirect("migration-plan", pk=plan.pk)
-
-
-def _csv_cell(text: str) -> str:
-    # Reasons are free text: a leading = + - @ would run as a spreadsheet formula.
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
 @staff_page
@@ -138,23 +138,22 @@ def audit_list(request: HttpRequest) -> HttpResponse:
     if action:
         entries = entries.filter(action=action)
     if request.GET.get("format") == "csv":
-        response = HttpResponse(content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = 'attachment; filename="migration-audit.csv"'
-        writer = csv.writer(response)
+        response = csv_attachment("migration-audit")
+        writer = csv_writer(response)
         writer.writerow(CSV_COLUMNS)
         for e in entries.iterator(chunk_size=2000):
             writer.writerow(
                 [
                     e.pk,
                     e.at.isoformat(),
-                    _csv_cell(e.actor_label),
+                    e.actor_label,
                     e.action,
                     e.object_type,
                     e.object_id or "",
                     e.plan_id or "",
                     e.from_state,
                     e.to_state,
-                    _csv_cell(e.reason),
+                    e.reason,
                     e.source_ip or "",
                 ]
             )

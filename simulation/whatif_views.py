@@ -3,8 +3,6 @@ what each mechanism buys (the engine's ablation, the same table as ``compare --a
 
 from __future__ import annotations
 
-import csv
-
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -12,6 +10,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from accounts.access import operator_page
+from cluster_portal.web.csv import csv_writer
 from cost import charts
 from simulation.engine.ablation import STEPS as ABLATION_STEPS
 from simulation.models import WhatIfRun
@@ -200,7 +199,7 @@ def whatif_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def _csv(run: WhatIfRun, table: str) -> HttpResponse:
     """``table=ablation``: the ablation rows; otherwise the side-by-side table."""
     response = HttpResponse(content_type="text/csv; charset=utf-8")
-    writer = csv.writer(response)
+    writer = csv_writer(response)
     # Headers and keys are stable identifiers: not translated.
     if table == "ablation":
         response["Content-Disposition"] = f'attachment; filename="whatif-{run.pk}-ablation.csv"'

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import time
 from collections.abc import Callable
 from datetime import datetime
 
@@ -20,15 +19,21 @@ from django.utils.dateparse import parse_datetime
 from accounts.models import Tenant
 from inventory.models import Accelerator, Cluster, Workload
 from telemetry.errors import IdempotencyConflict, IngestionError
+from telemetry.limits import (
+    MAX_CLUSTER_CHARS,
+    MAX_ENTITY_KEY_CHARS,
+    MAX_METRIC_CHARS,
+    check_text,
+    check_timestamp,
+    check_value,
+    time_window,
+)
 from telemetry.models import EntityKind, IngestionBatch
-from telemetry.registry import entities_resolve, metrics_by_name
+from telemetry.registry import entities_check_new, entities_resolve, metrics_by_name
 from telemetry.services.entities import workload_entity_ensure
 from telemetry.store import SampleRow, samples_write
 
-MAX_BATCH_SAMPLES = 100_000
-# Samples from before 2000 or more than 10 minutes in the future are clock bugs, not data.
-EARLIEST_TS = 946684800.0
-FUTURE_SLACK_S = 600.0
+MAX_BATCH_SAMPLES = 100_000  # the documented cap (reachable: bodies up to INGEST_MAX_BODY_BYTES)
 ENTITY_KINDS = set(EntityKind.values)
 
 
@@ -36,15 +41,22 @@ class ForbiddenForToken(IngestionError):
     status_code = 403
 
 
-def parse_timestamp(value: object, *, row: int, now: float) -> float:
+def parse_timestamp(value: object, *, row: int, window: tuple[float, float]) -> float:
+    """Unix seconds or ISO 8601 with a zone, inside the accepted window (``telemetry.limits``)."""
     if isinstance(value, bool):
         raise IngestionError(
             "ts must be a number (unix seconds) or an ISO 8601 string", row=row, field="ts"
         )
     if isinstance(value, int | float):
-        seconds = float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:
+            seconds = math.inf
     elif isinstance(value, str):
-        parsed: datetime | None = parse_datetime(value)
+        try:
+            parsed: datetime | None = parse_datetime(value[:64])
+        except (ValueError, OverflowError):
+            parsed = None
         if parsed is None or parsed.tzinfo is None:
             raise IngestionError(
                 "ts must be ISO 8601 with a time zone (e.g. 2026-11-29T12:00:00Z)",
@@ -56,19 +68,25 @@ def parse_timestamp(value: object, *, row: int, now: float) -> float:
         raise IngestionError(
             "ts must be a number (unix seconds) or an ISO 8601 string", row=row, field="ts"
         )
-    if not math.isfinite(seconds) or seconds < EARLIEST_TS or seconds > now + FUTURE_SLACK_S:
-        raise IngestionError(
-            "ts is before 2000 or more than 10 minutes in the future", row=row, field="ts"
-        )
-    return seconds
+    return check_timestamp(seconds, window=window, row=row)
 
 
 def parse_value(value: object, *, row: int) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise IngestionError("value must be a number", row=row, field="value")
-    if not math.isfinite(value):
-        raise IngestionError("value must be finite (no NaN or infinity)", row=row, field="value")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    return check_value(number, row=row)
+
+
+_MAX_CHARS = {
+    "metric": MAX_METRIC_CHARS,
+    "cluster": MAX_CLUSTER_CHARS,
+    "entity_kind": 20,
+    "entity": MAX_ENTITY_KEY_CHARS,
+}
 
 
 def _require_str(item: dict, name: str, row: int, default: str | None = None) -> str:
@@ -77,7 +95,7 @@ def _require_str(item: dict, name: str, row: int, default: str | None = None) ->
         raise IngestionError(
             f"{name} is required and must be a non-empty string", row=row, field=name
         )
-    return value.strip()
+    return check_text(value.strip(), field=name, max_chars=_MAX_CHARS[name], row=row)
 
 
 def ingest_json_batch(*, payload: object, tenant: Tenant | None) -> dict:
@@ -92,7 +110,7 @@ def ingest_json_batch(*, payload: object, tenant: Tenant | None) -> dict:
     if len(items) > MAX_BATCH_SAMPLES:
         raise IngestionError(f"at most {MAX_BATCH_SAMPLES} samples per batch", field="samples")
     default_cluster = payload.get("cluster")
-    now = time.time()
+    window = time_window()
     parsed: list[tuple[str, str, str, str, float, float]] = []
     for row, item in enumerate(items):
         if not isinstance(item, dict):
@@ -113,7 +131,7 @@ def ingest_json_batch(*, payload: object, tenant: Tenant | None) -> dict:
                 cluster,
                 kind,
                 key,
-                parse_timestamp(item.get("ts"), row=row, now=now),
+                parse_timestamp(item.get("ts"), row=row, window=window),
                 parse_value(item.get("value"), row=row),
             )
         )
@@ -139,9 +157,14 @@ def ingest_json_batch(*, payload: object, tenant: Tenant | None) -> dict:
     with transaction.atomic():
         _link_workload_entities(workloads)
         ids: dict[tuple[str, str, str], int] = {}
+        refs_by_cluster = {
+            name: {(p[2], p[3]) for p in parsed if p[1] == name} for name in clusters
+        }
+        entities_check_new(
+            {clusters[name]: refs for name, refs in refs_by_cluster.items()}, field="entity"
+        )
         for name, cluster in clusters.items():
-            refs = {(p[2], p[3]) for p in parsed if p[1] == name}
-            resolved = entities_resolve(cluster, refs)
+            resolved = entities_resolve(cluster, refs_by_cluster[name])
             ids.update({(name, kind, key): eid for (kind, key), eid in resolved.items()})
         for metric, cluster, kind, key, seconds, value in parsed:
             rows.append((metrics[metric].id, ids[(cluster, kind, key)], seconds, value))

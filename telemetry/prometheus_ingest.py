@@ -7,6 +7,7 @@ own names, and writes everything in one transaction.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import transaction
 
 from inventory.models import Cluster, Node
@@ -14,14 +15,24 @@ from telemetry.errors import IngestionError
 from telemetry.ingest import accelerator_health_apply
 from telemetry.ingestion.prometheus import (
     MAPPED_METRICS,
+    ParseLimits,
     PrometheusMappingError,
     PrometheusParseError,
     map_exposition,
+)
+from telemetry.limits import (
+    MAX_CLUSTER_CHARS,
+    MAX_ENTITY_KEY_CHARS,
+    check_text,
+    check_timestamp,
+    check_value,
+    time_window,
 )
 from telemetry.models import Entity, EntityKind, MetricDefinition
 from telemetry.registry import (
     DeviceRef,
     devices_register,
+    entities_check_new,
     metrics_by_name,
     metrics_register_unmapped,
 )
@@ -29,7 +40,18 @@ from telemetry.services.entities import entities_save, entity_build
 from telemetry.store import samples_write
 
 SOURCES = ("auto", "dcgm", "npu")
-MAX_BODY_BYTES = 20 * 1024 * 1024
+# What the scraper reads at most from one exporter (the same as a push may send).
+MAX_BODY_BYTES = settings.INGEST_MAX_BODY_BYTES
+
+
+def parse_limits() -> ParseLimits:
+    return ParseLimits(
+        max_lines=settings.INGEST_MAX_LINES,
+        max_line_chars=settings.INGEST_MAX_LINE_BYTES,
+        max_series=settings.INGEST_MAX_SERIES,
+        max_labels=settings.INGEST_MAX_LABELS,
+        max_label_value_chars=settings.INGEST_MAX_LABEL_VALUE_CHARS,
+    )
 
 
 def _catalogue_ensure_mapped() -> None:
@@ -55,16 +77,41 @@ def _catalogue_ensure_mapped() -> None:
 def ingest_prometheus_text(
     *, text: str, cluster_name: str, node: str | None, source: str, scrape_time: float
 ) -> dict:
-    """Parse, map and store one exposition; returns accepted/mapped/dropped counts."""
+    """Parse, map and store one exposition; returns accepted/mapped/dropped counts.
+
+    Everything is checked before anything is registered or written: the parse caps, names,
+    labels, the sample times and values (``telemetry.limits``, the same as JSON batches) and
+    the registry caps. A refused push registers no metric, node, card or entity.
+    """
     if source not in SOURCES:
         raise IngestionError(f"source must be one of {', '.join(SOURCES)}", field="source")
+    check_text(cluster_name, field="cluster", max_chars=MAX_CLUSTER_CHARS)
+    if node is not None:
+        check_text(node, field="node", max_chars=200)
     cluster = Cluster.objects.filter(name=cluster_name).first()
     if cluster is None:
         raise IngestionError(f"unknown cluster {cluster_name!r}", field="cluster")
     try:
-        report = map_exposition(text, source=source, default_host=node, scrape_time=scrape_time)
+        report = map_exposition(
+            text,
+            source=source,
+            default_host=node,
+            scrape_time=scrape_time,
+            limits=parse_limits(),
+        )
     except (PrometheusParseError, PrometheusMappingError) as exc:
         raise IngestionError(exc.message, row=exc.line, field="body") from exc
+    window = time_window()
+    seen: set[tuple[str, str | None]] = set()
+    for sample in report.samples:
+        check_timestamp(sample.timestamp, window=window, row=sample.line, field="timestamp")
+        check_value(sample.value, row=sample.line)
+        names = (("metric", sample.metric), ("Hostname", sample.entity.host))
+        described = (("UUID", sample.entity.vendor_id), ("modelName", sample.entity.model_name))
+        for field_name, value in (*names, *described):
+            if value and (field_name, value) not in seen:
+                seen.add((field_name, value))
+                check_text(value, field=field_name, max_chars=200, row=sample.line)
 
     devices: dict[str, DeviceRef] = {}
     hosts: set[str] = set()
@@ -77,12 +124,22 @@ def ingest_prometheus_text(
                 vendor_id=entity.vendor_id,
                 model_name=entity.model_name or "",
             )
+            if len(device.key) > MAX_ENTITY_KEY_CHARS:
+                raise IngestionError(
+                    f"accelerator key longer than {MAX_ENTITY_KEY_CHARS} characters",
+                    row=sample.line,
+                    field="UUID",
+                )
             devices.setdefault(device.key, device)
         else:
             hosts.add(entity.host)
 
     with transaction.atomic():
         _catalogue_ensure_mapped()
+        new_refs = {(EntityKind.ACCELERATOR, key) for key in devices} | {
+            (EntityKind.NODE, host) for host in hosts
+        }
+        entities_check_new({cluster: new_refs}, field="body")
         unmapped = {
             s.metric: (s.entity.kind, s.source_name) for s in report.samples if not s.mapped
         }

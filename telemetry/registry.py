@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from inventory.models import Accelerator, Cluster, Node
+from telemetry.limits import check_count
 from telemetry.models import Entity, EntityKind, MetricDefinition
 from telemetry.services.entities import entities_save, entity_build
 
@@ -19,7 +20,30 @@ def metrics_by_name(names: Iterable[str]) -> dict[str, MetricDefinition]:
 
 
 def metrics_register_unmapped(names: dict[str, tuple[str, str]]) -> None:
-    """Create catalogue rows (``mapped=False``) for exporter-only metric names."""
+    """Create catalogue rows (``mapped=False``, staff-only) for exporter-only metric names.
+
+    At most ``TELEMETRY_MAX_NEW_METRICS_PER_PUSH`` new names per push and
+    ``TELEMETRY_MAX_UNMAPPED_METRICS`` in all; over either cap the push is refused (400
+    naming the cap) before anything is created.
+    """
+    new = set(names) - set(
+        MetricDefinition.objects.filter(name__in=list(names)).values_list("name", flat=True)
+    )
+    if not new:
+        return
+    check_count(
+        len(new),
+        cap="TELEMETRY_MAX_NEW_METRICS_PER_PUSH",
+        what="new metric names in one push",
+        field="metric",
+    )
+    check_count(
+        MetricDefinition.objects.filter(mapped=False).count() + len(new),
+        cap="TELEMETRY_MAX_UNMAPPED_METRICS",
+        what="exporter-only metric names in the catalogue",
+        field="metric",
+    )
+    names = {name: names[name] for name in new}
     MetricDefinition.objects.bulk_create(
         [
             MetricDefinition(
@@ -33,6 +57,36 @@ def metrics_register_unmapped(names: dict[str, tuple[str, str]]) -> None:
         ],
         ignore_conflicts=True,
     )
+
+
+def entities_check_new(refs_by_cluster: dict, *, field: str = "entity") -> None:
+    """Refuse (400 naming the cap) a push that would register too many new entities.
+
+    ``refs_by_cluster`` maps a cluster to the ``(kind, key)`` pairs the push names; the caps
+    are ``TELEMETRY_MAX_NEW_ENTITIES_PER_PUSH`` over all clusters and
+    ``TELEMETRY_MAX_ENTITIES_PER_CLUSTER`` for each. Called before anything is created.
+    """
+    total = 0
+    missing_by_cluster = {}
+    for cluster, refs in refs_by_cluster.items():
+        refs = set(refs)
+        missing = len(refs) - len(_entity_ids(cluster, refs))
+        missing_by_cluster[cluster] = missing
+        total += missing
+    check_count(
+        total,
+        cap="TELEMETRY_MAX_NEW_ENTITIES_PER_PUSH",
+        what="new entities in one push",
+        field=field,
+    )
+    for cluster, missing in missing_by_cluster.items():
+        if missing:
+            check_count(
+                Entity.objects.filter(cluster=cluster).count() + missing,
+                cap="TELEMETRY_MAX_ENTITIES_PER_CLUSTER",
+                what=f"entities in cluster {cluster.name!r}",
+                field=field,
+            )
 
 
 def entities_resolve(

@@ -24,6 +24,12 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from cluster_portal.web.outbound import (
+    REFUSED,
+    OutboundRefused,
+    outbound_opener,
+    refused_by_policy,
+)
 from telemetry.catalogue import CORE_METRICS, catalogue_sync
 from telemetry.errors import IngestionError
 from telemetry.models import EntityKind, ExporterTarget, MetricDefinition
@@ -43,9 +49,9 @@ USER_AGENT = "cluster-portal-scraper/1"
 READ_CHUNK = 64 * 1024
 MAX_ERROR_CHARS = 500
 
-# Exporters sit on the cluster's own network. Environment proxies (http_proxy) are meant for
-# the outside world and would route internal scrapes through them, so none are used.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# Guarded (cluster_portal.web.outbound): exporters on private networks must be allow-listed in
+# OUTBOUND_ALLOWED_NETWORKS; no environment proxy, only http/https, also through redirects.
+_OPENER = outbound_opener()
 
 
 class ScrapeFailed(Exception):
@@ -153,8 +159,13 @@ def _fetch(url: str, timeout: float) -> str:
                 chunks.append(chunk)
     except urllib.error.HTTPError as exc:
         exc.close()
-        raise ScrapeFailed(f"HTTP {exc.code} from {url} ({exc.reason})") from None
+        # The status only: the reason phrase and body are the server's words, not ours.
+        raise ScrapeFailed(f"HTTP {exc.code} from {url}") from None
+    except OutboundRefused:
+        raise ScrapeFailed(f"{url}: {REFUSED}") from None
     except urllib.error.URLError as exc:
+        if refused_by_policy(exc):
+            raise ScrapeFailed(f"{url}: {REFUSED}") from None
         if isinstance(exc.reason, TimeoutError):
             raise ScrapeFailed(f"timed out after {timeout} s fetching {url}") from None
         if isinstance(exc.reason, ConnectionRefusedError):

@@ -29,6 +29,8 @@ class IntegrationPrincipal:
         self.tenant_id = token.tenant_id
         self.scopes = frozenset(token.scopes)
         self.username = f"token:{token.name}"
+        # The person the token acts for (None: acts for nobody and can never approve).
+        self.owner = token.owner
 
     @property
     def sees_all_tenants(self) -> bool:

@@ -19,8 +19,18 @@ SESSION_SCOPE_PERMISSION = {
 
 
 def principal_has_scope(user, scope: str) -> bool:
+    """Whether ``user`` (a session user or a token) holds ``scope``.
+
+    A token acts for its owner and never holds more than they do: ``approve`` on a token
+    counts only while the owner is an active user holding the approver permission.
+    """
     if isinstance(user, IntegrationPrincipal):
-        return scope in user.scopes
+        if scope not in user.scopes:
+            return False
+        if scope == "approve":
+            owner = user.owner
+            return owner is not None and owner.is_active and principal_has_scope(owner, scope)
+        return True
     if not getattr(user, "is_authenticated", False):
         return False
     needed = SESSION_SCOPE_PERMISSION[scope]

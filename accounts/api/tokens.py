@@ -14,12 +14,19 @@ Who may manage tokens (decided here):
 
 Nobody grants more than they hold: a token's scopes must be scopes the requesting user has as
 a session user (``principal_has_scope``), so customers issue ``read`` tokens, operators
-``read`` and ``ingest``; ``approve`` tokens come from a superuser or the
-``create_integration_token`` command.
+``read`` and ``ingest``; ``approve`` tokens come from a superuser (acting for themselves) or
+the ``create_integration_token --owner USER`` command (acting for that approver).
 
 The plaintext secret appears exactly once, in the answer that issued it (create or rotate).
-Rotation revokes the token and issues a replacement (a new id) with the same name, tenant and
-scopes; the old secret stops working at once.
+Rotation revokes the token and issues a replacement (a new id) with the same name, tenant,
+scopes and owner; the old secret stops working at once.
+
+A token acts for a person, its **owner** (whoever created it). Rotating or revoking is
+limited further than seeing (:func:`token_manage_refusal`): the caller must hold **every**
+scope of the token (nobody obtains a secret for a scope they lack), and a token owned by
+someone else may be revoked only by staff and rotated by nobody but its owner — a rotated
+secret would otherwise let one person act as another. Ownerless tokens (exporters issued by
+the command) are rotated by whoever manages them and holds their scopes.
 """
 
 from __future__ import annotations
@@ -63,6 +70,25 @@ def tokens_visible_to(user):
     if manages_all_tokens(user):
         return tokens
     return tokens.filter(tenant_id=user.tenant_id)
+
+
+def token_manage_refusal(user, token: IntegrationToken, *, rotating: bool) -> str | None:
+    """Why ``user`` may not rotate (or revoke) ``token``, or ``None`` when they may."""
+    lacking = [scope for scope in token.scopes if not principal_has_scope(user, scope)]
+    if lacking:
+        return _("You do not hold every scope of this token (%(scopes)s).") % {
+            "scopes": ", ".join(lacking)
+        }
+    if token.owner_id is None or token.owner_id == user.pk:
+        return None
+    if rotating:
+        return _(
+            "Only the person a token acts for may rotate it; revoke it and let them create "
+            "a new one."
+        )
+    if not manages_all_tokens(user):
+        return _("Only the token's owner or staff may revoke it.")
+    return None
 
 
 class TokenRevoked(APIException):
@@ -236,6 +262,9 @@ class TokenRotateView(_TokenViewMixin, APIView):
     def post(self, request: Request, pk: int) -> Response:
         with transaction.atomic():
             token = get_object_or_404(self.get_queryset().select_for_update(of=("self",)), pk=pk)
+            refusal = token_manage_refusal(request.user, token, rotating=True)
+            if refusal:
+                raise PermissionDenied(refusal)
             if not token.is_active:
                 raise TokenRevoked()
             issued = token_rotate(token=token, created_by=request.user)
@@ -254,6 +283,9 @@ class TokenRevokeView(_TokenViewMixin, APIView):
     def post(self, request: Request, pk: int) -> Response:
         with transaction.atomic():
             token = get_object_or_404(self.get_queryset().select_for_update(of=("self",)), pk=pk)
+            refusal = token_manage_refusal(request.user, token, rotating=False)
+            if refusal:
+                raise PermissionDenied(refusal)
             if token.is_active:
                 token_revoke(token=token)
         return Response(TokenSerializer(token, context={"request": request}).data)

@@ -29,6 +29,10 @@ class Tenant(models.Model):
             ("view_all_tenants", _("Can see every tenant's data (staff pages)")),
             ("operate_cluster", _("Can operate the cluster, the twin and gates")),
             ("approve_migrations", _("Can approve or reject migration gates")),
+            (
+                "force_promote_migrations",
+                _("Break-glass: can vote to force a migration gate without analysis"),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -45,6 +45,18 @@ class IntegrationToken(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
+    # The person the token acts for. A token never has authority of its own: what it may do
+    # is the intersection of its scopes and its owner's permissions (``approve`` needs an
+    # owner who holds the approver permission), and approvals made with it are the owner's.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("acts for"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="owned_tokens",
+        help_text=_("The person this token acts for; approvals made with it are theirs."),
+    )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     last_used_at = models.DateTimeField(_("last used at"), null=True, blank=True)
     revoked_at = models.DateTimeField(_("revoked at"), null=True, blank=True)

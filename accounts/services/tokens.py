@@ -34,8 +34,12 @@ def token_create(
     scopes: list[str],
     tenant: Tenant | None = None,
     created_by: User | None = None,
+    owner: User | None = None,
 ) -> IssuedToken:
-    """Issue a token; raises ``ValidationError`` naming the bad field, writing nothing."""
+    """Issue a token acting for ``owner`` (default: ``created_by``).
+
+    Raises ``ValidationError`` naming the bad field, writing nothing.
+    """
     prefix = secrets.token_hex(6)
     secret = secrets.token_urlsafe(32)
     plaintext = f"{TOKEN_PREFIX}_{prefix}_{secret}"
@@ -46,6 +50,7 @@ def token_create(
         prefix=prefix,
         secret_hash=_hash(plaintext),
         created_by=created_by,
+        owner=owner if owner is not None else created_by,
     )
     token.full_clean()
     token.save()
@@ -58,7 +63,7 @@ def token_verify(plaintext: str) -> IntegrationToken | None:
     if len(parts) != 3 or parts[0] != TOKEN_PREFIX:
         return None
     token = (
-        IntegrationToken.objects.select_related("tenant")
+        IntegrationToken.objects.select_related("tenant", "owner")
         .filter(prefix=parts[1], revoked_at__isnull=True)
         .first()
     )
@@ -81,8 +86,16 @@ def token_revoke(*, token: IntegrationToken) -> IntegrationToken:
 
 @transaction.atomic
 def token_rotate(*, token: IntegrationToken, created_by: User | None = None) -> IssuedToken:
-    """Revoke ``token`` and issue a replacement with the same name, tenant and scopes."""
+    """Revoke ``token`` and issue a replacement with the same name, tenant, scopes and owner.
+
+    Rotation never widens or transfers authority: the replacement acts for the same person
+    (who decides whether to rotate is :func:`accounts.api.tokens.token_manageable_by`).
+    """
     token_revoke(token=token)
     return token_create(
-        name=token.name, scopes=list(token.scopes), tenant=token.tenant, created_by=created_by
+        name=token.name,
+        scopes=list(token.scopes),
+        tenant=token.tenant,
+        created_by=created_by,
+        owner=token.owner,
     )

@@ -63,6 +63,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "cluster_portal.web.input_guard.RejectNulMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -268,6 +269,35 @@ TELEMETRY_RETENTION = {
     "rollup_hour_days": env_int("TELEMETRY_ROLLUP_HOUR_DAYS", 90),
     "rollup_day_days": env_int("TELEMETRY_ROLLUP_DAY_DAYS", 1100),
 }
+
+# --- Bounded ingestion (README "Security and operations") ----------------------------------
+# Every ingestion body is read through a limit before parsing (413 beyond it); exporter text
+# and JSON batches are parsed within per-push caps (400 naming the cap); what a push may add
+# to the registries (metric names, entities) is capped per push and per cluster, and a push
+# over a cap registers nothing.
+INGEST_MAX_BODY_BYTES = env_int("INGEST_MAX_BODY_BYTES", 32 * 1024 * 1024)
+INGEST_MAX_LINE_BYTES = env_int("INGEST_MAX_LINE_BYTES", 64 * 1024)
+INGEST_MAX_LINES = env_int("INGEST_MAX_LINES", 400_000)
+INGEST_MAX_SERIES = env_int("INGEST_MAX_SERIES", 100_000)
+INGEST_MAX_LABELS = env_int("INGEST_MAX_LABELS", 64)
+INGEST_MAX_LABEL_VALUE_CHARS = env_int("INGEST_MAX_LABEL_VALUE_CHARS", 1024)
+INGEST_MAX_JSON_DEPTH = env_int("INGEST_MAX_JSON_DEPTH", 16)
+TELEMETRY_MAX_NEW_METRICS_PER_PUSH = env_int("TELEMETRY_MAX_NEW_METRICS_PER_PUSH", 100)
+TELEMETRY_MAX_UNMAPPED_METRICS = env_int("TELEMETRY_MAX_UNMAPPED_METRICS", 2000)
+TELEMETRY_MAX_NEW_ENTITIES_PER_PUSH = env_int("TELEMETRY_MAX_NEW_ENTITIES_PER_PUSH", 2048)
+TELEMETRY_MAX_ENTITIES_PER_CLUSTER = env_int("TELEMETRY_MAX_ENTITIES_PER_CLUSTER", 200_000)
+# Accepted sample times, the same on every path (JSON, Prometheus push, scrape): at most this
+# far in the past (default: the daily rollups' retention, older data would be pruned at once)
+# and in the future of the server's clock; values up to this magnitude.
+TELEMETRY_MAX_PAST_SECONDS = env_int("TELEMETRY_MAX_PAST_SECONDS", 1100 * 24 * 3600)
+TELEMETRY_MAX_FUTURE_SECONDS = env_int("TELEMETRY_MAX_FUTURE_SECONDS", 600)
+TELEMETRY_MAX_ABS_VALUE = float(env_str("TELEMETRY_MAX_ABS_VALUE") or 1e18)
+
+# --- Outbound requests (webhooks, exporter scrapes) -----------------------------------------
+# Refused when the destination resolves to a loopback, link-local, private, multicast or
+# reserved address (also after redirects), unless it lies in one of these networks (CIDR,
+# comma-separated), e.g. "10.20.0.0/16,192.168.7.0/24" for exporters on a private LAN.
+OUTBOUND_ALLOWED_NETWORKS = env_list("OUTBOUND_ALLOWED_NETWORKS", [])
 
 # Wall-clock seconds between twin ticks (each tick advances steps_per_tick engine steps).
 TWIN_TICK_SECONDS = env_int("TWIN_TICK_SECONDS", 10)

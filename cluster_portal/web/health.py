@@ -17,12 +17,21 @@ def healthz(request: HttpRequest) -> JsonResponse:
 @never_cache
 @require_GET
 def readyz(request: HttpRequest) -> JsonResponse:
-    """200 when the database and the broker answer; 503 naming the failing component."""
+    """200 when the database and the broker answer; 503 naming the failing component.
+
+    Anonymous callers (load balancers) get component names and states only; the details —
+    broker and database descriptions, error texts that may carry host names and ports — are
+    for signed-in staff.
+    """
     checks = readiness()
     failing = [c.name for c in checks if not c.ok]
+    user = getattr(request, "user", None)
+    detailed = bool(user is not None and user.is_authenticated and user.is_staff)
     body = {
         "status": "ok" if not failing else "unavailable",
         "failing": failing,
-        "components": {c.name: {"ok": c.ok, "detail": c.detail} for c in checks},
+        "components": {
+            c.name: {"ok": c.ok, **({"detail": c.detail} if detailed else {})} for c in checks
+        },
     }
     return JsonResponse(body, status=503 if failing else 200)

@@ -12,7 +12,6 @@ range data from rollups, never from raw history (see :mod:`dashboards.selectors`
 
 from __future__ import annotations
 
-import csv
 import io
 from datetime import UTC, datetime
 
@@ -30,7 +29,7 @@ from rest_framework.views import APIView
 from accounts.api.permissions import HasRequiredScope
 from accounts.selectors.scoping import principal_sees_all
 from cluster_portal.web.caching import cached_payload
-from cluster_portal.web.csv import table_csv
+from cluster_portal.web.csv import csv_writer, table_csv
 from cluster_portal.web.schema import (
     CLUSTER_PARAMETER,
     CSV_PARAMETERS,
@@ -80,7 +79,7 @@ class CSVRenderer(BaseRenderer):
 
     def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
         out = io.StringIO()
-        writer = csv.writer(out)
+        writer = csv_writer(out)
         writer.writerow(["field", "message"])
         for key, value in (data or {}).items() if isinstance(data, dict) else []:
             writer.writerow([key, value if isinstance(value, str) else "; ".join(map(str, value))])

@@ -3,13 +3,12 @@ figure with its source, and the data behind each figure as CSV."""
 
 from __future__ import annotations
 
-import csv
-
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
 from accounts.access import staff_page
+from cluster_portal.web.csv import csv_writer
 from cluster_portal.web.timerange import PRESET_LABELS, TimeRangeError, parse_timerange
 from cost import charts
 from dashboards.report_sources import latest_ablation
@@ -126,7 +125,7 @@ def _csv(figure: str, base: ClusterFigures, uni: ClusterFigures) -> HttpResponse
         figure = "utilization"
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="report-{figure}.csv"'
-    writer = csv.writer(response)
+    writer = csv_writer(response)
     if figure in ("p99", "ttft", "tpot"):
         writer.writerow(("cluster", "workload", "p99_seconds_mean", "request_rate_mean", "values"))
         for f in (base, uni):

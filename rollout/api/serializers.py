@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 from rollout.models import (
@@ -16,6 +17,8 @@ from rollout.models import (
     Phase,
     PlanWorkload,
 )
+from rollout.selectors import role_of, sees_people
+from rollout.services.commands import GATE_DECISIONS
 
 
 class PhaseSerializer(serializers.ModelSerializer):
@@ -76,7 +79,15 @@ class CriterionSerializer(serializers.ModelSerializer):
         exclude = ["phase"]
 
 
-class GateSerializer(serializers.ModelSerializer):
+class _PeopleRedacted:
+    """Customers see roles, not staff usernames or addresses (``rollout.selectors``)."""
+
+    def _viewer(self):
+        request = self.context.get("request")
+        return getattr(request, "user", None)
+
+
+class GateSerializer(_PeopleRedacted, serializers.ModelSerializer):
     phase = serializers.CharField(source="phase.kind")
     label = serializers.CharField()
     requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
@@ -96,6 +107,12 @@ class GateSerializer(serializers.ModelSerializer):
             "decided_at",
             "criteria",
         ]
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if instance.requested_by_id and not sees_people(self._viewer()):
+            data["requested_by"] = role_of(instance.requested_by)
+        return data
 
 
 class MeasurementSerializer(serializers.ModelSerializer):
@@ -129,13 +146,19 @@ class AnalysisRunSerializer(serializers.ModelSerializer):
         ]
 
 
-class ApprovalSerializer(serializers.ModelSerializer):
+class ApprovalSerializer(_PeopleRedacted, serializers.ModelSerializer):
     class Meta:
         model = Approval
         fields = ["id", "gate", "revision", "principal", "decision", "comment", "created_at"]
 
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if not sees_people(self._viewer()):
+            data["principal"] = role_of(instance.user, instance.principal)
+        return data
 
-class AuditEntrySerializer(serializers.ModelSerializer):
+
+class AuditEntrySerializer(_PeopleRedacted, serializers.ModelSerializer):
     class Meta:
         model = AuditEntry
         fields = [
@@ -152,11 +175,27 @@ class AuditEntrySerializer(serializers.ModelSerializer):
             "source_ip",
         ]
 
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if not sees_people(self._viewer()):
+            data["actor_label"] = role_of(instance.actor, instance.actor_label)
+            data["source_ip"] = None
+        return data
+
 
 class CommandSerializer(serializers.Serializer):
-    """Body of a command: all optional; ``reason`` is required by reject, abort, force, skip."""
+    """Body of a command. ``revision`` (the gate revision you saw) is required by approve,
+    reject and force-promote; ``reason`` by reject, abort, force-promote and skip;
+    ``expected_version`` (the plan version you saw) is checked whenever it is sent."""
 
-    reason = serializers.CharField(required=False, allow_blank=True, default="")
-    comment = serializers.CharField(required=False, allow_blank=True, default="")
-    revision = serializers.IntegerField(required=False, min_value=1)
-    expected_version = serializers.IntegerField(required=False, min_value=0)
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    revision = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+    expected_version = serializers.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
+
+    def validate(self, attrs: dict) -> dict:
+        if self.context.get("command") in GATE_DECISIONS and attrs.get("revision") is None:
+            raise serializers.ValidationError(
+                {"revision": [_("Name the gate revision you are deciding on.")]}
+            )
+        return attrs

@@ -20,8 +20,8 @@ from rollout.api import serializers as s
 from rollout.api.filters import AnalysisRunFilter, AuditFilter, PlanFilter
 from rollout.models import AnalysisRun, Approval, Gate, Phase
 from rollout.selectors import audit_visible_to, plans_visible_to
-from rollout.services import transitions as t
 from rollout.services.audit import Actor
+from rollout.services.commands import COMMAND_NAMES, plan_command
 from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
 
 
@@ -110,59 +110,35 @@ class AuditListView(_Read, ListAPIView):
         return entries
 
 
-COMMANDS = {
-    "start": lambda a, pk, d: t.plan_start(plan_id=pk, actor=a, **_v(d)),
-    "promote": lambda a, pk, d: t.plan_promote(plan_id=pk, actor=a, reason=d["reason"], **_v(d)),
-    "approve": lambda a, pk, d: t.gate_approve(
-        plan_id=pk,
-        actor=a,
-        comment=d["comment"] or d["reason"],
-        revision=d.get("revision"),
-        **_v(d),
-    ),
-    "reject": lambda a, pk, d: t.gate_reject(
-        plan_id=pk, actor=a, reason=d["reason"] or d["comment"], **_v(d)
-    ),
-    "pause": lambda a, pk, d: t.plan_pause(plan_id=pk, actor=a, reason=d["reason"], **_v(d)),
-    "resume": lambda a, pk, d: t.plan_resume(plan_id=pk, actor=a, reason=d["reason"], **_v(d)),
-    "abort": lambda a, pk, d: t.plan_abort(plan_id=pk, actor=a, reason=d["reason"], **_v(d)),
-    "retry": lambda a, pk, d: t.plan_retry(plan_id=pk, actor=a, reason=d["reason"], **_v(d)),
-    "force-promote": lambda a, pk, d: t.plan_force_promote(
-        plan_id=pk, actor=a, reason=d["reason"], **_v(d)
-    ),
-    "skip": lambda a, pk, d: t.gate_skip(plan_id=pk, actor=a, reason=d["reason"], **_v(d)),
-}
-
-
-def _v(data: dict) -> dict:
-    return {"expected_version": data.get("expected_version")}
-
-
 @extend_schema(
     request=s.CommandSerializer,
     responses={200: s.PlanSerializer},
-    parameters=[OpenApiParameter("command", str, OpenApiParameter.PATH, enum=list(COMMANDS))],
+    parameters=[OpenApiParameter("command", str, OpenApiParameter.PATH, enum=list(COMMAND_NAMES))],
 )
 class PlanCommandView(APIView):
     """``POST /api/v1/plans/<id>/<command>/``; answers the plan as it is afterwards."""
 
-    permission_classes = [IsAuthenticated, HasRequiredScope]
-
-    @property
-    def required_scope(self) -> str:
-        # Tokens may approve (and reject) with just the ``approve`` scope. Users pass with
-        # ``read`` so that another tenant's plan is a 404 before any permission is checked;
-        # the service then checks the user's permission (403, audited).
-        token = getattr(self.request.user, "token", None) is not None
-        approving = self.kwargs.get("command") in ("approve", "reject")
-        return "approve" if token and approving else "read"
+    # No scope gate here: another tenant's plan is a 404 first, then the one service decides
+    # (the person's permission and, through a token, its scope) and audits every refusal
+    # as ``<command>_denied`` — a read token's attempt to approve leaves its trace too.
+    permission_classes = [IsAuthenticated]
+    throttle_scope = "approve"
 
     def post(self, request, pk: int, command: str) -> Response:
         plan = get_object_or_404(plans_visible_to(request.user), pk=pk)
-        body = s.CommandSerializer(data=request.data)
+        body = s.CommandSerializer(data=request.data, context={"command": command})
         body.is_valid(raise_exception=True)
+        data = body.validated_data
         try:
-            plan = COMMANDS[command](Actor.from_request(request), plan.pk, body.validated_data)
+            plan = plan_command(
+                command=command,
+                plan_id=plan.pk,
+                actor=Actor.from_request(request),
+                reason=data["reason"],
+                comment=data["comment"],
+                revision=data.get("revision"),
+                expected_version=data.get("expected_version"),
+            )
         except (FourEyesViolation, NotPermitted) as exc:
             return Response(
                 {"detail": str(exc), "code": "permission_denied"}, status=status.HTTP_403_FORBIDDEN

@@ -176,11 +176,18 @@ class Gate(models.Model):
 
 
 class Approval(models.Model):
-    """One approver's decision on one revision of a gate (approve, or reject with a reason)."""
+    """One person's decision on one revision of a gate.
+
+    ``approve`` or ``reject`` (with a reason; a person who approved and then rejects turns
+    their row into the rejection), or a break-glass ``force`` vote. ``user`` is the person —
+    also when they acted through a token (``principal`` then names the token) — and each
+    person decides once per revision.
+    """
 
     class Decision(models.TextChoices):
         APPROVE = "approve", _("approve")
         REJECT = "reject", _("reject")
+        FORCE = "force", _("force (break-glass)")
 
     gate = models.ForeignKey(Gate, on_delete=models.CASCADE, related_name="approvals")
     revision = models.PositiveIntegerField(_("gate revision"))
@@ -198,8 +205,15 @@ class Approval(models.Model):
         verbose_name_plural = _("approvals")
         constraints = [
             models.UniqueConstraint(
-                fields=["gate", "revision", "principal"], name="approval_one_per_revision"
-            )
+                fields=["gate", "revision", "user"],
+                condition=Q(decision__in=["approve", "reject"]),
+                name="approval_one_decision_per_person",
+            ),
+            models.UniqueConstraint(
+                fields=["gate", "revision", "user"],
+                condition=Q(decision="force"),
+                name="approval_one_force_vote_per_person",
+            ),
         ]
 
     def __str__(self) -> str:

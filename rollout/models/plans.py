@@ -161,6 +161,15 @@ class Phase(models.Model):
     planned_end = models.DateField(_("planned end"))
     actual_start = models.DateTimeField(_("actual start"), null=True, blank=True)
     actual_end = models.DateTimeField(_("actual end"), null=True, blank=True)
+    manual_gate = models.BooleanField(
+        _("manual gate"),
+        default=False,
+        help_text=_(
+            "No telemetry criteria: the gate passes without analysis and only approvers "
+            "decide. Chosen explicitly (and audited); a gate with neither criteria nor this "
+            "choice cannot start."
+        ),
+    )
 
     class Meta:
         ordering = ["plan", "planned_start"]

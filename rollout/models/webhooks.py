@@ -6,6 +6,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from cluster_portal.web.outbound import url_host_refused
+
 WEBHOOK_EVENTS = (
     ("transition", _("any state transition")),
     ("awaiting_approval", _("a gate awaits approval")),
@@ -41,6 +43,10 @@ class WebhookSubscription(models.Model):
         return self.name
 
     def clean(self) -> None:
+        if self.url and url_host_refused(self.url):
+            raise ValidationError(
+                {"url": _("Address refused by the outbound policy (OUTBOUND_ALLOWED_NETWORKS).")}
+            )
         if not isinstance(self.events, list) or not self.events:
             raise ValidationError({"events": _("Subscribe to at least one event.")})
         unknown = [e for e in self.events if e not in EVENT_NAMES]

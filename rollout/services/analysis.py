@@ -70,10 +70,17 @@ def analysis_start(*, gate: Gate, now: datetime) -> AnalysisRun:
             dry_run=criterion.dry_run,
             next_at=now + timedelta(seconds=criterion.initial_delay_seconds),
         )
-    if not criteria:
-        run.message = "no criteria: nothing to measure"
-        _finish(run, S.SUCCESSFUL, now)
-        _gate_passed(gate, run)
+    if not any(not c.dry_run for c in criteria):
+        if gate.phase.manual_gate:
+            # Chosen explicitly (and audited) by an operator: approvers alone decide.
+            run.message = "manual gate: no criteria, approvers decide"
+            _finish(run, S.SUCCESSFUL, now)
+            _gate_passed(gate, run)
+        else:
+            # Never "passes at once": nothing measured is nothing proven.
+            run.message = "no decisive criteria and no manual gate: nothing can pass"
+            _finish(run, S.INCONCLUSIVE, now)
+            _act_on(gate.plan, gate, run, S.INCONCLUSIVE)
     return run
 
 

@@ -24,26 +24,63 @@ class Actor:
         return cls(principal=request.user, ip=request.META.get("REMOTE_ADDR") or None)
 
     @property
+    def token(self):
+        """The integration token the request came with, or ``None``."""
+        return getattr(self.principal, "token", None)
+
+    @property
     def user(self):
+        """The **person** acting: the session user, or the user a token acts for.
+
+        A token without an (active) owner acts for nobody. Four-eyes, "one approval per
+        person" and the audit's ``actor`` all compare this, never the credential.
+        """
         principal = self.principal
-        if principal is None or getattr(principal, "token", None) is not None:
+        if principal is None:
             return None
+        if self.token is not None:
+            owner = getattr(principal, "owner", None)
+            return owner if owner is not None and owner.is_active else None
         return principal if getattr(principal, "pk", None) is not None else None
 
     @property
     def label(self) -> str:
         if self.principal is None:
             return "system"
+        if self.token is not None:
+            person = self.user
+            name = f"token:{self.token.name}"
+            return f"{person.username} ({name})" if person is not None else name
         return str(getattr(self.principal, "username", None) or self.principal)
 
     def can_operate(self) -> bool:
+        """Operating needs a signed-in operator: tokens never operate plans."""
         user = self.user
         return self.principal is None or (
-            user is not None and user.has_perm("monitoring.operate_cluster")
+            self.token is None and user is not None and user.has_perm("monitoring.operate_cluster")
         )
 
     def can_approve(self) -> bool:
-        return self.principal is not None and principal_has_scope(self.principal, "approve")
+        """A person holding the approver permission; through a token only with ``approve``."""
+        return (
+            self.principal is not None
+            and self.user is not None
+            and principal_has_scope(self.principal, "approve")
+        )
+
+    def can_force(self) -> bool:
+        """Break-glass: a signed-in person holding its own permission (never a token)."""
+        user = self.user
+        return (
+            self.token is None
+            and user is not None
+            and user.has_perm("monitoring.force_promote_migrations")
+        )
+
+    @property
+    def is_admin(self) -> bool:
+        user = self.user
+        return self.token is None and user is not None and user.is_superuser
 
 
 SYSTEM = Actor()

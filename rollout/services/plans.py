@@ -120,34 +120,126 @@ def phases_create_default(*, plan: MigrationPlan, start: date | None = None) -> 
         day = end
 
 
+def phases_without_gate(plan: MigrationPlan) -> list[str]:
+    """Phases of ``plan`` with no decisive (non-dry-run) criterion and no manual-gate choice."""
+    return [
+        phase.kind
+        for phase in plan.phases.all()
+        if not phase.manual_gate and not phase.criteria.filter(dry_run=False).exists()
+    ]
+
+
+def _gate_revise(*, phase: Phase) -> list[Gate]:
+    """What the open gates of ``phase`` ask approvers to approve changed: a new revision.
+
+    Approvals (and break-glass votes) are bound to a revision, so earlier ones stop counting.
+    """
+    open_gates = list(
+        Gate.objects.select_for_update().filter(
+            phase=phase,
+            state__in=(
+                GateState.ANALYSING,
+                GateState.PASSED,
+                GateState.AWAITING_APPROVAL,
+                GateState.INCONCLUSIVE,
+                GateState.REJECTED,
+            ),
+        )
+    )
+    for gate in open_gates:
+        gate.revision += 1
+        gate.save(update_fields=["revision"])
+    return open_gates
+
+
+def _keeps_a_gate(phase: Phase, *, without: Criterion | None = None) -> bool:
+    if phase.manual_gate or phase.plan.state == PlanState.DRAFT:
+        return True
+    decisive = phase.criteria.filter(dry_run=False)
+    if without is not None and without.pk is not None:
+        decisive = decisive.exclude(pk=without.pk)
+    return decisive.exists()
+
+
+def _revisions(gates: list[Gate]) -> str:
+    return "".join(f"; gate {g.pk} now at revision {g.revision}" for g in gates)
+
+
 @transaction.atomic
 def criterion_save(*, criterion: Criterion, actor: Actor) -> Criterion:
     """Validate and save a criterion; an open gate of its phase moves to a new revision.
 
     Changing what a gate measures changes what approvers approve, so approvals given so far
-    stop counting (they are bound to the old revision).
+    stop counting (they are bound to the old revision). Turning a started plan's last
+    decisive criterion into a dry run is refused (the gate would then measure nothing).
     """
     if not actor.can_operate():
         raise NotPermitted("editing gate criteria needs the operate permission")
     criterion.full_clean()
     created = criterion.pk is None
+    if criterion.dry_run and not _keeps_a_gate(criterion.phase, without=criterion):
+        raise WorkflowConflict("a started plan's gate needs at least one decisive criterion")
     criterion.save()
-    plan = criterion.phase.plan
-    open_gates = Gate.objects.select_for_update().filter(
-        phase=criterion.phase,
-        state__in=(GateState.ANALYSING, GateState.PASSED, GateState.AWAITING_APPROVAL),
-    )
-    for gate in open_gates:
-        gate.revision += 1
-        gate.save(update_fields=["revision"])
+    gates = _gate_revise(phase=criterion.phase)
     audit_record(
         actor=actor,
         action="criterion_add" if created else "criterion_change",
-        plan=plan,
+        plan=criterion.phase.plan,
         obj=criterion,
-        reason=criterion.describe(),
+        reason=criterion.describe() + _revisions(gates),
     )
     return criterion
+
+
+@transaction.atomic
+def criterion_delete(*, criterion: Criterion, actor: Actor) -> None:
+    """Delete a criterion: a new gate revision and an audit row, like any change.
+
+    Refused (409) when it is the last decisive criterion of a started plan's phase that is
+    not an explicit manual gate: a gate with nothing to measure must not pass by itself.
+    """
+    if not actor.can_operate():
+        raise NotPermitted("editing gate criteria needs the operate permission")
+    phase = criterion.phase
+    if not _keeps_a_gate(phase, without=criterion):
+        raise WorkflowConflict(
+            "this is the gate's last decisive criterion: add another first, or make the "
+            "phase an explicit manual gate"
+        )
+    described, pk = criterion.describe(), criterion.pk
+    criterion.delete()
+    gates = _gate_revise(phase=phase)
+    audit_record(
+        actor=actor,
+        action="criterion_delete",
+        plan=phase.plan,
+        obj=None,
+        reason=f"criterion {pk} deleted: {described}" + _revisions(gates),
+    )
+
+
+@transaction.atomic
+def phase_manual_gate_set(*, phase: Phase, manual: bool, actor: Actor, reason: str) -> Phase:
+    """Explicitly choose (or drop) a manual gate for ``phase``: audited, with a reason."""
+    if not actor.can_operate():
+        raise NotPermitted("choosing a manual gate needs the operate permission")
+    if not (reason or "").strip():
+        raise WorkflowConflict("choosing a manual gate needs a reason")
+    if phase.manual_gate == manual:
+        return phase
+    phase.manual_gate = manual
+    if not manual and not _keeps_a_gate(phase):
+        raise WorkflowConflict("the phase has no decisive criteria: it must stay a manual gate")
+    phase.save(update_fields=["manual_gate"])
+    gates = _gate_revise(phase=phase)
+    audit_record(
+        actor=actor,
+        action="manual_gate_on" if manual else "manual_gate_off",
+        plan=phase.plan,
+        obj=phase,
+        reason=reason.strip() + _revisions(gates),
+    )
+    return phase
 
 
 # --- helpers shared by the transition services (callers hold the transaction) ---------------

@@ -1,8 +1,22 @@
-"""The commands people (and tokens) give a plan; each is one locked, audited transition.
+"""The commands people (and tokens acting for people) give a plan; each is one locked,
+audited transition. Pages, the API and the admin call these same functions with the same
+arguments.
 
 Every command takes ``plan_id`` and an optional ``expected_version``: a client that sends the
-version it saw gets a 409 when someone else moved the plan in between. Denied attempts
-(missing permission, four-eyes) are audited too and committed even though the command fails.
+version it saw gets a 409 when someone else moved the plan in between. Decisions on a gate
+(approve, reject, force) must also name the gate ``revision`` the person saw — what they are
+deciding on — and get a 409 when it moved. Denied attempts (missing permission or scope,
+four-eyes) are audited too (``<action>_denied``) and committed even though the command fails.
+
+**Approvals belong to people.** ``Actor.user`` is the person (a token counts as the user it
+acts for); four-eyes compares people: the requester of a promotion never approves it, each
+person decides once per revision, and N approvals mean N distinct people.
+
+**Break-glass** (``force_promote``) needs its own permission
+(``monitoring.force_promote_migrations``, no role carries it by default), a reason and the
+revision; it is a vote recorded on the gate, and the gate is forced when
+``required_approvals`` distinct people (never the promotion's requester) voted on the same
+revision — or at once when a superuser decides. Either way it moves exactly one step.
 """
 
 from __future__ import annotations
@@ -26,6 +40,7 @@ from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowCon
 from rollout.services.plans import (
     gate_open,
     phase_of,
+    phases_without_gate,
     plan_lock,
     plan_move,
     require_state,
@@ -50,11 +65,25 @@ def _deny(*, actor: Actor, action: str, plan_id: int, reason: str) -> AuditEntry
 
 
 def _need(actor: Actor, *, capability: str, action: str, plan_id: int) -> None:
-    allowed = actor.can_approve() if capability == "approve" else actor.can_operate()
-    if not allowed:
-        reason = f"lacks the {capability} permission"
+    checks = {"approve": actor.can_approve, "force": actor.can_force, "operate": actor.can_operate}
+    if not checks[capability]():
+        if capability == "approve" and actor.token is not None and actor.user is None:
+            reason = "the token acts for nobody who may approve"
+        elif actor.token is not None and capability != "approve":
+            reason = f"tokens cannot {action.replace('_', ' ')}: sign in"
+        else:
+            reason = f"lacks the {capability} permission"
         _deny(actor=actor, action=action, plan_id=plan_id, reason=reason)
         raise NotPermitted(reason)
+
+
+def _need_revision(gate: Gate, revision: int | None) -> None:
+    if revision is None:
+        raise WorkflowConflict("name the gate revision you are deciding on")
+    if revision != gate.revision:
+        raise WorkflowConflict(
+            f"the gate is at revision {gate.revision}, you decided on {revision}; reload"
+        )
 
 
 def _need_reason(reason: str, action: str) -> str:
@@ -69,6 +98,12 @@ def plan_start(*, plan_id: int, actor: Actor, expected_version: int | None = Non
     with transaction.atomic():
         plan = plan_lock(plan_id, expected_version=expected_version)
         require_state(plan, "start")
+        ungated = phases_without_gate(plan)
+        if ungated:
+            raise WorkflowConflict(
+                "these phases have no decisive criteria and no explicit manual gate: "
+                + ", ".join(ungated)
+            )
         now = timezone.now()
         plan.current_phase = PhaseKind.PILOT
         pilot = phase_of(plan, PhaseKind.PILOT)
@@ -115,13 +150,14 @@ def gate_approve(
     *,
     plan_id: int,
     actor: Actor,
+    revision: int | None,
     comment: str = "",
-    revision: int | None = None,
     expected_version: int | None = None,
 ) -> MigrationPlan:
-    """Record one approval of the current gate revision; the N-th one promotes the plan.
+    """Record one person's approval of gate ``revision``; the N-th person promotes the plan.
 
-    Four-eyes: the user who requested the promotion cannot approve it (403 + audit row).
+    Four-eyes: the person who requested the promotion cannot approve it (403 + audit row);
+    a second approval by the same person (through any credential) is a 409.
     """
     _need(actor, capability="approve", action="approve", plan_id=plan_id)
     denial = None
@@ -129,14 +165,16 @@ def gate_approve(
         plan = plan_lock(plan_id, expected_version=expected_version)
         require_state(plan, "approve")
         gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
-        if revision is not None and revision != gate.revision:
-            raise WorkflowConflict(
-                f"the gate is at revision {gate.revision}, you approved {revision}; reload"
-            )
+        _need_revision(gate, revision)
         user = actor.user
-        if user is not None and gate.requested_by_id == user.pk:
+        decided = gate.approvals.filter(
+            revision=gate.revision,
+            user=user,
+            decision__in=(Approval.Decision.APPROVE, Approval.Decision.REJECT),
+        )
+        if gate.requested_by_id == user.pk:
             denial = "four-eyes: the requester of a promotion cannot approve it"
-        elif gate.approvals.filter(revision=gate.revision, principal=actor.label).exists():
+        elif decided.exists():
             raise WorkflowConflict("you already decided on this revision of the gate")
         else:
             Approval.objects.create(
@@ -147,9 +185,13 @@ def gate_approve(
                 decision=Approval.Decision.APPROVE,
                 comment=comment,
             )
-            approvals = gate.approvals.filter(
-                revision=gate.revision, decision=Approval.Decision.APPROVE
-            ).count()
+            approvals = (
+                gate.approvals.filter(revision=gate.revision, decision=Approval.Decision.APPROVE)
+                .exclude(user=None)
+                .values("user")
+                .distinct()
+                .count()
+            )
             if approvals >= plan.required_approvals:
                 _advance(plan, gate, actor=actor, action="approve", reason=comment)
             else:
@@ -169,19 +211,39 @@ def gate_approve(
 
 
 def gate_reject(
-    *, plan_id: int, actor: Actor, reason: str, expected_version: int | None = None
+    *,
+    plan_id: int,
+    actor: Actor,
+    reason: str,
+    revision: int | None,
+    expected_version: int | None = None,
 ) -> MigrationPlan:
+    """Reject gate ``revision`` (with a reason); the person's approval, if any, becomes this."""
     _need(actor, capability="approve", action="reject", plan_id=plan_id)
     reason = _need_reason(reason, "reject")
     with transaction.atomic():
         plan = plan_lock(plan_id, expected_version=expected_version)
         require_state(plan, "reject")
         gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
-        Approval.objects.get_or_create(
+        _need_revision(gate, revision)
+        Approval.objects.update_or_create(
             gate=gate,
             revision=gate.revision,
-            principal=actor.label,
-            defaults={"user": actor.user, "decision": Approval.Decision.REJECT, "comment": reason},
+            user=actor.user,
+            decision__in=(Approval.Decision.APPROVE, Approval.Decision.REJECT),
+            defaults={
+                "principal": actor.label,
+                "decision": Approval.Decision.REJECT,
+                "comment": reason,
+            },
+            create_defaults={
+                "gate": gate,
+                "revision": gate.revision,
+                "user": actor.user,
+                "principal": actor.label,
+                "decision": Approval.Decision.REJECT,
+                "comment": reason,
+            },
         )
         gate.state = GateState.REJECTED
         gate.decided_at = timezone.now()
@@ -276,17 +338,68 @@ def plan_abort(
 
 
 def plan_force_promote(
-    *, plan_id: int, actor: Actor, reason: str, expected_version: int | None = None
+    *,
+    plan_id: int,
+    actor: Actor,
+    reason: str,
+    revision: int | None,
+    expected_version: int | None = None,
 ) -> MigrationPlan:
-    """Past the current gate without analysis or approvals: approvers only, with a reason."""
-    _need(actor, capability="approve", action="force_promote", plan_id=plan_id)
+    """Break-glass: past the current gate without analysis, one step per decision.
+
+    Needs the break-glass permission, a reason and the gate revision. A superuser's decision
+    forces the gate at once; otherwise it is a vote, and the gate is forced when
+    ``required_approvals`` distinct people (never the promotion's requester) voted on this
+    revision. Every vote and the forcing itself are audited as ``force_promote``.
+    """
+    _need(actor, capability="force", action="force_promote", plan_id=plan_id)
     reason = _need_reason(reason, "force_promote")
+    denial = None
     with transaction.atomic():
         plan = plan_lock(plan_id, expected_version=expected_version)
         require_state(plan, "force_promote")
         gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
-        analysis_terminate(gate=gate, now=timezone.now())
-        _advance(plan, gate, actor=actor, action="force_promote", reason=reason, forced=True)
+        _need_revision(gate, revision)
+        user = actor.user
+        votes = gate.approvals.filter(revision=gate.revision, decision=Approval.Decision.FORCE)
+        if gate.requested_by_id == user.pk:
+            denial = "four-eyes: the requester of a promotion cannot force it"
+        elif votes.filter(user=user).exists():
+            raise WorkflowConflict("you already voted to force this revision of the gate")
+        else:
+            Approval.objects.create(
+                gate=gate,
+                revision=gate.revision,
+                user=user,
+                principal=actor.label,
+                decision=Approval.Decision.FORCE,
+                comment=reason,
+            )
+            count = votes.values("user").distinct().count()
+            if actor.is_admin or count >= plan.required_approvals:
+                analysis_terminate(gate=gate, now=timezone.now())
+                how = "admin" if actor.is_admin else f"{count}/{plan.required_approvals}"
+                _advance(
+                    plan,
+                    gate,
+                    actor=actor,
+                    action="force_promote",
+                    reason=f"break-glass ({how}): {reason}",
+                    forced=True,
+                )
+            else:
+                audit_record(
+                    actor=actor,
+                    action="force_promote_vote",
+                    plan=plan,
+                    obj=gate,
+                    from_state=plan.state,
+                    to_state=plan.state,
+                    reason=f"break-glass {count}/{plan.required_approvals}: {reason}",
+                )
+    if denial:
+        _deny(actor=actor, action="force_promote", plan_id=plan_id, reason=denial)
+        raise FourEyesViolation(denial)
     return plan
 
 

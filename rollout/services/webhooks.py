@@ -19,9 +19,11 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from cluster_portal.web.outbound import REFUSED, outbound_opener, refused_by_policy
 from rollout.models import MigrationPlan, WebhookDelivery, WebhookSubscription
 
 TIMEOUT_SECONDS = 10
+_OPENER = outbound_opener()
 MAX_ATTEMPTS = 6
 
 
@@ -94,12 +96,19 @@ def webhook_deliver(*, delivery_id: int) -> WebhookDelivery:
     code: int | None = None
     error = ""
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310
+        # Guarded: no loopback/link-local/private receivers (unless allow-listed), also not
+        # through a redirect; the stored error never echoes the receiver's answer.
+        with _OPENER.open(request, timeout=TIMEOUT_SECONDS) as response:
             code = response.status
     except urllib.error.HTTPError as exc:
+        exc.close()
         code, error = exc.code, f"HTTP {exc.code}"
     except (urllib.error.URLError, OSError) as exc:
-        error = str(getattr(exc, "reason", exc))[:500]
+        if refused_by_policy(exc):
+            error = REFUSED
+        else:
+            reason = getattr(exc, "reason", exc)
+            error = f"network error: {type(reason).__name__}"[:500]
     delivery.last_status_code = code
     delivery.last_error = error
     if code is not None and 200 <= code < 300:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import time
 
+from django.conf import settings
 from django.db import transaction
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
@@ -19,6 +21,7 @@ from rest_framework.views import APIView
 
 from accounts.api.authentication import IntegrationPrincipal
 from accounts.api.permissions import HasRequiredScope
+from cluster_portal.web.bodies import read_limited, require_length
 from telemetry.errors import IngestionError
 from telemetry.ingest import ingest_json_batch, payload_digest, with_idempotency
 from telemetry.models import MetricDefinition
@@ -52,6 +55,75 @@ def ingestion_response(request: Request, digest: str, work) -> Response:
 def _atomic(work):
     with transaction.atomic():
         return work()
+
+
+def _read_body(stream, parser_context) -> bytes:
+    """The raw body through ``INGEST_MAX_BODY_BYTES`` (413 beyond it), kept on the view for
+    the idempotency digest so nothing reads it twice."""
+    request = (parser_context or {}).get("request")
+    declared = request.META.get("CONTENT_LENGTH") if request is not None else None
+    raw = (
+        read_limited(stream, limit=settings.INGEST_MAX_BODY_BYTES, declared=declared)
+        if stream
+        else b""
+    )
+    view = (parser_context or {}).get("view")
+    if view is not None:
+        view.raw_body = raw
+    return raw
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _depth_exceeded(value: object, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+class BoundedJSONParser(BaseParser):
+    """JSON read through the body limit; NaN/Infinity, deep nesting and bad text are 400s."""
+
+    media_type = "application/json"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        raw = _read_body(stream, parser_context)
+        try:
+            data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        except RecursionError:
+            raise ParseError(_("JSON nested too deeply.")) from None
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise ParseError(_("JSON parse error: %(error)s") % {"error": str(exc)[:200]}) from None
+        if _depth_exceeded(data, settings.INGEST_MAX_JSON_DEPTH):
+            raise ParseError(
+                _("JSON nested deeper than %(depth)d levels (INGEST_MAX_JSON_DEPTH).")
+                % {"depth": settings.INGEST_MAX_JSON_DEPTH}
+            )
+        return data
+
+
+class PrometheusTextParser(BaseParser):
+    """Accepts the exposition as exporters serve it (``text/plain; version=0.0.4``)."""
+
+    media_type = "text/plain"
+
+    def parse(self, stream, media_type=None, parser_context=None) -> str:
+        raw = _read_body(stream, parser_context)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ParseError(
+                _("The body is not UTF-8 text (invalid byte at offset %(offset)d).")
+                % {"offset": exc.start}
+            ) from None
 
 
 IngestResultSerializer = inline_serializer(
@@ -95,7 +167,17 @@ IDEMPOTENCY_KEY = OpenApiParameter(
     parameters=[IDEMPOTENCY_KEY],
     responses={201: IngestResultSerializer, 200: IngestResultSerializer, 422: OpenApiTypes.OBJECT},
 )
-class SampleBatchView(APIView):
+class _BoundedBody(APIView):
+    """Ingestion bodies: a Content-Length is required (411), then read through the limit."""
+
+    raw_body = b""
+
+    def initial(self, request, *args, **kwargs) -> None:
+        super().initial(request, *args, **kwargs)
+        require_length(request.META)
+
+
+class SampleBatchView(_BoundedBody):
     """POST a JSON batch ``{"samples": [{metric, cluster, entity_kind, entity, ts, value}]}``.
 
     Atomic: one bad row answers 400 naming the row and field, and nothing is written.
@@ -103,26 +185,16 @@ class SampleBatchView(APIView):
 
     permission_classes = [IsAuthenticated, HasRequiredScope]
     required_scope = "ingest"
+    parser_classes = [BoundedJSONParser]
+    raw_body = b""
 
     def post(self, request: Request) -> Response:
         tenant = getattr(request.user, "tenant", None)
-        digest = payload_digest(request.body)
+        payload = request.data  # parsed through the body limit; sets raw_body
+        digest = payload_digest(self.raw_body)
         return ingestion_response(
-            request, digest, lambda: ingest_json_batch(payload=request.data, tenant=tenant)
+            request, digest, lambda: ingest_json_batch(payload=payload, tenant=tenant)
         )
-
-
-class PrometheusTextParser(BaseParser):
-    """Accepts the exposition as exporters serve it (``text/plain; version=0.0.4``)."""
-
-    media_type = "text/plain"
-
-    def parse(self, stream, media_type=None, parser_context=None) -> str:
-        raw = stream.read() if stream else b""
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ParseError(f"the body is not UTF-8 text: {exc}") from exc
 
 
 @extend_schema(
@@ -135,7 +207,7 @@ class PrometheusTextParser(BaseParser):
     ],
     responses={201: OpenApiTypes.OBJECT, 200: OpenApiTypes.OBJECT, 422: OpenApiTypes.OBJECT},
 )
-class PrometheusIngestView(APIView):
+class PrometheusIngestView(_BoundedBody):
     """POST exporter text: ``?cluster=NAME[&node=HOST][&source=dcgm|npu|auto]``.
 
     Unseen nodes and accelerators are registered under the cluster; exporter-only metrics are
@@ -145,6 +217,7 @@ class PrometheusIngestView(APIView):
     permission_classes = [IsAuthenticated, HasRequiredScope]
     required_scope = "ingest"
     parser_classes = [PrometheusTextParser]
+    raw_body = b""
 
     def post(self, request: Request) -> Response:
         params = request.query_params
@@ -155,7 +228,7 @@ class PrometheusIngestView(APIView):
         if not params.get("cluster"):
             raise ValidationError({"cluster": [_("Required: the scraped cluster's name.")]})
         text = request.data if isinstance(request.data, str) else ""
-        digest = payload_digest(text.encode(), extra=request.get_full_path())
+        digest = payload_digest(self.raw_body, extra=request.get_full_path())
         return ingestion_response(
             request,
             digest,
@@ -176,9 +249,19 @@ class MetricDefinitionSerializer(serializers.ModelSerializer):
 
 
 class MetricCatalogueView(ListAPIView):
-    """The metric catalogue: every metric name the store accepts, with unit and entity kind."""
+    """The metric catalogue: every metric name the store accepts, with unit and entity kind.
+
+    Customers (and tenant tokens) see the portal's own metrics only: names exporters pushed
+    that the portal does not map (``mapped=false``) are staff-only, so a push can never write
+    into the catalogue customers read."""
 
     permission_classes = [IsAuthenticated, HasRequiredScope]
     required_scope = "read"
     serializer_class = MetricDefinitionSerializer
-    queryset = MetricDefinition.objects.order_by("name")
+
+    def get_queryset(self):
+        metrics = MetricDefinition.objects.order_by("name")
+        user = self.request.user
+        if not getattr(user, "sees_all_tenants", False) or getattr(user, "is_customer", False):
+            metrics = metrics.filter(mapped=True)
+        return metrics

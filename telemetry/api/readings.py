@@ -87,17 +87,32 @@ class AcceleratorListView(ListAPIView):
 
 
 def _parse_time(value: str | None, name: str, default: datetime) -> datetime:
+    """ISO 8601 with a zone or unix seconds, between 1970 and 9000; anything else a 400
+    naming the parameter (``1e20``, ``inf``, ``nan``, 5,000 digits included)."""
     if not value:
         return default
-    parsed = parse_datetime(value)
+    try:
+        parsed = parse_datetime(value[:64])
+    except (ValueError, OverflowError):
+        raise ValidationError({name: "not a valid ISO 8601 time"}) from None
     if parsed is None:
         try:
-            return datetime.fromtimestamp(float(value), tz=UTC)
-        except ValueError:
+            seconds = float(value[:64])
+            parsed = datetime.fromtimestamp(seconds, tz=UTC)
+        except (ValueError, OverflowError, OSError):
             raise ValidationError({name: "ISO 8601 time or unix seconds"}) from None
     if parsed.tzinfo is None:
         raise ValidationError({name: "give a time zone, e.g. 2026-11-29T12:00:00Z"})
+    if not 1970 <= parsed.year <= 9000:
+        raise ValidationError({name: "must lie between 1970 and 9000"})
     return parsed
+
+
+def _text_param(params, name: str) -> str:
+    value = params.get(name, "")
+    if len(value) > 300 or any(c < " " or c == "\x7f" for c in value):
+        raise ValidationError({name: "too long, or contains control characters"})
+    return value
 
 
 SeriesSerializer = inline_serializer(
@@ -152,6 +167,8 @@ class SeriesView(APIView):
             raise ValidationError({"start": "must be before end"})
         if end - start > MAX_RANGE:
             raise ValidationError({"start": "the range may span at most 400 days"})
+        for name in ("metric", "entity", "cluster", "kind"):
+            _text_param(params, name)
         metric = MetricDefinition.objects.filter(name=params.get("metric", "")).first()
         if metric is None:
             raise ValidationError({"metric": "unknown metric; see /api/v1/metrics/"})

@@ -14,13 +14,19 @@ from telemetry.ingestion.prometheus_map import (
     PrometheusMappingError,
     map_exposition,
 )
-from telemetry.ingestion.prometheus_parse import ParsedSample, PrometheusParseError, parse_text
+from telemetry.ingestion.prometheus_parse import (
+    ParsedSample,
+    ParseLimits,
+    PrometheusParseError,
+    parse_text,
+)
 
 __all__ = [
     "MAPPED_METRICS",
     "EntityRef",
     "MappedSample",
     "MappingReport",
+    "ParseLimits",
     "ParsedSample",
     "PrometheusMappingError",
     "PrometheusParseError",

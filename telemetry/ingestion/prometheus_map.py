@@ -12,7 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from telemetry.ingestion.prometheus_parse import ParsedSample, parse_text
+from telemetry.ingestion.prometheus_parse import NO_LIMITS, ParsedSample, ParseLimits, iter_text
 
 __all__ = [
     "MAPPED_METRICS",
@@ -182,7 +182,12 @@ class MappingReport:
 
 
 def map_exposition(
-    text: str, *, source: str = "auto", default_host: str | None, scrape_time: float
+    text: str,
+    *,
+    source: str = "auto",
+    default_host: str | None,
+    scrape_time: float,
+    limits: ParseLimits = NO_LIMITS,
 ) -> MappingReport:
     """Parse ``text`` and map it onto the catalogue.
 
@@ -200,7 +205,7 @@ def map_exposition(
     fb_used: dict[tuple, float] = {}
     fb_free: list[tuple[int, tuple, ParsedSample, MappedSample]] = []
 
-    for sample in parse_text(text):
+    for sample in iter_text(text, limits):
         kind = _source_of(sample, source)
         reason = _drop_reason(sample, kind)
         if reason is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["ParsedSample", "PrometheusParseError", "parse_text"]
+__all__ = ["ParseLimits", "ParsedSample", "PrometheusParseError", "iter_text", "parse_text"]
 
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -21,7 +21,7 @@ _ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
 # Spelled out because Python's float() also accepts "1_000" and "infinity"-style words that
 # Prometheus would reject; the accepted set matches Go's strconv.ParseFloat for these cases.
 _VALUE = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[Nn]a[Nn]|[Ii]nf(?:inity)?)")
-_TIMESTAMP = re.compile(r"-?\d+")
+_TIMESTAMP = re.compile(r"-?\d{1,19}")  # fits an int64 of milliseconds; 5,000 digits do not
 _TYPES = frozenset({"counter", "gauge", "histogram", "summary", "untyped"})
 # Sample-name suffixes that belong to a family declared under the bare name.
 _FAMILY_SUFFIXES = ("_total", "_created", "_bucket", "_count", "_sum")
@@ -52,22 +52,87 @@ class ParsedSample:
     family_type: str | None
 
 
-def parse_text(text: str) -> list[ParsedSample]:
-    """Parse exposition text into samples; raise ``PrometheusParseError`` on the first bad line.
+@dataclass(frozen=True)
+class ParseLimits:
+    """Caps on one exposition; crossing one is a ``PrometheusParseError`` naming it."""
 
-    Accepts LF or CRLF line endings, a missing final newline, blank lines and comments.
+    max_lines: int = 400_000
+    max_line_chars: int = 64 * 1024
+    max_series: int = 100_000
+    max_labels: int = 64
+    max_label_value_chars: int = 1024
+
+
+NO_LIMITS = ParseLimits(
+    max_lines=2**62,
+    max_line_chars=2**62,
+    max_series=2**62,
+    max_labels=2**62,
+    max_label_value_chars=2**62,
+)
+
+
+def _lines(text: str):
+    """``(number, line)`` without splitting the whole text into a list first."""
+    start, number, end = 0, 0, len(text)
+    while start <= end:
+        stop = text.find("\n", start)
+        if stop < 0:
+            stop = end
+        number += 1
+        yield number, start, stop
+        start = stop + 1
+
+
+def iter_text(text: str, limits: ParseLimits = NO_LIMITS):
+    """Yield samples one by one; raise ``PrometheusParseError`` on the first bad line or cap.
+
+    Accepts LF or CRLF line endings, a missing final newline, blank lines and comments. A line
+    over ``max_line_chars`` is refused before it is copied or tokenised.
     """
     types: dict[str, str] = {}
-    samples: list[ParsedSample] = []
-    for line_no, raw in enumerate(text.removeprefix("\ufeff").split("\n"), start=1):
-        line = raw.removesuffix("\r").lstrip(" \t")
+    series = 0
+    text = text.removeprefix("\ufeff")
+    for line_no, start, stop in _lines(text):
+        if line_no > limits.max_lines:
+            raise PrometheusParseError(
+                line_no, f"more than {limits.max_lines} lines in one push (INGEST_MAX_LINES)"
+            )
+        if stop - start > limits.max_line_chars:
+            raise PrometheusParseError(
+                line_no,
+                f"line longer than {limits.max_line_chars} characters (INGEST_MAX_LINE_BYTES)",
+            )
+        line = text[start:stop].removesuffix("\r").lstrip(" \t")
         if not line:
             continue
         if line[0] == "#":
             _parse_comment(line, line_no, types)
-        else:
-            samples.append(_parse_sample(line, line_no, types))
-    return samples
+            continue
+        sample = _parse_sample(line, line_no, types)
+        series += 1
+        if series > limits.max_series:
+            raise PrometheusParseError(
+                line_no, f"more than {limits.max_series} series in one push (INGEST_MAX_SERIES)"
+            )
+        if len(sample.labels) > limits.max_labels:
+            raise PrometheusParseError(
+                line_no,
+                f"{sample.name}: more than {limits.max_labels} labels (INGEST_MAX_LABELS)",
+            )
+        for key, value in sample.labels.items():
+            if len(value) > limits.max_label_value_chars:
+                raise PrometheusParseError(
+                    line_no,
+                    f"{sample.name}: label {key!r} longer than {limits.max_label_value_chars} "
+                    "characters (INGEST_MAX_LABEL_VALUE_CHARS)",
+                )
+        yield sample
+
+
+def parse_text(text: str, limits: ParseLimits = NO_LIMITS) -> list[ParsedSample]:
+    """Every sample of ``text`` (see :func:`iter_text`)."""
+    return list(iter_text(text, limits))
 
 
 def _parse_comment(line: str, line_no: int, types: dict[str, str]) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+
+from cluster_portal.web.outbound import url_host_refused
 
 
 class ExporterTarget(models.Model):
@@ -52,3 +55,9 @@ class ExporterTarget(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        if self.url and url_host_refused(self.url):
+            raise ValidationError(
+                {"url": _("Address refused by the outbound policy (OUTBOUND_ALLOWED_NETWORKS).")}
+            )

@@ -18,7 +18,8 @@ import schemathesis
 from django.core.wsgi import get_wsgi_application
 from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -149,3 +150,91 @@ def test_operator_requests_get_no_server_error_and_match_the_schema(case, world)
 @FUZZ_SETTINGS
 def test_customer_requests_match_the_schema_and_never_show_the_other_tenant(case, world):
     _fuzz(case, world["customer"])
+
+
+# --- hostile inputs the schema-driven generator rarely produces (issue 15 §7) ----------------
+# Strings with NUL, C0/C1 controls and bidirectional overrides, overlong keys, numbers that
+# overflow a double or an int conversion, non-finite numbers and deeply nested JSON, sent to
+# the ingestion and read endpoints as both roles: always a 4xx in the JSON error body.
+
+HOSTILE_CHARS = st.sampled_from(
+    ["\x00", "\x01", "\x1b", "\x7f", "\x85", "\u202e", "\u2066", "\ufeff"]
+)
+hostile_text = st.one_of(
+    st.builds(lambda a, c, b: a + c + b, st.text(max_size=8), HOSTILE_CHARS, st.text(max_size=8)),
+    st.text(min_size=301, max_size=400),
+)
+huge_number = st.one_of(
+    st.sampled_from(["1e999", "-1e999", "9" * 5000, "NaN", "Infinity", "1e20", "-0"]),
+    st.integers(min_value=10**20, max_value=10**40).map(str),
+)
+
+
+def _deep(depth: int) -> str:
+    return '{"samples": ' + "[" * depth + "]" * depth + "}"
+
+
+def _json_body(field: str, raw_value: str) -> str:
+    row = {
+        "metric": "accelerator_utilization_ratio",
+        "cluster": "twin-dash",
+        "entity_kind": "accelerator",
+        "entity": "n0/0",
+        "ts": 1_780_000_000,
+        "value": 0.5,
+    }
+    import json as _json
+
+    text = _json.dumps({"samples": [row]})
+    return text.replace(_json.dumps({field: row[field]})[1:-1], f'"{field}": {raw_value}')
+
+
+def _assert_clean_4xx(response) -> None:
+    assert 400 <= response.status_code < 500, (response.status_code, response.content[:300])
+    assert response["Content-Type"].startswith("application/json")
+    assert "detail" in response.json()
+
+
+@pytest.mark.django_db
+@settings(
+    max_examples=EXAMPLES * 4,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+)
+@given(
+    role=st.sampled_from(["operator", "customer"]),
+    field=st.sampled_from(["metric", "cluster", "entity_kind", "entity"]),
+    text=hostile_text,
+    number=huge_number,
+    where=st.sampled_from(["ts", "value"]),
+    depth=st.integers(min_value=17, max_value=3000),
+    param=st.sampled_from(["start", "end", "metric", "entity", "cluster", "kind"]),
+)
+def test_hostile_strings_numbers_and_nesting_are_4xx_never_5xx(
+    world, role, field, text, number, where, depth, param
+):
+    import json as _json
+
+    from django.test import Client
+
+    client = Client(HTTP_AUTHORIZATION=world[role]["Authorization"])
+    url = "/api/v1/telemetry/samples/"
+    body = _json.dumps({"samples": [{field: text, "ts": 1_780_000_000, "value": 1}]})
+    _assert_clean_4xx(client.post(url, body, content_type="application/json"))
+    _assert_clean_4xx(client.post(url, _json_body(where, number), content_type="application/json"))
+    _assert_clean_4xx(client.post(url, _deep(depth), content_type="application/json"))
+    prom = f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",Hostname={_json.dumps(text)}}} 1 {number}'
+    _assert_clean_4xx(
+        client.post(
+            "/api/v1/telemetry/prometheus/?cluster=twin-dash",
+            prom.encode(),
+            content_type="text/plain",
+        )
+    )
+    value = text if param not in ("start", "end") else number
+    series = client.get(
+        "/api/v1/telemetry/series/",
+        {"metric": "accelerator_utilization_ratio", "entity": "n0/0", param: value},
+    )
+    _assert_clean_4xx(series)

@@ -10,7 +10,12 @@ from accounts.services.roles import ROLE_APPROVER, roles_ensure
 from inventory.models import Cluster, Workload
 from rollout.models import Criterion, PhaseKind
 from rollout.services.audit import Actor
-from rollout.services.plans import criterion_save, plan_create
+from rollout.services.plans import (
+    criterion_save,
+    phase_manual_gate_set,
+    phases_without_gate,
+    plan_create,
+)
 from telemetry.models import Entity, EntityKind, MetricDefinition
 from telemetry.write import samples_write
 
@@ -108,6 +113,14 @@ def plan_factory(clusters, workloads, tenants, users):
                 criterion_save(
                     criterion=Criterion(phase=phase, **fields), actor=Actor(users["operator"])
                 )
+        # Phases without criteria are explicit (audited) manual gates: never gated by nothing.
+        for kind in phases_without_gate(plan):
+            phase_manual_gate_set(
+                phase=plan.phases.get(kind=kind),
+                manual=True,
+                actor=Actor(users["operator"]),
+                reason="test: approvers decide",
+            )
         return plan
 
     return make
@@ -138,4 +151,13 @@ def plan_for_access(tenant: str = "acme"):
         target_cluster=clusters_["unified"],
         workloads={PhaseKind.PILOT: [workload]},
         actor=Actor(User.objects.get(username="op")),
+    )
+
+
+def rev(plan) -> int:
+    """The current gate's revision as a person would see it now (what decisions must name)."""
+    from rollout.models import MigrationPlan
+
+    return (
+        MigrationPlan.objects.select_related("current_gate").get(pk=plan.pk).current_gate.revision
     )

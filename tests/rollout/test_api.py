@@ -128,12 +128,13 @@ def test_commands_walk_the_plan_and_illegal_ones_are_409(client_as, users, plan)
     assert post(operator, plan, "pause", expected_version=version - 1).status_code == 409
     assert post(operator, plan, "promote").status_code == 200
     # The requester is an operator without approve permission: 403, audited.
-    assert post(operator, plan, "approve").status_code == 403
+    assert post(operator, plan, "approve", revision=1).status_code == 403
     approver = client_as("approver")
-    response = post(approver, plan, "approve", comment="numbers fine")
+    response = post(approver, plan, "approve", comment="numbers fine", revision=1)
     assert response.status_code == 200
     assert (response.json()["current_phase"], response.json()["gray_step_percent"]) == ("gray", 5)
-    assert post(approver, plan, "reject").status_code == 409  # nothing awaits approval
+    # nothing awaits approval
+    assert post(approver, plan, "reject", reason="x", revision=1).status_code == 409
 
 
 def test_requesters_own_approval_is_403_and_audited(client, users, plan):
@@ -141,20 +142,24 @@ def test_requesters_own_approval_is_403_and_audited(client, users, plan):
     client.force_login(boss)
     assert post(client, plan, "start").status_code == 200
     assert post(client, plan, "promote").status_code == 200
-    response = post(client, plan, "approve")
+    response = post(client, plan, "approve", revision=1)
     assert response.status_code == 403 and "four-eyes" in response.json()["detail"]
     denied = AuditEntry.objects.get(action="approve_denied")
     assert denied.source_ip == "127.0.0.1" and denied.actor == boss
 
 
-def test_an_approve_scoped_token_can_approve(plan, users):
+def test_an_approve_scoped_token_approves_for_its_approver(plan, users):
     plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
     plan_promote(plan_id=plan.pk, actor=Actor(users["operator"]))
     client = APIClient()
-    client.credentials(
-        HTTP_AUTHORIZATION=f"Bearer {token_create(name='ci', scopes=['approve']).plaintext}"
-    )
-    assert post(client, plan, "approve").status_code == 200
+    issued = token_create(name="ci", scopes=["approve"], owner=users["approver"])
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.plaintext}")
+    assert post(client, plan, "approve").status_code == 400  # no revision named
+    assert post(client, plan, "approve", revision=1).status_code == 200
+    from rollout.models import Approval
+
+    approval = Approval.objects.get(gate__plan=plan)
+    assert approval.user == users["approver"] and "token:ci" in approval.principal
     assert post(client, plan, "start").status_code == 403  # approve scope only
     reader = APIClient()
     reader.credentials(

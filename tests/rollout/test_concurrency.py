@@ -11,6 +11,7 @@ from rollout.models import AuditEntry, PlanState
 from rollout.services.audit import Actor
 from rollout.services.errors import WorkflowConflict
 from rollout.services.transitions import gate_approve, plan_promote, plan_start
+from tests.rollout.conftest import rev
 
 THREADS = 6
 
@@ -46,7 +47,10 @@ def test_concurrent_approvals_make_exactly_one_transition(plan_factory, users, a
     plan_promote(plan_id=plan.pk, actor=Actor(users["operator"]))
     connection.close()
     extra = [approvers[i % len(approvers)] for i in range(THREADS)]
-    calls = [(lambda who=who: gate_approve(plan_id=plan.pk, actor=Actor(who))) for who in extra]
+    calls = [
+        (lambda who=who: gate_approve(plan_id=plan.pk, actor=Actor(who), revision=rev(plan)))
+        for who in extra
+    ]
     results = run_at_once(calls)
     assert sorted(results) == ["409"] * (THREADS - 1) + ["ok"], results
     plan.refresh_from_db()

@@ -13,7 +13,7 @@ from rollout.selectors import traffic_shares_for_cluster
 from rollout.services.analysis import analysis_run_step
 from rollout.services.audit import Actor
 from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
-from rollout.services.plans import criterion_save, plan_create
+from rollout.services.plans import criterion_save, phase_manual_gate_set, plan_create
 from rollout.services.transitions import (
     gate_approve,
     gate_reject,
@@ -24,7 +24,7 @@ from rollout.services.transitions import (
     plan_retry,
     plan_start,
 )
-from tests.rollout.conftest import at
+from tests.rollout.conftest import at, rev
 
 
 def test_pilot_refuses_core_workloads_and_writes_nothing(clusters, workloads, tenants, users):
@@ -54,7 +54,7 @@ def test_a_plan_needs_a_legacy_source_and_a_unified_target(clusters, workloads, 
 
 def promote_and_approve(plan, users, approver="approver"):
     plan_promote(plan_id=plan.pk, actor=Actor(users["operator"]))
-    gate_approve(plan_id=plan.pk, actor=Actor(users[approver]))
+    gate_approve(plan_id=plan.pk, actor=Actor(users[approver]), revision=rev(plan))
     plan.refresh_from_db()
 
 
@@ -107,7 +107,7 @@ def test_manual_pause_and_resume_return_where_the_plan_was(plan_factory, users):
     plan_promote(plan_id=plan.pk, actor=Actor(users["operator"]))
     plan_pause(plan_id=plan.pk, actor=Actor(users["operator"]), reason="change freeze")
     with pytest.raises(WorkflowConflict):
-        gate_approve(plan_id=plan.pk, actor=Actor(users["approver"]))
+        gate_approve(plan_id=plan.pk, actor=Actor(users["approver"]), revision=rev(plan))
     plan_resume(plan_id=plan.pk, actor=Actor(users["operator"]))
     plan.refresh_from_db()
     assert plan.state == PlanState.AWAITING_APPROVAL
@@ -145,7 +145,7 @@ def test_four_eyes_requester_cannot_approve_and_the_attempt_is_audited(plan_fact
     plan_start(plan_id=plan.pk, actor=Actor(superuser))
     plan_promote(plan_id=plan.pk, actor=Actor(superuser))
     with pytest.raises(FourEyesViolation):
-        gate_approve(plan_id=plan.pk, actor=Actor(superuser, ip="10.0.0.7"))
+        gate_approve(plan_id=plan.pk, actor=Actor(superuser, ip="10.0.0.7"), revision=rev(plan))
     denied = AuditEntry.objects.get(action="approve_denied")
     assert (denied.actor, denied.source_ip) == (superuser, "10.0.0.7")
     assert "four-eyes" in denied.reason
@@ -158,7 +158,7 @@ def test_only_approvers_approve(plan_factory, users):
     plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
     plan_promote(plan_id=plan.pk, actor=Actor(users["operator"]))
     with pytest.raises(NotPermitted):
-        gate_approve(plan_id=plan.pk, actor=Actor(users["operator"]))
+        gate_approve(plan_id=plan.pk, actor=Actor(users["operator"]), revision=rev(plan))
     assert AuditEntry.objects.filter(action="approve_denied").count() == 1
 
 
@@ -167,20 +167,20 @@ def test_n_approvals_are_needed(plan_factory, users, approvers):
     plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
     plan_promote(plan_id=plan.pk, actor=Actor(users["operator"]))
     for i, approver in enumerate(approvers[:3]):
-        gate_approve(plan_id=plan.pk, actor=Actor(approver), comment=f"ok {i}")
+        gate_approve(plan_id=plan.pk, actor=Actor(approver), comment=f"ok {i}", revision=rev(plan))
         plan.refresh_from_db()
         assert plan.current_phase == ("gray" if i == 2 else "pilot")
     with pytest.raises(WorkflowConflict):
-        gate_approve(plan_id=plan.pk, actor=Actor(approvers[3]))
+        gate_approve(plan_id=plan.pk, actor=Actor(approvers[3]), revision=rev(plan))
 
 
 def test_the_same_approver_counts_once(plan_factory, users, approvers):
     plan = plan_factory(required_approvals=2)
     plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
     plan_promote(plan_id=plan.pk, actor=Actor(users["operator"]))
-    gate_approve(plan_id=plan.pk, actor=Actor(approvers[0]))
+    gate_approve(plan_id=plan.pk, actor=Actor(approvers[0]), revision=rev(plan))
     with pytest.raises(WorkflowConflict, match="already"):
-        gate_approve(plan_id=plan.pk, actor=Actor(approvers[0]))
+        gate_approve(plan_id=plan.pk, actor=Actor(approvers[0]), revision=rev(plan))
 
 
 def test_approvals_of_an_older_revision_do_not_count(plan_factory, users, approvers):
@@ -188,9 +188,11 @@ def test_approvals_of_an_older_revision_do_not_count(plan_factory, users, approv
     plan = plan_factory(required_approvals=2)
     plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
     plan_promote(plan_id=plan.pk, actor=Actor(users["operator"]))
-    gate_approve(plan_id=plan.pk, actor=Actor(approvers[0]))
+    gate_approve(plan_id=plan.pk, actor=Actor(approvers[0]), revision=rev(plan))
     # When it is rejected and retried, the gate moves to revision 2
-    gate_reject(plan_id=plan.pk, actor=Actor(approvers[1]), reason="numbers look odd")
+    gate_reject(
+        plan_id=plan.pk, actor=Actor(approvers[1]), reason="numbers look odd", revision=rev(plan)
+    )
     plan_retry(plan_id=plan.pk, actor=Actor(users["operator"]))
     plan.refresh_from_db()
     assert plan.current_gate.revision == 2
@@ -201,7 +203,9 @@ def test_approvals_of_an_older_revision_do_not_count(plan_factory, users, approv
     gate_approve(plan_id=plan.pk, actor=Actor(approvers[2]), revision=2)
     plan.refresh_from_db()
     assert plan.state == PlanState.AWAITING_APPROVAL
-    gate_approve(plan_id=plan.pk, actor=Actor(approvers[0]))  # may approve the new revision
+    gate_approve(
+        plan_id=plan.pk, actor=Actor(approvers[0]), revision=rev(plan)
+    )  # may approve the new revision
     plan.refresh_from_db()
     assert plan.current_phase == "gray"
 
@@ -210,7 +214,7 @@ def test_editing_criteria_moves_the_gate_to_a_new_revision(plan_factory, users, 
     plan = plan_factory(required_approvals=2)
     plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
     plan_promote(plan_id=plan.pk, actor=Actor(users["operator"]))
-    gate_approve(plan_id=plan.pk, actor=Actor(approvers[0]))
+    gate_approve(plan_id=plan.pk, actor=Actor(approvers[0]), revision=rev(plan))
     criterion = Criterion(
         phase=plan.phases.get(kind="pilot"),
         name="new",
@@ -221,7 +225,7 @@ def test_editing_criteria_moves_the_gate_to_a_new_revision(plan_factory, users, 
         threshold=1,
     )
     criterion_save(criterion=criterion, actor=Actor(users["operator"]))
-    gate_approve(plan_id=plan.pk, actor=Actor(approvers[1]))
+    gate_approve(plan_id=plan.pk, actor=Actor(approvers[1]), revision=rev(plan))
     plan.refresh_from_db()
     assert plan.state == PlanState.AWAITING_APPROVAL  # 1 of 2 on revision 2
 
@@ -289,8 +293,15 @@ def test_a_failing_gray_criterion_rolls_traffic_back_and_the_twin_follows(twin, 
         ),
         actor=Actor(users["operator"]),
     )
+    for kind in ("pilot", "full"):
+        phase_manual_gate_set(
+            phase=plan.phases.get(kind=kind),
+            manual=True,
+            actor=Actor(users["operator"]),
+            reason="gray is what this test measures",
+        )
     plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
-    promote_and_approve(plan, users)  # the pilot (no criteria) passed at once
+    promote_and_approve(plan, users)  # the pilot (a manual gate) passed at once
     # When the twin ticks at 5%, the gate measures 5% and passes
     assert traffic_shares_for_cluster(cluster_id=unified.pk) == {name: 0.05}
     tick(run)

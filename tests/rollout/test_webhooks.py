@@ -15,6 +15,14 @@ from rollout.services.audit import Actor
 from rollout.services.transitions import plan_start
 from rollout.tasks import deliver_webhook
 
+
+@pytest.fixture(autouse=True)
+def loopback_allowed(settings):
+    """These tests run their exporter/receiver on 127.0.0.1: allow-list it explicitly, as an
+    operator would (OUTBOUND_ALLOWED_NETWORKS); by default loopback is refused."""
+    settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+
+
 SECRET = "s3cret"
 
 

@@ -21,6 +21,14 @@ from telemetry.scrape import exporter_scrape, exporter_target_claim
 from telemetry.tasks import scrape_due_targets, scrape_target
 from tests.access import PageAccessCases
 
+
+@pytest.fixture(autouse=True)
+def loopback_allowed(settings):
+    """These tests run their exporter/receiver on 127.0.0.1: allow-list it explicitly, as an
+    operator would (OUTBOUND_ALLOWED_NETWORKS); by default loopback is refused."""
+    settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+
+
 NOW = 1_780_000_000.0  # a fixed scrape time, so sample timestamps are predictable
 
 # dcgm-exporter as it prints itself (DESIGN.md §5): no timestamps, both label spellings,

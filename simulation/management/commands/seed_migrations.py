@@ -154,5 +154,11 @@ class Command(BaseCommand):
             plan_promote(plan_id=plan.pk, actor=self.operator, reason="analysis passed")
             if outcome == "awaiting" and at_5:
                 return
+            revision = plan.current_gate.revision
             for approver in self.approvers:
-                gate_approve(plan_id=plan.pk, actor=approver, comment="figures within the gate")
+                gate_approve(
+                    plan_id=plan.pk,
+                    actor=approver,
+                    revision=revision,
+                    comment="figures within the gate",
+                )
