@@ -129,4 +129,5 @@ def test_customer_sees_only_their_workloads_and_exports_the_rows_shown(
     browser.get(f"{live_server.url}/workloads/{mine.pk}/")
     wait_loaded(browser)
     charts = {c["key"]: c for c in browser.execute_script(CHART_TRACES)}
-    assert charts["latency"]["traces"] >= 3
+    # TTFT P99 against its target, TPOT P99 against its target (issue 13: the field's metrics).
+    assert charts["latency"]["traces"] >= 2 and charts["tpot"]["traces"] >= 2
