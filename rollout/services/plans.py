@@ -150,6 +150,25 @@ def criterion_save(*, criterion: Criterion, actor: Actor) -> Criterion:
     return criterion
 
 
+def phases_without_criteria(plan: MigrationPlan) -> list[str]:
+    """The plan's phases whose gates would have nothing deciding them (no non-dry-run
+    criterion): a plan cannot start while there are any."""
+    deciding = set(
+        Criterion.objects.filter(phase__plan=plan, dry_run=False).values_list(
+            "phase__kind", flat=True
+        )
+    )
+    return [kind for kind in PHASE_ORDER if kind not in deciding]
+
+
+def require_criteria(plan: MigrationPlan) -> None:
+    missing = phases_without_criteria(plan)
+    if missing:
+        raise WorkflowConflict(
+            "a gate without criteria cannot start: add criteria to " + ", ".join(missing)
+        )
+
+
 # --- helpers shared by the transition services (callers hold the transaction) ---------------
 
 

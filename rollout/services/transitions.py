@@ -28,6 +28,7 @@ from rollout.services.plans import (
     phase_of,
     plan_lock,
     plan_move,
+    require_criteria,
     require_state,
     traffic_apply,
     traffic_mark_stable,
@@ -69,6 +70,7 @@ def plan_start(*, plan_id: int, actor: Actor, expected_version: int | None = Non
     with transaction.atomic():
         plan = plan_lock(plan_id, expected_version=expected_version)
         require_state(plan, "start")
+        require_criteria(plan)
         now = timezone.now()
         plan.current_phase = PhaseKind.PILOT
         pilot = phase_of(plan, PhaseKind.PILOT)
