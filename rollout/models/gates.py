@@ -21,6 +21,8 @@ class Aggregation(models.TextChoices):
     MEAN = "mean", _("mean")
     MAX = "max", _("max")
     MIN = "min", _("min")
+    # A counter's increase per second over the window (max − min: counters only grow).
+    RATE = "rate", _("rate (per second)")
 
 
 class Comparator(models.TextChoices):

@@ -45,7 +45,7 @@ from rollout.models import (
 )
 from rollout.services.audit import SYSTEM, audit_record
 from rollout.services.plans import plan_lock, plan_move, traffic_rollback
-from telemetry.read import MeasurementError, window_aggregate
+from telemetry.read import MeasurementError, WindowAggregate, window_aggregate
 
 SPEC_FIELDS = (
     "metric",
@@ -296,6 +296,18 @@ _COUNTER_FIELDS = (
 )
 
 
+def _aggregate(*, aggregation: str, start: datetime, end: datetime, **where) -> WindowAggregate:
+    if aggregation != "rate":
+        return window_aggregate(aggregation=aggregation, start=start, end=end, **where)
+    # A counter's increase per second: (max − min) over the window (counters only grow).
+    high = window_aggregate(aggregation="max", start=start, end=end, **where)
+    if high.value is None:
+        return high
+    low = window_aggregate(aggregation="min", start=start, end=end, **where)
+    span = max((end - start).total_seconds(), 1.0)
+    return WindowAggregate((high.value - low.value) / span, high.samples)
+
+
 def _evaluate(spec: dict, plan: MigrationPlan, start: datetime, end: datetime) -> tuple:
     where = {
         "metric": spec["metric"],
@@ -305,7 +317,7 @@ def _evaluate(spec: dict, plan: MigrationPlan, start: datetime, end: datetime) -
         "start": start,
         "end": end,
     }
-    result = window_aggregate(cluster_id=plan.target_cluster_id, **where)
+    result = _aggregate(cluster_id=plan.target_cluster_id, **where)
     label = f"{spec['aggregation']}({spec['metric']})"
     if result.value is None:
         return S.INCONCLUSIVE, None, None, None, 0, f"no data in the window for {label}"
@@ -316,7 +328,7 @@ def _evaluate(spec: dict, plan: MigrationPlan, start: datetime, end: datetime) -
     threshold = float(spec["threshold"])
     baseline = None
     if spec["compare_to_baseline"]:
-        base = window_aggregate(cluster_id=plan.source_cluster_id, **where)
+        base = _aggregate(cluster_id=plan.source_cluster_id, **where)
         if base.value is None:
             reason = f"no source-cluster baseline data in the window for {label}"
             return S.INCONCLUSIVE, result.value, None, None, result.samples, reason
