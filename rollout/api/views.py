@@ -55,7 +55,11 @@ class PlanListView(_Read, ListAPIView):
     def get_queryset(self):
         return plans_visible_to(self.request.user)
 
-    @extend_schema(request=s.PlanAuthorSerializer, responses={201: s.PlanDetailSerializer})
+    @extend_schema(
+        operation_id="plans_author",
+        request=s.PlanAuthorSerializer,
+        responses={201: s.PlanDetailSerializer},
+    )
     def post(self, request) -> Response:
         actor = Actor.from_request(request)
         if not actor.can_operate():

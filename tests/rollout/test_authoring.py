@@ -8,8 +8,14 @@ from accounts.services.roles import ROLE_APPROVER, ROLE_CUSTOMER, ROLE_OPERATOR,
 from rollout.models import Criterion, MigrationPlan, PlanState
 from rollout.services.audit import Actor
 from rollout.services.transitions import plan_start
+from tests.access import PageAccessCases
 
 pytestmark = pytest.mark.criteria_required
+
+
+class TestNewPlanPage(PageAccessCases):
+    url = "/migrations/new/"
+    allowed_roles = ("operator",)
 
 
 def body(workloads, **extra) -> dict:
