@@ -24,6 +24,8 @@ class AccountsConfig(AppConfig):
 
         from accounts.services.roles import roles_ensure_after_migrate
 
-        post_migrate.connect(roles_ensure_after_migrate, sender=self)
+        # Every app's turn (idempotent): the groups' model permissions of apps migrated after
+        # this one exist only once their own post_migrate created them.
+        post_migrate.connect(roles_ensure_after_migrate, dispatch_uid="roles_ensure")
         # Registers the OpenAPI description of token authentication with drf-spectacular.
         import cluster_portal.web.schema  # noqa: F401

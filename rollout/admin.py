@@ -10,9 +10,12 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
+from django.utils.formats import date_format, number_format
+from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from rollout.models import (
+    AnalysisRun,
     AuditEntry,
     Criterion,
     Gate,
@@ -34,6 +37,19 @@ from rollout.services.plans import (
     phases_create_default,
     phases_without_gate,
 )
+
+
+def _table(headers, rows) -> str:
+    """A small read-only HTML table for the admin's detail pages (escaped)."""
+    if not rows:
+        return ""
+    head = format_html_join("", "<th>{}</th>", ((h,) for h in headers))
+    body = format_html_join(
+        "",
+        "<tr>{}</tr>",
+        ((format_html_join("", "<td>{}</td>", ((c,) for c in row)),) for row in rows),
+    )
+    return format_html("<table><thead><tr>{}</tr></thead><tbody>{}</tbody></table>", head, body)
 
 
 class _ReadOnly(admin.ModelAdmin):
@@ -156,8 +172,91 @@ class GateAdmin(_ReadOnly):
     action_form = DecisionForm
     actions = ["approve_gates", "reject_gates"]
 
+    fields = (
+        "plan",
+        "phase",
+        "step_index",
+        "state",
+        "revision",
+        "requested_by",
+        "requested_at",
+        "decided_at",
+        "criteria_shown",
+        "approvals_shown",
+        "analysis_history",
+        "audit_trail",
+    )
+    readonly_fields = fields
+
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("plan", "phase", "requested_by")
+
+    @admin.display(description=_("criteria"))
+    def criteria_shown(self, gate: Gate) -> str:
+        rows = [
+            (c.name, c.describe(), _("dry run") if c.dry_run else "")
+            for c in gate.phase.criteria.all()
+        ]
+        return _table((_("name"), _("condition"), ""), rows) or _("none: this gate cannot start")
+
+    @admin.display(description=_("approvals of this revision"))
+    def approvals_shown(self, gate: Gate) -> str:
+        rows = [
+            (
+                a.principal,
+                a.get_decision_display(),
+                a.comment,
+                date_format(a.created_at, "DATETIME_FORMAT"),
+            )
+            for a in gate.approvals.filter(revision=gate.revision)
+        ]
+        return _table((_("approver"), _("decision"), _("comment"), _("at")), rows) or "—"
+
+    @admin.display(description=_("analysis history (measured values)"))
+    def analysis_history(self, gate: Gate) -> str:
+        rows = []
+        for run in gate.runs.prefetch_related("metrics__measurements"):
+            for metric in run.metrics.all():
+                for m in metric.measurements.all():
+                    rows.append(
+                        (
+                            f"r{run.gate_revision} · {run.get_status_display()}",
+                            metric.name,
+                            f"#{m.seq}",
+                            m.get_outcome_display(),
+                            "—" if m.value is None else number_format(m.value, 4),
+                            "—" if m.threshold is None else number_format(m.threshold, 4),
+                            m.samples,
+                            m.reason,
+                            date_format(m.taken_at, "DATETIME_FORMAT"),
+                        )
+                    )
+        headers = (
+            _("run"),
+            _("criterion"),
+            _("number"),
+            _("outcome"),
+            _("value"),
+            _("threshold"),
+            _("values in window"),
+            _("why"),
+            _("taken at"),
+        )
+        return _table(headers, rows) or _("no measurement yet")
+
+    @admin.display(description=_("audit trail"))
+    def audit_trail(self, gate: Gate) -> str:
+        rows = [
+            (
+                date_format(e.at, "DATETIME_FORMAT"),
+                e.actor_label,
+                e.action,
+                f"{e.from_state} → {e.to_state}",
+                e.reason,
+            )
+            for e in AuditEntry.objects.filter(plan_id=gate.plan_id).order_by("-at", "-id")[:100]
+        ]
+        return _table((_("at"), _("who"), _("action"), _("state"), _("why")), rows) or "—"
 
     def has_view_permission(self, request, obj=None) -> bool:
         return request.user.has_perm(
@@ -190,6 +289,25 @@ class GateAdmin(_ReadOnly):
     @admin.action(description=_("Reject selected pending gates (reason required)"))
     def reject_gates(self, request, queryset) -> None:
         self._decide(request, queryset, "reject")
+
+
+@admin.register(AnalysisRun)
+class AnalysisRunAdmin(_ReadOnly):
+    list_display = ("gate", "gate_revision", "status", "message", "traffic_at", "started_at")
+    list_filter = ("status",)
+    fields = (
+        "gate",
+        "gate_revision",
+        "status",
+        "message",
+        "traffic_at",
+        "started_at",
+        "finished_at",
+    )
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("gate__plan", "gate__phase")
 
 
 @admin.register(AuditEntry)

@@ -4,6 +4,7 @@ from rollout import views
 
 urlpatterns = [
     path("", views.plan_list, name="migrations"),
+    path("new/", views.plan_new, name="migration-new"),
     path("audit/", views.audit_list, name="migration-audit"),
     path("webhooks/", views.webhook_deliveries, name="migration-webhooks"),
     path("<int:pk>/", views.plan_detail, name="migration-plan"),

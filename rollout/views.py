@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -13,6 +14,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import operator_page, staff_page
 from cluster_portal.web.csv import csv_attachment, csv_writer
+from rollout.forms import PlanAuthorForm
 from rollout.models import AnalysisRun, Approval, PlanState, WebhookDelivery
 from rollout.selectors import (
     audit_visible_to,
@@ -22,6 +24,7 @@ from rollout.selectors import (
     sees_people,
 )
 from rollout.services.audit import Actor
+from rollout.services.authoring import plan_author
 from rollout.services.commands import plan_command as plan_command_run
 from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
 
@@ -39,6 +42,28 @@ CSV_COLUMNS = (
     "reason",
     "source_ip",
 )
+
+
+@operator_page
+def plan_new(request: HttpRequest) -> HttpResponse:
+    """Author a draft plan with template gate criteria (edited on the plan, the admin or API)."""
+    form = PlanAuthorForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            plan = plan_author(actor=Actor.from_request(request), **data)
+        except DjangoValidationError as exc:
+            for field, errors in getattr(exc, "message_dict", {"__all__": exc.messages}).items():
+                target = field if field in form.fields else None
+                for error in errors:
+                    form.add_error(target, error)
+        else:
+            messages.success(
+                request,
+                _("Plan %(name)s created as a draft with template criteria.") % {"name": plan.name},
+            )
+            return redirect("migration-plan", pk=plan.pk)
+    return render(request, "rollout/plan_new.html", {"form": form})
 
 
 @login_required

@@ -16,6 +16,94 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Model permissions for the Django admin (app label → actions → model names), so operators and
+# approvers work there without a superuser; customers get none (they never use the admin).
+# Approvers only view: they decide gates through the workflow service, never through forms.
+ROLE_MODEL_PERMISSIONS: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {
+    ROLE_OPERATOR: {
+        "inventory": {
+            "view": (
+                "cluster",
+                "supernode",
+                "rack",
+                "node",
+                "accelerator",
+                "link",
+                "workload",
+                "hardwaremodel",
+            ),
+            "add": ("cluster", "node", "accelerator", "link", "workload", "hardwaremodel"),
+            "change": ("cluster", "node", "accelerator", "link", "workload", "hardwaremodel"),
+        },
+        "telemetry": {
+            "view": ("exportertarget", "metricdefinition"),
+            "add": ("exportertarget",),
+            "change": ("exportertarget",),
+            "delete": ("exportertarget",),
+        },
+        "alerts": {
+            "view": ("alertrule", "alert"),
+            "add": ("alertrule",),
+            "change": ("alertrule",),
+            "delete": ("alertrule",),
+        },
+        "rollout": {
+            "view": (
+                "migrationplan",
+                "phase",
+                "planworkload",
+                "criterion",
+                "gate",
+                "analysisrun",
+                "approval",
+                "auditentry",
+                "webhooksubscription",
+                "webhookdelivery",
+            ),
+            "add": ("migrationplan", "planworkload", "criterion"),
+            "change": ("migrationplan", "phase", "planworkload", "criterion"),
+            "delete": ("planworkload", "criterion"),
+        },
+        "simulation": {
+            "view": ("twinrun",),
+            "add": ("twinrun",),
+            "change": ("twinrun",),
+        },
+    },
+    ROLE_APPROVER: {
+        "rollout": {
+            "view": (
+                "migrationplan",
+                "phase",
+                "planworkload",
+                "criterion",
+                "gate",
+                "analysisrun",
+                "approval",
+                "auditentry",
+            ),
+        },
+    },
+    ROLE_CUSTOMER: {},
+}
+
+
+def _model_permissions(role: str) -> list[Permission]:
+    wanted = [
+        (app, f"{action}_{model}")
+        for app, actions in ROLE_MODEL_PERMISSIONS[role].items()
+        for action, models in actions.items()
+        for model in models
+    ]
+    by_key = {
+        (p.content_type.app_label, p.codename): p
+        for p in Permission.objects.filter(
+            content_type__app_label__in={app for app, _ in wanted}
+        ).select_related("content_type")
+    }
+    return [by_key[key] for key in wanted if key in by_key]
+
+
 def roles_ensure() -> dict[str, Group]:
     """Create the role groups and (re)attach their permissions; safe to run repeatedly."""
     groups: dict[str, Group] = {}
@@ -24,7 +112,7 @@ def roles_ensure() -> dict[str, Group]:
         permissions = Permission.objects.filter(
             content_type__app_label="monitoring", codename__in=codenames
         )
-        group.permissions.set(permissions)
+        group.permissions.set([*permissions, *_model_permissions(role)])
         groups[role] = group
     return groups
 

@@ -309,6 +309,14 @@ TWIN_TICK_FAULT_PAUSE_SECONDS = float(env_str("TWIN_TICK_FAULT_PAUSE_SECONDS") o
 # so even SQLite writes a 8,192-card tick of 10 simulated minutes in about 2.5 s.
 TWIN_DEMO_CARDS = env_int("TWIN_DEMO_CARDS", 8192)
 
+# Gates measure their own step (Argo's initialDelay): a criterion without its own initial delay
+# waits two telemetry intervals, and at least one twin tick, after the step's traffic took
+# effect before the first measurement.
+TELEMETRY_INTERVAL_SECONDS = env_int("TELEMETRY_INTERVAL_SECONDS", TWIN_TICK_SECONDS)
+ROLLOUT_INITIAL_DELAY_SECONDS = env_int(
+    "ROLLOUT_INITIAL_DELAY_SECONDS", max(2 * TELEMETRY_INTERVAL_SECONDS, TWIN_TICK_SECONDS)
+)
+
 # --- Security headers and login protection (README "Security and operations") ----------------
 # Sent on every response in every environment (Django's defaults, spelled out so they are not
 # lost by accident); production.py adds HSTS and secure cookies on top.

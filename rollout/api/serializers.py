@@ -5,18 +5,24 @@ from __future__ import annotations
 from django.utils.translation import gettext as _
 from rest_framework import serializers
 
+from accounts.models import Tenant
+from inventory.models import Cluster, Workload
 from rollout.models import (
+    Aggregation,
     AnalysisRun,
     Approval,
     AuditEntry,
+    Comparator,
     Criterion,
     Gate,
     Measurement,
     MetricResult,
     MigrationPlan,
     Phase,
+    PhaseKind,
     PlanWorkload,
 )
+from rollout.models.plans import default_gray_steps
 from rollout.selectors import role_of, sees_people
 from rollout.services.commands import GATE_DECISIONS
 
@@ -199,3 +205,49 @@ class CommandSerializer(serializers.Serializer):
                 {"revision": [_("Name the gate revision you are deciding on.")]}
             )
         return attrs
+
+
+class CriterionDraftSerializer(serializers.Serializer):
+    """One gate criterion of a new plan (see ``GET /api/v1/plans/criteria-templates/``)."""
+
+    phase = serializers.ChoiceField(choices=PhaseKind.choices)
+    name = serializers.SlugField(max_length=80)
+    metric = serializers.CharField(max_length=200)
+    entity_kind = serializers.CharField(max_length=20, default="workload")
+    entity_key = serializers.CharField(max_length=300)
+    aggregation = serializers.ChoiceField(choices=Aggregation.choices)
+    comparator = serializers.ChoiceField(choices=Comparator.choices)
+    threshold = serializers.FloatField()
+    window_seconds = serializers.IntegerField(min_value=10, default=300)
+    compare_to_baseline = serializers.BooleanField(default=False)
+    count = serializers.IntegerField(min_value=1, default=5)
+    interval_seconds = serializers.IntegerField(min_value=5, default=60)
+    min_samples = serializers.IntegerField(min_value=1, default=3)
+    initial_delay_seconds = serializers.IntegerField(min_value=0, required=False, allow_null=True)
+    dry_run = serializers.BooleanField(default=False)
+
+
+class PlanAuthorSerializer(serializers.Serializer):
+    """A new draft plan: workloads by id, steps, approvals, analysis settings and criteria.
+
+    Without ``criteria`` every phase gets the template criteria (TTFT/TPOT P99 within each
+    inference workload's targets, its timeout rate, training throughput ≥ 0.9 × source).
+    """
+
+    tenant = serializers.SlugRelatedField(slug_field="slug", queryset=Tenant.objects.all())
+    name = serializers.CharField(max_length=200)
+    source_cluster = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all())
+    target_cluster = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all())
+    pilot = serializers.PrimaryKeyRelatedField(
+        queryset=Workload.objects.all(), many=True, required=False, default=list
+    )
+    gray = serializers.PrimaryKeyRelatedField(
+        queryset=Workload.objects.all(), many=True, required=False, default=list
+    )
+    gray_steps = serializers.ListField(
+        child=serializers.IntegerField(), required=False, default=default_gray_steps
+    )
+    required_approvals = serializers.IntegerField(min_value=1, max_value=10, default=2)
+    interval_seconds = serializers.IntegerField(min_value=5, default=60)
+    count = serializers.IntegerField(min_value=1, max_value=1000, default=5)
+    criteria = CriterionDraftSerializer(many=True, required=False)

@@ -29,6 +29,8 @@ class AnalysisRun(models.Model):
     )
     message = models.CharField(_("message"), max_length=500, blank=True)
     started_at = models.DateTimeField(_("started at"))
+    # When the step's traffic took effect: only data stamped after it counts (Argo semantics).
+    traffic_at = models.DateTimeField(_("step traffic since"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
 
     class Meta:

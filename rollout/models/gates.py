@@ -21,6 +21,8 @@ class Aggregation(models.TextChoices):
     MEAN = "mean", _("mean")
     MAX = "max", _("max")
     MIN = "min", _("min")
+    # A counter's increase per second over the window (max − min: counters only grow).
+    RATE = "rate", _("rate (per second)")
 
 
 class Comparator(models.TextChoices):
@@ -72,7 +74,23 @@ class Criterion(models.Model):
     interval_seconds = models.PositiveIntegerField(
         _("interval (s)"), default=30, validators=[MinValueValidator(5)]
     )
-    initial_delay_seconds = models.PositiveIntegerField(_("initial delay (s)"), default=0)
+    initial_delay_seconds = models.PositiveIntegerField(
+        _("initial delay (s)"),
+        null=True,
+        blank=True,
+        help_text=_(
+            "Wait this long after the step's traffic took effect before the first measurement; "
+            "empty: two telemetry intervals, at least one twin tick."
+        ),
+    )
+    min_samples = models.PositiveIntegerField(
+        _("minimum values"),
+        default=3,
+        validators=[MinValueValidator(1)],
+        help_text=_(
+            "Fewer values stamped inside the step than this make a measurement inconclusive."
+        ),
+    )
     failure_limit = models.PositiveSmallIntegerField(_("failure limit"), default=0)
     inconclusive_limit = models.PositiveSmallIntegerField(_("inconclusive limit"), default=0)
     consecutive_error_limit = models.PositiveSmallIntegerField(

@@ -4,6 +4,15 @@ A beat task calls :func:`analysis_run_step` for every run with a due metric. The
 the plan and then the run, so two workers stepping the same run serialize and the second
 finds nothing due: each measurement is taken once.
 
+**Each gate measures its own step** (Argo Rollouts' ``initialDelay``): a run records when the
+step's traffic took effect (``traffic_at``, moved to the commit of the transition that set the
+shares, because a twin tick reads the shares when it starts and stamps its data no later than
+that), takes its first measurement an initial delay later (default
+``ROLLOUT_INITIAL_DELAY_SECONDS``: two telemetry intervals, at least one twin tick) and counts
+only values stamped after ``traffic_at``; a window reaching further back is cut there. Fewer
+in-step values than the criterion's ``min_samples`` make the measurement **Inconclusive**, never
+Successful.
+
 **No data in the window.** A criterion whose entity exists but has no value of the metric
 in ``[now - window, now]`` (or, against the baseline, whose source cluster has none) is
 measured **Inconclusive**: missing telemetry says nothing about the migration, so it must
@@ -18,6 +27,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.forms.models import model_to_dict
 from django.utils import timezone
@@ -35,7 +45,7 @@ from rollout.models import (
 )
 from rollout.services.audit import SYSTEM, audit_record
 from rollout.services.plans import plan_lock, plan_move, traffic_rollback
-from telemetry.read import MeasurementError, window_aggregate
+from telemetry.read import MeasurementError, WindowAggregate, window_aggregate
 
 SPEC_FIELDS = (
     "metric",
@@ -49,6 +59,7 @@ SPEC_FIELDS = (
     "count",
     "interval_seconds",
     "initial_delay_seconds",
+    "min_samples",
     "failure_limit",
     "inconclusive_limit",
     "consecutive_error_limit",
@@ -56,20 +67,39 @@ SPEC_FIELDS = (
 )
 
 
-def analysis_start(*, gate: Gate, now: datetime) -> AnalysisRun:
-    """A run for the gate's current revision, one metric result per criterion of its phase."""
-    run = AnalysisRun.objects.create(gate=gate, gate_revision=gate.revision, started_at=now)
+def initial_delay(criterion_delay: int | None) -> int:
+    """A criterion's initial delay, or the default when it names none."""
+    if criterion_delay is None:
+        return settings.ROLLOUT_INITIAL_DELAY_SECONDS
+    return criterion_delay
+
+
+def analysis_start(*, gate: Gate, now: datetime, traffic_at: datetime | None = None) -> AnalysisRun:
+    """A run for the gate's current revision, one metric result per criterion of its phase.
+
+    ``traffic_at`` is when the step's traffic took effect; by default ``now``, the caller
+    having just set the shares, and then moved to the moment the transaction commits. A run
+    restarted for edited criteria passes the old run's (the traffic did not change).
+    """
+    moved_on_commit = traffic_at is None
+    traffic_at = traffic_at or now
+    run = AnalysisRun.objects.create(
+        gate=gate, gate_revision=gate.revision, started_at=now, traffic_at=traffic_at
+    )
     criteria = list(gate.phase.criteria.all())
     for criterion in criteria:
         spec = model_to_dict(criterion, fields=SPEC_FIELDS)
+        spec["initial_delay_seconds"] = initial_delay(criterion.initial_delay_seconds)
         MetricResult.objects.create(
             run=run,
             criterion=criterion,
             name=criterion.name,
             spec=spec,
             dry_run=criterion.dry_run,
-            next_at=now + timedelta(seconds=criterion.initial_delay_seconds),
+            next_at=max(now, traffic_at + timedelta(seconds=spec["initial_delay_seconds"])),
         )
+    if criteria and moved_on_commit:
+        transaction.on_commit(lambda: _traffic_committed(run.pk))
     if not any(not c.dry_run for c in criteria):
         if gate.phase.manual_gate:
             # Chosen explicitly (and audited) by an operator: approvers alone decide.
@@ -82,6 +112,21 @@ def analysis_start(*, gate: Gate, now: datetime) -> AnalysisRun:
             _finish(run, S.INCONCLUSIVE, now)
             _act_on(gate.plan, gate, run, S.INCONCLUSIVE)
     return run
+
+
+def _traffic_committed(run_id: int) -> None:
+    """The shares are visible to the twin from now on: the step (and its delay) start here."""
+    committed = timezone.now()
+    with transaction.atomic():
+        run = AnalysisRun.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.traffic_at is None or run.traffic_at >= committed:
+            return
+        run.traffic_at = committed
+        run.save(update_fields=["traffic_at"])
+        for metric in run.metrics.filter(status=Outcome.RUNNING, taken=0, errors=0):
+            delay = metric.spec.get("initial_delay_seconds") or 0
+            metric.next_at = committed + timedelta(seconds=delay)
+            metric.save(update_fields=["next_at"])
 
 
 def analysis_terminate(*, gate: Gate, now: datetime) -> None:
@@ -123,11 +168,11 @@ def analysis_run_step(*, run_id: int, now: datetime | None = None) -> str:
         # The criteria changed under the run: measure what approvers will now approve.
         run.message = "superseded: the gate's criteria changed"
         _finish(run, Outcome.TERMINATED, now)
-        return analysis_start(gate=gate, now=now).status
+        return analysis_start(gate=gate, now=now, traffic_at=run.traffic_at).status
     metrics = list(run.metrics.all())
     for metric in metrics:
         if metric.status == Outcome.RUNNING and metric.next_at and metric.next_at <= now:
-            _measure(metric, plan, now)
+            _measure(metric, plan, now, since=run.traffic_at)
     phase = S.run_phase([(m.status, m.dry_run) for m in metrics])
     if phase == S.RUNNING:
         return phase
@@ -202,9 +247,14 @@ def _act_on(plan: MigrationPlan, gate: Gate, run: AnalysisRun, phase: str) -> No
     )
 
 
-def _measure(metric: MetricResult, plan: MigrationPlan, now: datetime) -> None:
+def _measure(
+    metric: MetricResult, plan: MigrationPlan, now: datetime, *, since: datetime | None
+) -> None:
     spec = metric.spec
     start = now - timedelta(seconds=spec["window_seconds"])
+    if since is not None and start <= since:
+        # Only the step's own data: strictly after its traffic took effect.
+        start = since + timedelta(microseconds=1)
     value = baseline = threshold = None
     samples = 0
     try:
@@ -253,6 +303,18 @@ _COUNTER_FIELDS = (
 )
 
 
+def _aggregate(*, aggregation: str, start: datetime, end: datetime, **where) -> WindowAggregate:
+    if aggregation != "rate":
+        return window_aggregate(aggregation=aggregation, start=start, end=end, **where)
+    # A counter's increase per second: (max − min) over the window (counters only grow).
+    high = window_aggregate(aggregation="max", start=start, end=end, **where)
+    if high.value is None:
+        return high
+    low = window_aggregate(aggregation="min", start=start, end=end, **where)
+    span = max((end - start).total_seconds(), 1.0)
+    return WindowAggregate((high.value - low.value) / span, high.samples)
+
+
 def _evaluate(spec: dict, plan: MigrationPlan, start: datetime, end: datetime) -> tuple:
     where = {
         "metric": spec["metric"],
@@ -262,14 +324,18 @@ def _evaluate(spec: dict, plan: MigrationPlan, start: datetime, end: datetime) -
         "start": start,
         "end": end,
     }
-    result = window_aggregate(cluster_id=plan.target_cluster_id, **where)
+    result = _aggregate(cluster_id=plan.target_cluster_id, **where)
     label = f"{spec['aggregation']}({spec['metric']})"
     if result.value is None:
         return S.INCONCLUSIVE, None, None, None, 0, f"no data in the window for {label}"
+    needed = spec.get("min_samples") or 1
+    if result.samples < needed:
+        reason = f"too few values in the step for {label}: {result.samples} of {needed}"
+        return S.INCONCLUSIVE, result.value, None, None, result.samples, reason
     threshold = float(spec["threshold"])
     baseline = None
     if spec["compare_to_baseline"]:
-        base = window_aggregate(cluster_id=plan.source_cluster_id, **where)
+        base = _aggregate(cluster_id=plan.source_cluster_id, **where)
         if base.value is None:
             reason = f"no source-cluster baseline data in the window for {label}"
             return S.INCONCLUSIVE, result.value, None, None, result.samples, reason

@@ -108,6 +108,7 @@ def plan_factory(clusters, workloads, tenants, users):
                     "window_seconds": 60,
                     "count": 3,
                     "interval_seconds": 30,
+                    "min_samples": 1,
                     **spec,
                 }
                 criterion_save(

@@ -227,7 +227,7 @@ def test_the_beat_task_measures_every_due_run_once(plan_factory, users, clusters
 
     from rollout.tasks import measure_analyses
 
-    plan, run = started(plan_factory, users, count=2)
+    plan, run = started(plan_factory, users, count=2, initial_delay_seconds=0)
     write(clusters["unified"], "acme-chat", timezone.now(), 0.5)
     assert measure_analyses.apply().get() == {"runs": 1}
     assert measure_analyses.apply().get() == {"runs": 0}  # next one due in 30 s

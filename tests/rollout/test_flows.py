@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.utils import timezone
 
 from accounts.models import Tenant
 from inventory.models import Cluster, Workload
@@ -257,11 +256,18 @@ def twin_share(run, name: str) -> float:
     return Engine.load_state(bytes(run.state)).traffic_share(name)
 
 
-def tick(run) -> None:
+def tick(run, tick_time: float | None = None) -> None:
     from simulation.services import twin_tick
 
     run.refresh_from_db()
-    assert twin_tick(run_id=run.pk, expected_seq=run.tick_seq).committed
+    assert twin_tick(run_id=run.pk, expected_seq=run.tick_seq, tick_time=tick_time).committed
+
+
+def in_step(plan, seconds: float):
+    """``seconds`` after the current gate's step traffic took effect (its analysis run's)."""
+    from datetime import timedelta
+
+    return plan.current_gate.runs.get().traffic_at + timedelta(seconds=seconds)
 
 
 def test_a_failing_gray_criterion_rolls_traffic_back_and_the_twin_follows(twin, users):
@@ -290,6 +296,7 @@ def test_a_failing_gray_criterion_rolls_traffic_back_and_the_twin_follows(twin, 
             threshold=0.10,
             window_seconds=30,
             count=1,
+            min_samples=1,  # one engine step per tick
         ),
         actor=Actor(users["operator"]),
     )
@@ -304,16 +311,16 @@ def test_a_failing_gray_criterion_rolls_traffic_back_and_the_twin_follows(twin, 
     promote_and_approve(plan, users)  # the pilot (a manual gate) passed at once
     # When the twin ticks at 5%, the gate measures 5% and passes
     assert traffic_shares_for_cluster(cluster_id=unified.pk) == {name: 0.05}
-    tick(run)
+    tick(run, in_step(plan, 25).timestamp())  # a whole tick inside the step
     assert twin_share(run, name) == pytest.approx(0.05)
-    analysis_run_step(run_id=plan.current_gate.runs.get().pk, now=timezone.now())
+    analysis_run_step(run_id=plan.current_gate.runs.get().pk, now=in_step(plan, 30))
     plan.refresh_from_db()
     assert plan.current_gate.state == "passed"
     promote_and_approve(plan, users)
     # And at 25% the twin's load moves up and the gate fails
-    tick(run)
+    tick(run, in_step(plan, 25).timestamp())
     assert twin_share(run, name) == pytest.approx(0.25)
-    analysis_run_step(run_id=plan.current_gate.runs.get().pk, now=timezone.now())
+    analysis_run_step(run_id=plan.current_gate.runs.get().pk, now=in_step(plan, 30))
     plan.refresh_from_db()
     # Then the plan is rolled back, the selector returns the last stable step (5%) …
     assert plan.state == PlanState.ROLLED_BACK

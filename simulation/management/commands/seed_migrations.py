@@ -124,6 +124,10 @@ class Command(BaseCommand):
                     window_seconds=120,
                     count=1,
                     interval_seconds=30,
+                    # Seeding drives each gate at once: one twin tick after the step's
+                    # traffic took effect (only its data counts), measured right away.
+                    initial_delay_seconds=0,
+                    min_samples=1,
                     dry_run=dry,
                 ),
                 actor=self.operator,
