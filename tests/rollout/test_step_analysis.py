@@ -10,7 +10,7 @@ from rollout.models import AnalysisRun, Criterion, MetricResult, PhaseKind, Plan
 from rollout.services.analysis import analysis_run_step
 from rollout.services.audit import Actor
 from rollout.services.errors import WorkflowConflict
-from rollout.services.plans import criterion_save, plan_create
+from rollout.services.plans import criterion_save, phase_manual_gate_set, plan_create
 from rollout.services.transitions import plan_start
 from tests.rollout.conftest import write
 from tests.rollout.test_flows import in_step, promote_and_approve, tick, twin, twin_share
@@ -110,6 +110,13 @@ def test_after_a_promotion_the_first_measurement_holds_no_value_of_the_previous_
         ),
         actor=Actor(users["operator"]),
     )
+    for kind in ("pilot", "full"):  # approvers alone decide those (explicit, audited)
+        phase_manual_gate_set(
+            phase=plan.phases.get(kind=kind),
+            manual=True,
+            actor=Actor(users["operator"]),
+            reason="test: only the gray step is measured",
+        )
     plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
     promote_and_approve(plan, users)  # the pilot moves nothing here
     # The 25% step began a minute ago; the twin ticked in it (stamped inside the step) …
