@@ -14,6 +14,7 @@ from telemetry.errors import IngestionError
 from telemetry.ingest import accelerator_health_apply
 from telemetry.ingestion.prometheus import (
     MAPPED_METRICS,
+    MappingReport,
     PrometheusMappingError,
     PrometheusParseError,
     map_exposition,
@@ -58,14 +59,38 @@ def ingest_prometheus_text(
     """Parse, map and store one exposition; returns accepted/mapped/dropped counts."""
     if source not in SOURCES:
         raise IngestionError(f"source must be one of {', '.join(SOURCES)}", field="source")
-    cluster = Cluster.objects.filter(name=cluster_name).first()
-    if cluster is None:
-        raise IngestionError(f"unknown cluster {cluster_name!r}", field="cluster")
+    cluster = cluster_for_ingest(cluster_name)
     try:
         report = map_exposition(text, source=source, default_host=node, scrape_time=scrape_time)
     except (PrometheusParseError, PrometheusMappingError) as exc:
         raise IngestionError(exc.message, row=exc.line, field="body") from exc
+    return ingest_mapping_report(report, cluster=cluster)
 
+
+def cluster_for_ingest(cluster_name: str) -> Cluster:
+    cluster = Cluster.objects.filter(name=cluster_name).first()
+    if cluster is None:
+        raise IngestionError(f"unknown cluster {cluster_name!r}", field="cluster")
+    return cluster
+
+
+def mapping_report_check(report: MappingReport, *, max_samples: int | None = None) -> None:
+    """The hook for the limits every exporter ingestion path shares, applied to the mapped
+    samples before anything is written (text push, scrape and remote-write all pass here):
+    raise ``IngestionError`` (a 4xx) to refuse the request."""
+    if max_samples is not None and len(report.samples) > max_samples:
+        raise IngestionError(
+            f"at most {max_samples:,} samples per request, got {len(report.samples):,}",
+            field="body",
+        )
+
+
+def ingest_mapping_report(
+    report: MappingReport, *, cluster: Cluster, max_samples: int | None = None
+) -> dict:
+    """Register the nodes and cards a mapped exposition names and store its samples, in one
+    transaction; the answer counts accepted/mapped/dropped and inserted/duplicates."""
+    mapping_report_check(report, max_samples=max_samples)
     devices: dict[str, DeviceRef] = {}
     hosts: set[str] = set()
     for sample in report.samples:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from telemetry.api import exporters, ingest, readings, status
+from telemetry.api import exporters, ingest, readings, remote_write, status
 
 urlpatterns = [
     path("status/processes/", status.ProcessStatusView.as_view(), name="process-status"),
@@ -9,6 +9,11 @@ urlpatterns = [
         "telemetry/prometheus/",
         ingest.PrometheusIngestView.as_view(),
         name="telemetry-prometheus",
+    ),
+    path(
+        "telemetry/remote-write/",
+        remote_write.RemoteWriteView.as_view(),
+        name="telemetry-remote-write",
     ),
     path("metrics/", ingest.MetricCatalogueView.as_view(), name="metric-catalogue"),
     path("telemetry/series/", readings.SeriesView.as_view(), name="telemetry-series"),
