@@ -23,6 +23,7 @@ __all__ = [
     "PrometheusMappingError",
     "map_exposition",
     "map_samples",
+    "source_families",
 ]
 
 MIB = 2**20
@@ -274,6 +275,15 @@ def map_samples(
     report.mapped = sum(1 for mapped in report.samples if mapped.mapped)
     report.unmapped_kept = report.accepted - report.mapped
     return report
+
+
+def source_families(metric: str) -> tuple[str, ...]:
+    """The exporter metric names that map onto catalogue ``metric`` (what to ask a PromQL
+    server for; its answers go back through :func:`map_samples`). Empty for unmapped names."""
+    names = [name for name, rule in _RULES.items() if rule.metric == metric]
+    if metric == "accelerator_hbm_total_bytes":
+        names += [_FB_USED, _FB_FREE]  # dcgm's total is used + free of the same scrape
+    return tuple(dict.fromkeys(names))
 
 
 def _source_of(sample: ParsedSample, source: str) -> str:
