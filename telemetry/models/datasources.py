@@ -89,6 +89,7 @@ class PromQLDataSource(models.Model):
     last_error = models.TextField(_("last error"), blank=True)
 
     class Meta:
+        db_table = "monitoring_promqldatasource"  # every telemetry table keeps the old prefix
         ordering = ["cluster__name"]
         verbose_name = _("PromQL data source")
         verbose_name_plural = _("PromQL data sources")
@@ -124,6 +125,7 @@ class RemoteWriteStatus(models.Model):
     last_counts = models.JSONField(_("last counts"), default=dict, blank=True)
 
     class Meta:
+        db_table = "monitoring_remotewritestatus"
         ordering = ["cluster__name"]
         verbose_name = _("remote-write status")
         verbose_name_plural = _("remote-write statuses")

@@ -11,11 +11,13 @@ cards the portal does not know yet are left out (``promql_inventory_sync`` regis
 from __future__ import annotations
 
 import math
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
 from telemetry.ingestion.prometheus import MappedSample
@@ -33,18 +35,39 @@ MIN_STEP_SECONDS = 15  # Prometheus' default scrape interval: finer steps only r
 SUCCESS_NOTE_SECONDS = 30
 
 
+# Every read asks "does this cluster have a PromQL data source?"; the answer is cached in the
+# process for a few seconds (and dropped at once when a source is saved or deleted here), so
+# a page of many reads costs no extra query. Another process sees a change within the TTL.
+SOURCES_TTL_SECONDS = 5.0
+_sources_cache: tuple[float, dict[int, PromQLDataSource]] | None = None
+
+
+def sources_cache_clear(**_kwargs) -> None:
+    global _sources_cache
+    _sources_cache = None
+
+
+def _enabled_sources() -> dict[int, PromQLDataSource]:
+    global _sources_cache
+    now = time.monotonic()
+    if _sources_cache is None or _sources_cache[0] < now:
+        found = PromQLDataSource.objects.filter(enabled=True).select_related("cluster")
+        _sources_cache = (now + SOURCES_TTL_SECONDS, {s.cluster_id: s for s in found})
+    return _sources_cache[1]
+
+
+post_save.connect(sources_cache_clear, sender=PromQLDataSource)
+post_delete.connect(sources_cache_clear, sender=PromQLDataSource)
+
+
 def source_for(cluster_id: int | None) -> PromQLDataSource | None:
     if cluster_id is None:
         return None
-    return (
-        PromQLDataSource.objects.filter(cluster_id=cluster_id, enabled=True)
-        .select_related("cluster")
-        .first()
-    )
+    return _enabled_sources().get(cluster_id)
 
 
 def sources() -> list[PromQLDataSource]:
-    return list(PromQLDataSource.objects.filter(enabled=True).select_related("cluster"))
+    return list(_enabled_sources().values())
 
 
 class _Reader:
