@@ -3,7 +3,15 @@
 from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
 
-from telemetry.models import ExporterTarget, Heartbeat, MetricDefinition
+from telemetry.models import (
+    ExporterTarget,
+    Heartbeat,
+    MetricDefinition,
+    PromQLDataSource,
+    RemoteWriteStatus,
+)
+from telemetry.promql.client import DataSourceUnavailable
+from telemetry.promql.reads import promql_inventory_sync
 from telemetry.scrape import exporter_scrape
 
 
@@ -81,3 +89,34 @@ class MetricDefinitionAdmin(admin.ModelAdmin):
     list_display = ("name", "unit", "entity_kind", "type", "mapped")
     list_filter = ("entity_kind", "mapped")
     search_fields = ("name", "description")
+
+
+@admin.register(PromQLDataSource)
+class PromQLDataSourceAdmin(admin.ModelAdmin):
+    list_display = ("cluster", "url", "enabled", "last_success_at", "last_error_at", "last_error")
+    readonly_fields = ("last_success_at", "last_error_at", "last_error")
+    actions = ["sync_inventory"]
+
+    @admin.action(description=_("Register the nodes and cards the server reports"))
+    def sync_inventory(self, request, queryset) -> None:
+        for source in queryset.select_related("cluster"):
+            try:
+                cards = promql_inventory_sync(source)
+            except DataSourceUnavailable as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+                continue
+            self.message_user(
+                request,
+                _("%(cluster)s: %(cards)d cards reported")
+                % {"cluster": source.cluster, "cards": cards},
+            )
+
+
+@admin.register(RemoteWriteStatus)
+class RemoteWriteStatusAdmin(admin.ModelAdmin):
+    list_display = ("cluster", "requests", "rejected", "samples", "inserted", "duplicates",
+                    "dropped", "last_seen_at", "last_error")  # fmt: skip
+    readonly_fields = [f.name for f in RemoteWriteStatus._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False

@@ -15,6 +15,7 @@ from telemetry.errors import IngestionError
 from telemetry.ingest import accelerator_health_apply
 from telemetry.ingestion.prometheus import (
     MAPPED_METRICS,
+    MappingReport,
     ParseLimits,
     PrometheusMappingError,
     PrometheusParseError,
@@ -85,12 +86,9 @@ def ingest_prometheus_text(
     """
     if source not in SOURCES:
         raise IngestionError(f"source must be one of {', '.join(SOURCES)}", field="source")
-    check_text(cluster_name, field="cluster", max_chars=MAX_CLUSTER_CHARS)
     if node is not None:
         check_text(node, field="node", max_chars=200)
-    cluster = Cluster.objects.filter(name=cluster_name).first()
-    if cluster is None:
-        raise IngestionError(f"unknown cluster {cluster_name!r}", field="cluster")
+    cluster = cluster_for_ingest(cluster_name)
     try:
         report = map_exposition(
             text,
@@ -101,6 +99,27 @@ def ingest_prometheus_text(
         )
     except (PrometheusParseError, PrometheusMappingError) as exc:
         raise IngestionError(exc.message, row=exc.line, field="body") from exc
+    return ingest_mapping_report(report, cluster=cluster)
+
+
+def cluster_for_ingest(cluster_name: str) -> Cluster:
+    check_text(cluster_name, field="cluster", max_chars=MAX_CLUSTER_CHARS)
+    cluster = Cluster.objects.filter(name=cluster_name).first()
+    if cluster is None:
+        raise IngestionError(f"unknown cluster {cluster_name!r}", field="cluster")
+    return cluster
+
+
+def mapping_report_check(report: MappingReport, *, max_samples: int | None = None) -> None:
+    """The hook for the limits every exporter ingestion path shares, applied to the mapped
+    samples before anything is written (text push, scrape and remote-write all pass here):
+    raise ``IngestionError`` (a 4xx) to refuse the request."""
+    if max_samples is not None and len(report.samples) > max_samples:
+        raise IngestionError(
+            f"at most {max_samples:,} samples per request, got {len(report.samples):,}",
+            field="body",
+        )
+    # The same time-window, value and text checks as JSON batches (``telemetry.limits``).
     window = time_window()
     seen: set[tuple[str, str | None]] = set()
     for sample in report.samples:
@@ -113,6 +132,13 @@ def ingest_prometheus_text(
                 seen.add((field_name, value))
                 check_text(value, field=field_name, max_chars=200, row=sample.line)
 
+
+def ingest_mapping_report(
+    report: MappingReport, *, cluster: Cluster, max_samples: int | None = None
+) -> dict:
+    """Register the nodes and cards a mapped exposition names and store its samples, in one
+    transaction; the answer counts accepted/mapped/dropped and inserted/duplicates."""
+    mapping_report_check(report, max_samples=max_samples)
     devices: dict[str, DeviceRef] = {}
     hosts: set[str] = set()
     for sample in report.samples:

@@ -15,41 +15,51 @@ three rollup tiers; a reader never cares which one answered.
   ``latest_frame_values``.
 - **top-N / group-by / heatmap**: ``top_entities``, ``aggregate_by``, ``latest_kind`` (the
   matrix a heatmap draws), ``frame_means``.
+- **where a cluster's data lives**: a cluster with an enabled ``PromQLDataSource`` is answered
+  by its Prometheus-compatible server (``telemetry.promql``) instead of the store, for series,
+  window aggregates, latest values, top-N and heatmaps; an unreachable or slow server raises
+  ``DataSourceUnavailable`` (pages say so, gates measure Inconclusive, alert rules leave that
+  cluster's alerts unchanged).
 - **identities and status**: ``metrics_by_name``, ``cluster_entity``, ``entities_visible_to``,
   ``entity_labels``, ``heartbeat_statuses``, ``recent_data_gaps``, ``exporter_target_rows``.
 """
 
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from django.db.models import QuerySet
+
+from cluster_portal.web.timerange import TimeRange
+from telemetry.models import Entity, MetricDefinition
+from telemetry.promql import reads as promql
+from telemetry.promql.client import DataSourceUnavailable
 from telemetry.registry import metrics_by_name
+from telemetry.selectors import entity_windows as _entity_windows
+from telemetry.selectors import kind_windows as _kind_windows
+from telemetry.selectors import latest as _latest
+from telemetry.selectors import series as _series
 from telemetry.selectors.entity_windows import (
     MeasurementError,
     WindowAggregate,
     aggregate,
-    window_aggregate,
 )
 from telemetry.selectors.exporters import ExporterTargetRow, exporter_target_rows
 from telemetry.selectors.frames import frame_means, latest_frame_values
 from telemetry.selectors.gaps import DataGap, recent_data_gaps
 from telemetry.selectors.heartbeats import ProcessStatus, any_alive, heartbeat_statuses
-from telemetry.selectors.kind_windows import KindWindow, WindowValues, entity_labels, window_values
+from telemetry.selectors.kind_windows import KindWindow, WindowValues, entity_labels
 from telemetry.selectors.latest import (
     LATEST_WINDOW,
     SAMPLE_WINDOW,
     KindSnapshot,
     Points,
     kind_series,
-    latest_kind,
-    latest_scalars,
-    series_points,
 )
 from telemetry.selectors.scoping import entities_visible_to
-from telemetry.selectors.series import (
-    Series,
-    SeriesPoint,
-    aggregate_by,
-    latest_values,
-    series_read,
-    top_entities,
-)
+from telemetry.selectors.series import Series, SeriesPoint, aggregate_by
 from telemetry.selectors.windows import (
     CLUSTER_KEY,
     WindowStat,
@@ -64,6 +74,7 @@ from telemetry.selectors.windows import (
 
 __all__ = [
     "CLUSTER_KEY",
+    "DataSourceUnavailable",
     "LATEST_WINDOW",
     "SAMPLE_WINDOW",
     "DataGap",
@@ -106,3 +117,121 @@ __all__ = [
     "window_aggregate",
     "window_values",
 ]
+
+logger = logging.getLogger(__name__)
+
+
+# -- dispatch: a cluster with a PromQL data source is read from it, never from the store ------
+
+
+def series_read(
+    *, metric: MetricDefinition, entity: Entity, start: datetime, end: datetime
+) -> Series:
+    source = promql.source_for(entity.cluster_id)
+    if source is not None:
+        return promql.series_read(source, metric=metric, entity=entity, start=start, end=end)
+    return _series.series_read(metric=metric, entity=entity, start=start, end=end)
+
+
+def series_points(metric: MetricDefinition | None, entity: Entity | None, tr: TimeRange) -> Points:
+    """``(time, mean)`` points of one entity's metric at the resolution the range calls for."""
+    if metric is None or entity is None:
+        return []
+    if promql.source_for(entity.cluster_id) is None:
+        return _latest.series_points(metric, entity, tr)
+    series = series_read(metric=metric, entity=entity, start=tr.start, end=tr.end)
+    return [(p.ts, p.mean) for p in series.points]
+
+
+def window_aggregate(
+    *,
+    metric: str,
+    cluster_id: int,
+    entity_kind: str,
+    entity_key: str,
+    aggregation: str,
+    start: datetime,
+    end: datetime,
+) -> WindowAggregate:
+    """Gates: raises ``DataSourceUnavailable`` when the cluster's PromQL server fails."""
+    where = {
+        "metric": metric,
+        "entity_kind": entity_kind,
+        "entity_key": entity_key,
+        "aggregation": aggregation,
+        "start": start,
+        "end": end,
+    }
+    source = promql.source_for(cluster_id)
+    if source is not None:
+        if not MetricDefinition.objects.filter(name=metric).exists():
+            raise MeasurementError(f"unknown metric {metric!r}")
+        return promql.window_aggregate(source, **where)
+    return _entity_windows.window_aggregate(cluster_id=cluster_id, **where)
+
+
+def window_values(*, rule: KindWindow, metric: MetricDefinition, now: datetime) -> WindowValues:
+    """Alert rules (fleet-wide): the store's values, with each PromQL cluster's entities
+    answered by its server. A failing server leaves its cluster out (alerts unchanged)."""
+    result = _kind_windows.window_values(rule=rule, metric=metric, now=now)
+    for source in promql.sources():
+        try:
+            values = promql.window_values(
+                source,
+                kind=rule.entity_kind,
+                aggregation=rule.aggregation,
+                window_seconds=rule.window_seconds,
+                metric=metric.name,
+                now=now,
+            )
+        except DataSourceUnavailable as exc:
+            logger.warning("alert rule %s: %s", getattr(rule, "pk", "?"), exc)
+            continue
+        result.values.update(values)
+    return result
+
+
+def latest_scalars(entity: Entity | None, names: Iterable[str]) -> dict[str, float]:
+    if entity is not None:
+        source = promql.source_for(entity.cluster_id)
+        if source is not None:
+            names = list(names)
+            by_key = promql.latest_by_key(source, kind=entity.kind, names=names)
+            return by_key.get(entity.key, {})
+    return _latest.latest_scalars(entity, names)
+
+
+def latest_kind(cluster_id: int, kind: str, names: Iterable[str]) -> KindSnapshot:
+    """Heatmaps: the newest value of each metric for every entity of a kind."""
+    source = promql.source_for(cluster_id)
+    if source is not None:
+        return promql.latest_kind(source, kind=kind, names=names)
+    return _latest.latest_kind(cluster_id, kind, names)
+
+
+def latest_values(
+    entities: Iterable[Entity] | QuerySet, *, since: timedelta = timedelta(hours=1)
+) -> dict[int, dict[str, float]]:
+    entities = list(entities)
+    remote: dict[int, list[Entity]] = {}
+    for source in promql.sources():
+        mine = [e for e in entities if e.cluster_id == source.cluster_id]
+        if mine:
+            remote[source.pk] = mine
+    if not remote:
+        return _series.latest_values(entities, since=since)
+    routed = {e.pk for group in remote.values() for e in group}
+    result = _series.latest_values([e for e in entities if e.pk not in routed], since=since)
+    for source in promql.sources():
+        if source.pk in remote:
+            result.update(promql.latest_values(source, remote[source.pk]))
+    return result
+
+
+def top_entities(
+    *, metric: MetricDefinition, cluster_id: int, since: datetime, limit: int = 10
+) -> list[tuple[str, float]]:
+    source = promql.source_for(cluster_id)
+    if source is not None:
+        return promql.top_entities(source, metric=metric, since=since, limit=limit)
+    return _series.top_entities(metric=metric, cluster_id=cluster_id, since=since, limit=limit)

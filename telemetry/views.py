@@ -6,10 +6,16 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from accounts.access import staff_page
+from telemetry.models import PromQLDataSource, RemoteWriteStatus
 from telemetry.selectors.exporters import exporter_target_rows
 
 
 @staff_page
 def exporter_list(request: HttpRequest) -> HttpResponse:
     """Staff only: target URLs and errors describe internal infrastructure."""
-    return render(request, "monitoring/exporters.html", {"rows": exporter_target_rows()})
+    context = {
+        "rows": exporter_target_rows(),
+        "remote_write": RemoteWriteStatus.objects.select_related("cluster"),
+        "promql_sources": PromQLDataSource.objects.select_related("cluster"),
+    }
+    return render(request, "monitoring/exporters.html", context)

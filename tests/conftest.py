@@ -87,3 +87,14 @@ def fast_password_hashing(settings):
 def no_dashboard_cache(settings):
     # Tests change data between requests; the few-second payload cache has its own test.
     settings.DASHBOARD_CACHE_SECONDS = 0
+
+
+@pytest.fixture(autouse=True)
+def no_stale_promql_sources():
+    # The read API caches which clusters have a PromQL data source for a few seconds; a
+    # rolled-back test must not leave its sources to the next one.
+    from telemetry.promql.reads import sources_cache_clear
+
+    sources_cache_clear()
+    yield
+    sources_cache_clear()

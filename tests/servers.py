@@ -236,3 +236,107 @@ class WebServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def prometheus_binary() -> str | None:
+    """Debian's ``prometheus`` package (``make test`` installs it when it runs as root)."""
+    return shutil.which("prometheus")
+
+
+class PrometheusServer:
+    """A real Prometheus on a free port with its TSDB in ``directory``; stop and start it
+    again on the same data (a restart replays its WAL, as in production)."""
+
+    def __init__(self, directory: Path, config: str) -> None:
+        binary = prometheus_binary()
+        if binary is None:
+            raise RuntimeError("prometheus is not installed")
+        self.binary, self.directory = binary, Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.config_path = self.directory / "prometheus.yml"
+        self.config_path.write_text(config)
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+        self.log = self.directory / "prometheus.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> PrometheusServer:
+        with open(self.log, "a") as log:
+            self.process = subprocess.Popen(
+                [
+                    self.binary,
+                    f"--config.file={self.config_path}",
+                    f"--storage.tsdb.path={self.directory / 'data'}",
+                    f"--web.listen-address=127.0.0.1:{self.port}",
+                    "--web.enable-lifecycle",
+                    "--log.level=warn",
+                ],
+                cwd=self.directory,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        _wait(self._ready, 60, f"prometheus on {self.port}")
+        return self
+
+    def _ready(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"prometheus exited: {self.log.read_text()[-3000:]}")
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()  # SIGTERM: a clean shutdown, as systemd does
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class ExporterFixture:
+    """Serves exporter text on 127.0.0.1 (``/dcgm`` and ``/npu``) from callables, so a fixture
+    can stamp npu-exporter's millisecond timestamps at request time as the real one does."""
+
+    def __init__(self, pages: dict[str, callable]) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        outer = self
+        self.requests: dict[str, int] = dict.fromkeys(pages, 0)
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                page = pages.get(self.path)
+                if page is None:
+                    self.send_error(404)
+                    return
+                outer.requests[self.path] += 1
+                body = page().encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def target(self, path: str) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -70,6 +70,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A page whose cluster's PromQL server is down answers 503 "data source unavailable".
+    "telemetry.promql.middleware.DataSourceUnavailableMiddleware",
     # Last, as django-axes requires: turns a locked-out login into the 429 page.
     "axes.middleware.AxesMiddleware",
 ]

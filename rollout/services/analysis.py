@@ -19,7 +19,8 @@ measured **Inconclusive**: missing telemetry says nothing about the migration, s
 neither pass a gate nor roll a customer back by itself — with the default
 ``inconclusive_limit`` of 0 it pauses the plan for a human. An unknown metric or entity is an
 **Error** (the measurement could not be taken): retried after ``error_retry_seconds``,
-without using up ``count``.
+without using up ``count``. A cluster whose PromQL data source is down or too slow to answer
+is measured **Inconclusive** too ("data source unavailable"), never a pass.
 """
 
 from __future__ import annotations
@@ -45,7 +46,12 @@ from rollout.models import (
 )
 from rollout.services.audit import SYSTEM, audit_record
 from rollout.services.plans import plan_lock, plan_move, traffic_rollback
-from telemetry.read import MeasurementError, WindowAggregate, window_aggregate
+from telemetry.read import (
+    DataSourceUnavailable,
+    MeasurementError,
+    WindowAggregate,
+    window_aggregate,
+)
 
 SPEC_FIELDS = (
     "metric",
@@ -260,6 +266,10 @@ def _measure(
     try:
         with transaction.atomic():  # a failed read must not poison the step's transaction
             outcome, value, baseline, threshold, samples, reason = _evaluate(spec, plan, start, now)
+    except DataSourceUnavailable as exc:
+        # The cluster's PromQL server is down or slow: nothing is known about the migration,
+        # which is Inconclusive (never a pass), not an Error retried without counting.
+        outcome, reason = S.INCONCLUSIVE, str(exc)[:500]
     except MeasurementError as exc:
         outcome, reason = S.ERROR, f"error: {exc}"
     except Exception as exc:  # noqa: BLE001 - any failure to read is an Error measurement

@@ -14,7 +14,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
@@ -24,7 +24,14 @@ from rest_framework.views import APIView
 from accounts.api.permissions import HasRequiredScope
 from accounts.selectors.scoping import principal_sees_all
 from inventory.models import Accelerator, Cluster
-from telemetry.models import Heartbeat, IngestionBatch, MetricDefinition, Sample
+from telemetry.models import (
+    Heartbeat,
+    IngestionBatch,
+    MetricDefinition,
+    PromQLDataSource,
+    RemoteWriteStatus,
+    Sample,
+)
 from telemetry.selectors.series import aggregate_by
 
 
@@ -94,6 +101,37 @@ class PortalCollector:
             alive.add_metric([kind], count)
         yield ages
         yield alive
+        yield from _remote_families()
+
+
+def _remote_families():
+    """Remote-write receive counters and PromQL data-source health, per cluster."""
+    received = CounterMetricFamily(
+        "portal_remote_write_samples", "Samples received by remote-write", labels=["cluster"]
+    )
+    inserted = CounterMetricFamily(
+        "portal_remote_write_inserted", "Points stored from remote-write", labels=["cluster"]
+    )
+    rejected = CounterMetricFamily(
+        "portal_remote_write_rejected_requests",
+        "Remote-write requests answered 4xx",
+        labels=["cluster"],
+    )
+    for status in RemoteWriteStatus.objects.select_related("cluster"):
+        received.add_metric([status.cluster.name], status.samples)
+        inserted.add_metric([status.cluster.name], status.inserted)
+        rejected.add_metric([status.cluster.name], status.rejected)
+    up = GaugeMetricFamily(
+        "portal_promql_source_up",
+        "1 when the cluster's PromQL data source answered more recently than it failed",
+        labels=["cluster"],
+    )
+    for source in PromQLDataSource.objects.filter(enabled=True).select_related("cluster"):
+        failing = source.last_error_at is not None and (
+            source.last_success_at is None or source.last_error_at > source.last_success_at
+        )
+        up.add_metric([source.cluster.name], 0 if failing else 1)
+    yield from (received, inserted, rejected, up)
 
 
 @extend_schema(exclude=True)  # Prometheus text at /metrics, not part of the JSON API.

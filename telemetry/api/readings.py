@@ -18,8 +18,8 @@ from accounts.api.permissions import HasRequiredScope
 from accounts.selectors.scoping import principal_sees_all
 from inventory.models import Accelerator, Cluster
 from telemetry.models import Entity, EntityKind, MetricDefinition
+from telemetry.read import latest_values, series_read
 from telemetry.selectors.scoping import entities_visible_to
-from telemetry.selectors.series import latest_values, series_read
 
 MAX_RANGE = timedelta(days=400)
 
@@ -27,12 +27,28 @@ MAX_RANGE = timedelta(days=400)
 class AcceleratorSerializer(serializers.ModelSerializer):
     cluster = serializers.CharField(source="node.cluster.name")
     node = serializers.CharField(source="node.hostname")
+    entity = serializers.SerializerMethodField(
+        help_text="Entity key: pass as entity= to /api/v1/telemetry/series/."
+    )
     health = serializers.SerializerMethodField()
     latest = serializers.SerializerMethodField()
 
     class Meta:
         model = Accelerator
-        fields = ["id", "cluster", "node", "index", "vendor_id", "model_name", "health", "latest"]
+        fields = [
+            "id",
+            "cluster",
+            "node",
+            "index",
+            "vendor_id",
+            "model_name",
+            "entity",
+            "health",
+            "latest",
+        ]
+
+    def get_entity(self, obj: Accelerator) -> str | None:
+        return self.context["entity_keys"].get(obj.pk)
 
     def get_health(self, obj: Accelerator) -> str:
         return Accelerator.Health(obj.health).label
@@ -73,10 +89,13 @@ class AcceleratorListView(ListAPIView):
         context = super().get_serializer_context()
         page = getattr(self, "_page_objects", None)
         context["entity_ids"] = {}
+        context["entity_keys"] = {}
         context["latest"] = {}
         if page:
             entities = Entity.objects.filter(accelerator__in=page)
-            context["entity_ids"] = dict(entities.values_list("accelerator_id", "id"))
+            rows = list(entities.values_list("accelerator_id", "id", "key"))
+            context["entity_ids"] = {acc: entity_id for acc, entity_id, _ in rows}
+            context["entity_keys"] = {acc: key for acc, _, key in rows}
             context["latest"] = latest_values(entities)
         return context
 

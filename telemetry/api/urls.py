@@ -1,6 +1,6 @@
 from django.urls import path
 
-from telemetry.api import exporters, ingest, readings, status
+from telemetry.api import datasources, exporters, ingest, readings, remote_write, status
 
 urlpatterns = [
     path("status/processes/", status.ProcessStatusView.as_view(), name="process-status"),
@@ -10,8 +10,23 @@ urlpatterns = [
         ingest.PrometheusIngestView.as_view(),
         name="telemetry-prometheus",
     ),
+    path(
+        "telemetry/remote-write/",
+        remote_write.RemoteWriteView.as_view(),
+        name="telemetry-remote-write",
+    ),
     path("metrics/", ingest.MetricCatalogueView.as_view(), name="metric-catalogue"),
     path("telemetry/series/", readings.SeriesView.as_view(), name="telemetry-series"),
     path("accelerators/", readings.AcceleratorListView.as_view(), name="accelerators"),
+    path(
+        "promql-sources/",
+        datasources.PromQLDataSourceListView.as_view(),
+        name="promql-sources",
+    ),
+    path(
+        "promql-sources/<int:pk>/",
+        datasources.PromQLDataSourceDetailView.as_view(),
+        name="promql-source",
+    ),
     path("exporters/", exporters.ExporterTargetListView.as_view(), name="exporters"),
 ]

@@ -13,6 +13,7 @@ from telemetry.ingestion.prometheus_map import (
     MappingReport,
     PrometheusMappingError,
     map_exposition,
+    map_samples,
 )
 from telemetry.ingestion.prometheus_parse import (
     ParsedSample,
@@ -31,5 +32,6 @@ __all__ = [
     "PrometheusMappingError",
     "PrometheusParseError",
     "map_exposition",
+    "map_samples",
     "parse_text",
 ]

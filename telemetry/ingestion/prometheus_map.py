@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -21,6 +22,8 @@ __all__ = [
     "MappingReport",
     "PrometheusMappingError",
     "map_exposition",
+    "map_samples",
+    "source_families",
 ]
 
 MIB = 2**20
@@ -198,6 +201,32 @@ def map_exposition(
     Raises ``PrometheusParseError`` for malformed text and ``PrometheusMappingError`` when a
     sample's host cannot be determined.
     """
+    return map_samples(
+        iter_text(text, limits),
+        source=source,
+        default_host=default_host,
+        scrape_time=scrape_time,
+    )
+
+
+def map_samples(
+    samples: Iterable[ParsedSample],
+    *,
+    source: str = "auto",
+    default_host: str | None,
+    scrape_time: float,
+    host_labels: tuple[str, ...] = (),
+    exporter_only: bool = False,
+) -> MappingReport:
+    """Map already-parsed samples (text exposition, remote-write, PromQL results).
+
+    ``host_labels`` are further labels to take the host from when neither ``Hostname`` nor
+    ``default_host`` names it (remote-write and PromQL results carry Prometheus' ``instance``,
+    ``host:port``, whose host part is used); with any, a sample that still names no host is
+    dropped as ``no_host`` instead of failing the whole request. ``exporter_only`` drops
+    families that are neither dcgm-exporter's nor npu-exporter's (``not_exporter_metric``):
+    a Prometheus forwards everything it scrapes, and the portal's catalogue is not a TSDB.
+    """
     if source not in _SOURCES:
         raise ValueError(f"source must be one of {', '.join(_SOURCES)}, not {source!r}")
     report = MappingReport()
@@ -205,13 +234,20 @@ def map_exposition(
     fb_used: dict[tuple, float] = {}
     fb_free: list[tuple[int, tuple, ParsedSample, MappedSample]] = []
 
-    for sample in iter_text(text, limits):
+    for sample in samples:
         kind = _source_of(sample, source)
-        reason = _drop_reason(sample, kind)
+        reason = "not_exporter_metric" if exporter_only and kind == "other" else None
+        reason = reason or _drop_reason(sample, kind)
         if reason is None:
-            entity, extra = _entity(sample, kind, default_host)
+            host = default_host or _host_from(sample.labels, host_labels)
+            if host_labels and not (host or _first(sample.labels, _HOST_LABELS)):
+                reason = "no_host"
+        if reason is None:
+            entity, extra = _entity(sample, kind, host)
             if entity is None:
                 reason = "no_entity"
+            else:
+                extra = {k: v for k, v in extra.items() if k not in host_labels}
         if reason is not None:
             report.dropped[reason] = report.dropped.get(reason, 0) + 1
             continue
@@ -247,6 +283,15 @@ def map_exposition(
     report.mapped = sum(1 for mapped in report.samples if mapped.mapped)
     report.unmapped_kept = report.accepted - report.mapped
     return report
+
+
+def source_families(metric: str) -> tuple[str, ...]:
+    """The exporter metric names that map onto catalogue ``metric`` (what to ask a PromQL
+    server for; its answers go back through :func:`map_samples`). Empty for unmapped names."""
+    names = [name for name, rule in _RULES.items() if rule.metric == metric]
+    if metric == "accelerator_hbm_total_bytes":
+        names += [_FB_USED, _FB_FREE]  # dcgm's total is used + free of the same scrape
+    return tuple(dict.fromkeys(names))
 
 
 def _source_of(sample: ParsedSample, source: str) -> str:
@@ -350,6 +395,17 @@ def _unmapped_name(sample: ParsedSample) -> str:
     name = _UNSAFE.sub("_", sample.name.lower())
     is_counter_value = sample.family_type == "counter" and not name.endswith("_created")
     return name if not is_counter_value or name.endswith("_total") else f"{name}_total"
+
+
+def _host_from(labels: dict[str, str], names: tuple[str, ...]) -> str | None:
+    """The host part of the first of ``names`` present (``instance`` is ``host:port``)."""
+    value = _first(labels, names)
+    if not value:
+        return None
+    if value.startswith("["):  # [ipv6]:port
+        return value[1:].split("]", 1)[0] or None
+    host, _, port = value.rpartition(":")
+    return host if host and port.isdigit() else value
 
 
 def _first(labels: dict[str, str], names: tuple[str, ...]) -> str | None:

@@ -1,6 +1,7 @@
 """Telemetry: the metric catalogue, entities, the store (samples, frames, rollups), exporter
 targets and process heartbeats. Only the ``telemetry`` app imports the store's models."""
 
+from telemetry.models.datasources import PromQLDataSource, RemoteWriteStatus
 from telemetry.models.exporters import ExporterTarget
 from telemetry.models.frames import Frame, FrameLayout
 from telemetry.models.heartbeats import Heartbeat
@@ -23,6 +24,8 @@ __all__ = [
     "Heartbeat",
     "IngestionBatch",
     "MetricDefinition",
+    "PromQLDataSource",
+    "RemoteWriteStatus",
     "Rollup",
     "RollupWatermark",
     "Sample",

@@ -232,3 +232,24 @@ def test_the_beat_task_measures_every_due_run_once(plan_factory, users, clusters
     assert measure_analyses.apply().get() == {"runs": 1}
     assert measure_analyses.apply().get() == {"runs": 0}  # next one due in 30 s
     assert run.metrics.get().measurements.count() == 1
+
+
+def test_an_unreachable_promql_data_source_is_inconclusive_never_a_pass(
+    plan_factory, users, clusters
+):
+    from telemetry.models import PromQLDataSource
+    from tests.servers import free_port
+
+    PromQLDataSource.objects.create(
+        cluster=clusters["unified"], url=f"http://127.0.0.1:{free_port()}", timeout_seconds=0.5
+    )
+    plan, run = started(plan_factory, users, inconclusive_limit=1, window_seconds=60)
+    write(clusters["unified"], "acme-chat", at(-5), 0.1)  # in the store, but not where it reads
+    run, metric = step(run, 0)
+    assert (run.status, metric.inconclusive, metric.successful, metric.errors) == (
+        "running",
+        1,
+        0,
+        0,
+    )
+    assert "Data source unavailable" in metric.measurements.get().reason

@@ -196,3 +196,18 @@ def test_anonymous_readyz_names_components_without_addresses(client, settings):
     assert response.status_code == 503 and response.json()["failing"] == ["broker"]
     assert "127.0.0.1" not in response.content.decode()
     assert "detail" not in response.json()["components"]["broker"]
+
+
+@pytest.mark.django_db
+def test_a_promql_data_source_on_a_private_address_is_refused_by_policy(settings):
+    from inventory.models import Cluster
+    from telemetry import read
+    from telemetry.models import PromQLDataSource
+
+    settings.OUTBOUND_ALLOWED_NETWORKS = []
+    cluster = Cluster.objects.create(name="ssrf-promql", kind=Cluster.Kind.UNIFIED)
+    PromQLDataSource.objects.create(cluster=cluster, url="http://169.254.169.254/latest")
+    with pytest.raises(read.DataSourceUnavailable) as caught:
+        read.latest_kind(cluster.id, "accelerator", ["accelerator_utilization_ratio"])
+    assert "refused by policy" in str(caught.value)
+    assert "latest" not in caught.value.reason.split("refused")[1]  # nothing echoed back

@@ -1,0 +1,58 @@
+"""PromQL data sources per cluster (operators): where a cluster's telemetry is read from."""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext_lazy as _
+from rest_framework import serializers
+from rest_framework.generics import ListCreateAPIView, RetrieveUpdateDestroyAPIView
+from rest_framework.permissions import IsAuthenticated
+
+from accounts.api.permissions import HasRequiredScope
+from accounts.api.scoping import StaffOnlyMixin
+from inventory.models import Cluster
+from telemetry.models import PromQLDataSource
+
+
+class PromQLDataSourceSerializer(serializers.ModelSerializer):
+    cluster = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all())
+    bearer_token = serializers.CharField(
+        write_only=True, required=False, allow_blank=True, max_length=2000
+    )
+    has_bearer_token = serializers.SerializerMethodField()
+
+    class Meta:
+        model = PromQLDataSource
+        fields = ["id", "cluster", "url", "bearer_token", "has_bearer_token", "selector",
+                  "label_map", "timeout_seconds", "enabled", "last_success_at",
+                  "last_error_at", "last_error"]  # fmt: skip
+        read_only_fields = ["last_success_at", "last_error_at", "last_error"]
+
+    def get_has_bearer_token(self, obj: PromQLDataSource) -> bool:
+        return bool(obj.bearer_token)
+
+    def validate(self, attrs: dict) -> dict:
+        instance = PromQLDataSource(**{**self._current(), **attrs})
+        instance.full_clean(exclude=["cluster"] if self.instance else None, validate_unique=False)
+        return attrs
+
+    def _current(self) -> dict:
+        if self.instance is None:
+            return {}
+        return {f: getattr(self.instance, f) for f in self.Meta.fields if f not in ("id",
+                "has_bearer_token", "last_success_at", "last_error_at", "last_error")}  # fmt: skip
+
+
+class _Operators(StaffOnlyMixin):
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "ingest"  # operators: the scope that may change where telemetry comes from
+    serializer_class = PromQLDataSourceSerializer
+    queryset = PromQLDataSource.objects.select_related("cluster").order_by("cluster__name")
+    staff_only_message = _("Data sources are managed by cluster operators only.")
+
+
+class PromQLDataSourceListView(_Operators, ListCreateAPIView):
+    """PromQL data sources: a cluster listed here is read from its server, not the store."""
+
+
+class PromQLDataSourceDetailView(_Operators, RetrieveUpdateDestroyAPIView):
+    """One PromQL data source; ``bearer_token`` is write-only."""

@@ -1,0 +1,110 @@
+"""The Prometheus remote-write 1.0 receiver: ``POST /api/v1/telemetry/remote-write/``."""
+
+from __future__ import annotations
+
+from django.core.exceptions import RequestDataTooBig
+from django.db import transaction
+from django.utils.translation import gettext as _
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.parsers import BaseParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.api.permissions import HasRequiredScope
+from cluster_portal.web.errors import error_body
+from telemetry.errors import IngestionError
+from telemetry.remote_write.service import ingest_remote_write, remote_write_record
+
+PROTOBUF = "application/x-protobuf"
+
+
+class SnappyProtobufParser(BaseParser):
+    """The body as sent: a snappy-compressed protobuf ``WriteRequest`` (decoded by the service)."""
+
+    media_type = PROTOBUF
+
+    def parse(self, stream, media_type=None, parser_context=None) -> bytes:
+        return stream.read() if stream else b""
+
+
+def _error(status: int, message: str, code: str, field: str | None = "body") -> Response:
+    body = error_body(status, {"detail": message}, code)
+    if field:
+        body["field"] = field
+    return Response(body, status=status)
+
+
+@extend_schema(
+    request={PROTOBUF: OpenApiTypes.BINARY},
+    parameters=[
+        OpenApiParameter("cluster", str, required=True, description="The sending cluster."),
+        OpenApiParameter(
+            "node", str, description="Host for series with no Hostname label (else `instance`)."
+        ),
+        OpenApiParameter("source", str, enum=["auto", "dcgm", "npu"]),
+        OpenApiParameter(
+            "Content-Encoding", str, location=OpenApiParameter.HEADER, enum=["snappy"]
+        ),
+    ],
+    responses={
+        200: OpenApiResponse(OpenApiTypes.OBJECT, description="Stored; counts as the text path."),
+        400: OpenApiResponse(OpenApiTypes.OBJECT, description="Not a WriteRequest: not retried."),
+        413: OpenApiResponse(OpenApiTypes.OBJECT, description="Over a size or sample limit."),
+        415: OpenApiResponse(OpenApiTypes.OBJECT, description="Not snappy protobuf."),
+    },
+)
+class RemoteWriteView(APIView):
+    """Prometheus remote-write 1.0: ``?cluster=NAME[&node=HOST][&source=dcgm|npu|auto]``.
+
+    Point Prometheus' ``remote_write`` here with an operator-level ``ingest`` token. dcgm- and
+    npu-exporter series go through the same mapping, limits and store as exporter text; other
+    families are dropped and counted. A resent batch stores nothing twice; bad input answers
+    4xx (which Prometheus does not retry) in the usual error body.
+    """
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "ingest"
+    parser_classes = [SnappyProtobufParser]
+
+    def post(self, request: Request) -> Response:
+        params = request.query_params
+        if request.user.tenant_id is not None:
+            raise PermissionDenied(
+                _("Remote-write is infrastructure data: use an operator-level token.")
+            )
+        cluster = params.get("cluster")
+        if not cluster:
+            raise ValidationError({"cluster": [_("Required: the sending cluster's name.")]})
+        content_type = request.content_type.split(";")[0].strip().lower()
+        encoding = request.headers.get("Content-Encoding", "snappy").strip().lower()
+        if content_type != PROTOBUF or encoding != "snappy":
+            message = _(
+                "Expected remote-write 1.0: Content-Type %(type)s with Content-Encoding snappy, "
+                "got %(got_type)s / %(got_encoding)s."
+            ) % {"type": PROTOBUF, "got_type": content_type or "-", "got_encoding": encoding}
+            remote_write_record(cluster_name=cluster, error=message)
+            return _error(415, message, "unsupported_media_type", field=None)
+        try:
+            body = request.body
+        except RequestDataTooBig:
+            message = _("The body is larger than the server accepts (DATA_UPLOAD_MAX_MEMORY_SIZE).")
+            remote_write_record(cluster_name=cluster, error=message)
+            return _error(413, message, "too_large")
+        try:
+            with transaction.atomic():
+                result = ingest_remote_write(
+                    body=body,
+                    cluster_name=cluster,
+                    node=params.get("node") or None,
+                    source=params.get("source", "auto"),
+                )
+        except IngestionError as exc:
+            remote_write_record(cluster_name=cluster, error=exc.message)
+            body = error_body(exc.status_code, exc.as_dict(), exc.code)
+            return Response(body, status=exc.status_code)
+        remote_write_record(cluster_name=cluster, result=result)
+        return Response(result, status=200)

@@ -1,0 +1,172 @@
+"""PromQL as a data source, against a real Prometheus scraping fixture exporters: the read API
+answers a configured cluster from the server (nothing copied into the store), with the
+ingestion path's entity keys and units; a down or slow server is "data source unavailable"."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from accounts.services.tokens import token_create
+from inventory.models import Accelerator, Cluster
+from telemetry import read
+from telemetry.models import Entity, MetricDefinition, PromQLDataSource, Sample
+from telemetry.promql.client import PromQLClient
+from telemetry.promql.reads import promql_inventory_sync
+from telemetry.write import catalogue_sync
+from tests.servers import PrometheusServer, free_port
+from tests.telemetry.prometheus_fixtures import scrape_config
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+UTIL = "accelerator_utilization_ratio"
+
+
+@pytest.fixture(autouse=True)
+def loopback_allowed(settings):
+    """The test's Prometheus listens on loopback, which the outbound policy refuses unless an
+    operator allow-lists it (OUTBOUND_ALLOWED_NETWORKS)."""
+    settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+
+
+@pytest.fixture
+def prometheus(tmp_path, prometheus_required, exporters):
+    server = PrometheusServer(tmp_path / "prometheus", scrape_config(exporters)).start()
+    client = PromQLClient(cluster="x", url=server.url)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        now = datetime.now(tz=UTC)
+        got = client.query('count_over_time({__name__=~"DCGM_FI_DEV_GPU_UTIL"}[1m])', at=now)
+        if got and min(p[1] for s in got for p in s.points) >= 4:
+            break
+        time.sleep(0.5)
+    else:
+        server.stop()
+        raise AssertionError(f"Prometheus never scraped: {server.log.read_text()[-2000:]}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def promql_cluster(prometheus) -> Cluster:
+    catalogue_sync()
+    cluster = Cluster.objects.create(name="thanos-a", kind=Cluster.Kind.UNIFIED)
+    source = PromQLDataSource.objects.create(cluster=cluster, url=prometheus.url)
+    assert promql_inventory_sync(source) == 4
+    return cluster
+
+
+def test_reads_come_from_the_promql_server_with_ingestion_keys_and_units(promql_cluster):
+    cluster = promql_cluster
+    assert set(
+        Entity.objects.filter(cluster=cluster, kind="accelerator").values_list("key", flat=True)
+    ) == {
+        "dgx-01/0",
+        "dgx-01/1",
+        "atlas-07/0",
+        "atlas-07/1",
+    }
+    ids = dict(Entity.objects.filter(cluster=cluster).values_list("key", "id"))
+    now = datetime.now(tz=UTC)
+
+    # Heatmaps: the newest value per card, in catalogue units.
+    snap = read.latest_kind(cluster.id, "accelerator", [UTIL, "accelerator_hbm_total_bytes"])
+    by_entity = snap.by_entity()
+    assert by_entity[ids["dgx-01/0"]][UTIL] == pytest.approx(0.87)
+    assert by_entity[ids["atlas-07/1"]][UTIL] == pytest.approx(0.66)
+    assert by_entity[ids["dgx-01/1"]]["accelerator_hbm_total_bytes"] == 81920 * 2**20
+
+    # Series at a chosen step, and gates' window aggregates from raw values.
+    metric = MetricDefinition.objects.get(name=UTIL)
+    entity = Entity.objects.get(cluster=cluster, key="atlas-07/0")
+    series = read.series_read(
+        metric=metric, entity=entity, start=now - timedelta(minutes=5), end=now
+    )
+    assert series.source == "promql" and series.points
+    assert [p.mean for p in series.points] == pytest.approx([0.55] * len(series.points))
+    agg = read.window_aggregate(
+        metric=UTIL,
+        cluster_id=cluster.id,
+        entity_kind="accelerator",
+        entity_key="dgx-01/0",
+        aggregation="p95",
+        start=now - timedelta(seconds=30),
+        end=now,
+    )
+    assert agg.value == pytest.approx(0.87) and agg.samples >= 4
+
+    # Alert rules: every card of the kind; top-N by mean.
+    rule = SimpleNamespace(pk=0, entity_kind="accelerator", aggregation="max", window_seconds=60)
+    values = read.window_values(rule=rule, metric=metric, now=now).values
+    assert values[ids["dgx-01/1"]] == pytest.approx(0.12)
+    assert values[ids["atlas-07/0"]] == pytest.approx(0.55)
+    top = read.top_entities(metric=metric, cluster_id=cluster.id, since=now - timedelta(minutes=1))
+    assert [key for key, _ in top] == ["dgx-01/0", "atlas-07/1", "atlas-07/0", "dgx-01/1"]
+
+    # The accelerators API: each card's entity key and its latest values.
+    client = APIClient()
+    client.credentials(
+        HTTP_AUTHORIZATION=f"Bearer {token_create(name='g', scopes=['read']).plaintext}"
+    )
+    rows = client.get("/api/v1/accelerators/?cluster=thanos-a").json()["results"]
+    by_key = {row["entity"]: row for row in rows}
+    assert by_key["dgx-01/0"]["latest"][UTIL] == pytest.approx(0.87)
+    assert by_key["atlas-07/0"]["vendor_id"] == "VD-0"
+    assert Accelerator.objects.filter(node__cluster=cluster).count() == 4
+
+    assert not Sample.objects.exists()  # nothing was copied into the store
+
+
+def _silent_server() -> tuple[socket.socket, int]:
+    """Accepts connections and never answers: a hung query server."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    held = []
+    threading.Thread(
+        target=lambda: [held.append(sock.accept()) for _ in range(8)], daemon=True
+    ).start()
+    return sock, sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("failure", ["down", "slow", "error"])
+def test_a_down_slow_or_failing_server_is_data_source_unavailable(
+    failure, db, client_as, prometheus_required
+):
+    catalogue_sync()
+    cluster = Cluster.objects.create(name="thanos-b", kind=Cluster.Kind.UNIFIED)
+    sock = None
+    if failure == "down":
+        url = f"http://127.0.0.1:{free_port()}"
+    elif failure == "slow":
+        sock, port = _silent_server()
+        url = f"http://127.0.0.1:{port}"
+    else:
+        url = "http://127.0.0.1:1/nothing"
+    PromQLDataSource.objects.create(cluster=cluster, url=url, timeout_seconds=0.5)
+    try:
+        started = time.monotonic()
+        with pytest.raises(read.DataSourceUnavailable) as caught:
+            read.latest_kind(cluster.id, "accelerator", [UTIL])
+        assert time.monotonic() - started < 5
+        assert "thanos-b" in str(caught.value)
+        operator = client_as("operator")
+        api = operator.get(reverse("api:dashboard-hardware"), {"cluster": cluster.name})
+        assert api.status_code == 503, api.content
+        assert api.json()["code"] == "data_source_unavailable"
+        assert "Data source unavailable for cluster thanos-b" in api.json()["detail"]
+        source = PromQLDataSource.objects.get(cluster=cluster)
+        assert source.last_error and source.last_error_at
+        exporters_page = operator.get("/exporters/")
+        assert "data source unavailable" in exporters_page.content.decode()
+    finally:
+        if sock is not None:
+            sock.close()
