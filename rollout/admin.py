@@ -10,12 +10,17 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
+from django.core.exceptions import PermissionDenied
+from django.db.models import Exists, OuterRef
+from django.shortcuts import redirect
+from django.urls import path, reverse
 from django.utils.formats import date_format, number_format
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from rollout.models import (
     AnalysisRun,
+    Approval,
     AuditEntry,
     Criterion,
     Gate,
@@ -165,12 +170,38 @@ class DecisionForm(ActionForm):
 MigrationPlanAdmin.action_form = DecisionForm
 
 
+class AwaitingMyApprovalFilter(admin.SimpleListFilter):
+    """Gates waiting for a decision the signed-in approver may still make: not requested by
+    them (four-eyes) and not yet decided by them at the current revision."""
+
+    title = _("awaiting my approval")
+    parameter_name = "mine"
+
+    def lookups(self, request, model_admin):
+        return (("yes", _("awaiting my approval")),)
+
+    def queryset(self, request, queryset):
+        if self.value() != "yes":
+            return queryset
+        mine = Approval.objects.filter(
+            gate=OuterRef("pk"), revision=OuterRef("revision"), user=request.user
+        )
+        return (
+            queryset.filter(state=GateState.AWAITING_APPROVAL)
+            .exclude(requested_by=request.user)
+            .exclude(Exists(mine))
+        )
+
+
 @admin.register(Gate)
 class GateAdmin(_ReadOnly):
+    """The approvals desk: a gate's revision, criteria, measured values, analysis history and
+    audit trail, with Approve / Reject (reason) that post the plan version and gate revision
+    the approver is looking at to the same service as the pages and the API."""
+
     list_display = ("plan", "label", "state", "revision", "requested_by", "requested_at")
-    list_filter = ("state",)
-    action_form = DecisionForm
-    actions = ["approve_gates", "reject_gates"]
+    list_filter = (AwaitingMyApprovalFilter, "state")
+    change_form_template = "admin/rollout/gate/change_form.html"
 
     fields = (
         "plan",
@@ -263,32 +294,62 @@ class GateAdmin(_ReadOnly):
             "monitoring.approve_migrations"
         ) or super().has_view_permission(request, obj)
 
-    def _decide(self, request, queryset, command: str) -> None:
-        # The same service and arguments as the pages and the API: the gate revision and
-        # plan version are those of the rows listed, so a change since is a conflict.
-        comment = request.POST.get("comment", "")
-        for gate in queryset.filter(state=GateState.AWAITING_APPROVAL):
-            try:
-                plan_command(
-                    command=command,
-                    plan_id=gate.plan_id,
-                    actor=Actor.from_request(request),
-                    reason=comment,
-                    revision=gate.revision,
-                    expected_version=gate.plan.version,
-                )
-            except (FourEyesViolation, NotPermitted, WorkflowConflict) as exc:
-                self.message_user(request, f"{gate}: {exc}", messages.ERROR)
-            else:
-                self.message_user(request, f"{gate}: {_('done')}", messages.SUCCESS)
+    def get_urls(self):
+        decide = path(
+            "<int:object_id>/decide/",
+            self.admin_site.admin_view(self.decide_view),
+            name="rollout_gate_decide",
+        )
+        return [decide, *super().get_urls()]
 
-    @admin.action(description=_("Approve selected pending gates"))
-    def approve_gates(self, request, queryset) -> None:
-        self._decide(request, queryset, "approve")
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        gate = self.get_object(request, object_id)
+        context = dict(extra_context or {})
+        if gate is not None and gate.state == GateState.AWAITING_APPROVAL:
+            context["decision"] = {
+                "gate": gate,
+                "version": gate.plan.version,
+                "can_decide": Actor.from_request(request).can_approve(),
+            }
+        return super().change_view(request, object_id, form_url, extra_context=context)
 
-    @admin.action(description=_("Reject selected pending gates (reason required)"))
-    def reject_gates(self, request, queryset) -> None:
-        self._decide(request, queryset, "reject")
+    def decide_view(self, request, object_id: int):
+        """Approve or reject what the approver saw: the posted revision and plan version go to
+        ``plan_command`` unchanged, so a criterion edited in between is a conflict, never an
+        approval of something unseen."""
+        gate = self.get_object(request, str(object_id))
+        if gate is None or not self.has_view_permission(request, gate):
+            raise PermissionDenied
+        back = redirect(reverse("admin:rollout_gate_change", args=[gate.pk]))
+        if request.method != "POST":
+            return back
+        command = request.POST.get("command", "")
+        try:
+            revision = int(request.POST.get("revision", ""))
+            version = int(request.POST.get("expected_version", ""))
+        except ValueError:
+            self.message_user(
+                request, _("The form did not say which revision you saw."), messages.ERROR
+            )
+            return back
+        if command not in ("approve", "reject"):
+            self.message_user(request, _("Choose Approve or Reject."), messages.ERROR)
+            return back
+        try:
+            plan_command(
+                command=command,
+                plan_id=gate.plan_id,
+                actor=Actor.from_request(request),
+                reason=request.POST.get("reason", ""),
+                revision=revision,
+                expected_version=version,
+            )
+        except (FourEyesViolation, NotPermitted, WorkflowConflict) as exc:
+            self.message_user(request, f"{gate}: {exc}", messages.ERROR)
+        else:
+            done = _("approved") if command == "approve" else _("rejected")
+            self.message_user(request, f"{gate}: {done}", messages.SUCCESS)
+        return back
 
 
 @admin.register(AnalysisRun)

@@ -104,9 +104,16 @@ def test_the_admin_offers_no_audit_edit_and_approves_through_the_service(
     assert client.get(f"/admin/rollout/auditentry/{entry.pk}/delete/").status_code == 403
     assert client.get("/admin/rollout/auditentry/add/").status_code == 403
     client.force_login(approvers[1])
+    gate = plan.current_gate
+    # The desk posts what the approver saw: the gate revision and the plan version.
     response = client.post(
-        "/admin/rollout/gate/",
-        {"action": "approve_gates", "_selected_action": [plan.current_gate_id], "comment": "ok"},
+        f"/admin/rollout/gate/{gate.pk}/decide/",
+        {
+            "command": "approve",
+            "revision": gate.revision,
+            "expected_version": plan.version,
+            "reason": "ok",
+        },
     )
     assert response.status_code == 302
     plan.refresh_from_db()
