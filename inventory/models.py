@@ -299,4 +299,3 @@ class Workload(models.Model):
         }
         if errors:
             raise ValidationError(errors)
-
