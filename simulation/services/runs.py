@@ -22,8 +22,10 @@ from inventory.models import (
 from inventory.services import cluster_default_set
 from simulation.engine import HARDWARE, METRICS, Engine, Scenario
 from simulation.models import TwinRun
+from simulation.services.lag import tick_lag_record
 from telemetry.models import EntityKind
 from telemetry.services.entities import entities_save, entity_build
+from telemetry.services.heartbeats import heartbeat_pause
 from telemetry.write import catalogue_sync
 
 
@@ -299,6 +301,12 @@ def twin_run_control(*, run_id: int, action: str, steps_per_tick: int | None = N
     else:
         raise ValueError(f"unknown action {action!r}; use start, pause, reset or speed")
     run.save()
+    if action == "pause":
+        # Paused on purpose: its ticks show as paused (not down) on the status page, and the
+        # lag series drops to 0 at once so the "twin tick lag" rule resolves.
+        for tick in ("scheduler", "pool"):
+            heartbeat_pause(kind="tick", name=f"{tick}:{run.name}")
+        tick_lag_record(run=run)
     return run
 
 
