@@ -163,8 +163,8 @@ def test_the_next_tick_after_a_restart_shows_the_run_alive_again(twin_run):
 
 @pytest.mark.django_db
 def test_pausing_drops_the_lag_series_to_zero_so_the_lag_alert_resolves(twin_run):
-    from telemetry.read import cluster_series  # noqa: F401 (the read path the rule uses)
     from telemetry.models import Sample
+    from telemetry.read import cluster_series  # noqa: F401 (the read path the rule uses)
 
     twin_run_control(run_id=twin_run.pk, action="pause")
     last = (
