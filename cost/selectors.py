@@ -16,6 +16,7 @@ from django.db.models import QuerySet
 from cost import model as cm
 from cost.models import CostAssumptions
 from inventory.models import Accelerator, Cluster, Workload
+from inventory.selectors import defaults_first
 from telemetry.models import EntityKind
 from telemetry.read import WindowStat, cluster_stat, cluster_stats, entity_sums
 
@@ -307,7 +308,9 @@ def tenant_showback(tenant_id: int, start: datetime, end: datetime) -> list[Show
 
 
 def default_pair(costs: list[ClusterCost]) -> tuple[ClusterCost | None, ClusterCost | None]:
-    """The first unified cluster and the first split/legacy one (the demo's pair)."""
+    """The default unified cluster and the default split/legacy one (the demo's pair): the
+    operator-marked defaults, else the first of each kind by name."""
+    costs = defaults_first(costs, cluster=lambda c: c.cluster)
     unified = next((c for c in costs if c.cluster.kind == Cluster.Kind.UNIFIED), None)
     baseline = next((c for c in costs if c.cluster.kind != Cluster.Kind.UNIFIED), None)
     return unified, baseline

@@ -1,6 +1,7 @@
 """Admin registrations for hardware and the inventory."""
 
 from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
 
 from inventory.models import (
     Accelerator,
@@ -12,6 +13,7 @@ from inventory.models import (
     Supernode,
     Workload,
 )
+from inventory.services import cluster_default_set
 
 
 @admin.register(HardwareModel)
@@ -33,8 +35,18 @@ class HardwareModelAdmin(admin.ModelAdmin):
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
-    list_display = ("name", "kind", "hardware_model", "created_at")
-    list_filter = ("kind",)
+    list_display = ("name", "kind", "hardware_model", "default_for_pages", "created_at")
+    list_filter = ("kind", "default_for_pages")
+    actions = ["make_default_for_pages"]
+
+    @admin.action(
+        description=_("Make default for pages (replaces the default of its side)"),
+        permissions=["change"],
+    )
+    def make_default_for_pages(self, request, queryset) -> None:
+        for cluster in queryset.order_by("name"):
+            cluster_default_set(cluster)
+        self.message_user(request, _("Default for pages updated."))
 
 
 @admin.register(Supernode)

@@ -67,6 +67,16 @@ class Cluster(models.Model):
         blank=True,
         on_delete=models.PROTECT,
     )
+    # Operator-set: the cluster a page opens on when none is asked for (one per side: the
+    # unified cluster and the split/legacy baseline). A new twin run is never flagged by itself.
+    default_for_pages = models.BooleanField(
+        _("default for pages"),
+        default=False,
+        help_text=_(
+            "Pages without a chosen cluster (overview, hardware, memory, network, report, "
+            "cost) open on this one. Set by an operator; test twin runs are not defaults."
+        ),
+    )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:

@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
 from simulation.models import CatalogModel, TwinRun, TwinTick
+from simulation.services.runs import twin_run_control
 
 
 @admin.register(TwinRun)
@@ -36,11 +37,14 @@ class TwinRunAdmin(admin.ModelAdmin):
 
     @admin.action(description=_("Pause selected runs"))
     def pause(self, request, queryset) -> None:
-        queryset.update(status=TwinRun.Status.PAUSED)
+        # Through the service: a paused run shows as paused (not down) and stops lagging.
+        for pk in queryset.values_list("pk", flat=True):
+            twin_run_control(run_id=pk, action="pause")
 
     @admin.action(description=_("Resume selected runs"))
     def resume(self, request, queryset) -> None:
-        queryset.update(status=TwinRun.Status.RUNNING)
+        for pk in queryset.values_list("pk", flat=True):
+            twin_run_control(run_id=pk, action="start")
 
 
 @admin.register(TwinTick)

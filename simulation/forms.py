@@ -6,9 +6,11 @@ from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.utils.translation import gettext_lazy as _
 
+from accounts.models import Tenant
 from inventory.models import Cluster
 from simulation.engine import HARDWARE, default_scenario
 from simulation.models import TwinRun
+from simulation.services.runs import SANDBOX_TENANT_SLUG
 
 
 class TwinRunCreateForm(forms.Form):
@@ -28,6 +30,19 @@ class TwinRunCreateForm(forms.Form):
         choices=[("unified", _("unified (one pool)")), ("split", _("split (two pools)"))],
     )
     seed = forms.IntegerField(label=_("Random seed"), initial=7, min_value=0)
+    tenant = forms.ModelChoiceField(
+        label=_("Tenant of its workloads"),
+        queryset=Tenant.objects.exclude(slug=SANDBOX_TENANT_SLUG).order_by("slug"),
+        required=False,
+        to_field_name="slug",
+        empty_label=_("sandbox (test run: no customer sees or pays for it)"),
+        help_text=_("Choose a real tenant only on purpose: its users see and are billed for it."),
+    )
+    default_for_pages = forms.BooleanField(
+        label=_("Default cluster of the pages"),
+        required=False,
+        help_text=_("Overview, hardware, memory, network, report and cost open on this run."),
+    )
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"]

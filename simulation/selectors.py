@@ -16,7 +16,7 @@ from simulation.services.lag import tick_lag_seconds
 class RunStatus:
     run: TwinRun
     cards: int
-    scheduler_lag_s: float
+    scheduler_lag_s: float | None  # None while paused: a paused run is not late
     pool_age_s: float | None
     simulated_hours_per_wall_hour: float
     sim_clock: str
@@ -45,7 +45,11 @@ def run_statuses() -> list[RunStatus]:
             RunStatus(
                 run=run,
                 cards=int(run.scenario.get("topology", {}).get("cards", 0)),
-                scheduler_lag_s=tick_lag_seconds(run, now.timestamp()),
+                scheduler_lag_s=(
+                    tick_lag_seconds(run, now.timestamp())
+                    if run.status == TwinRun.Status.RUNNING
+                    else None
+                ),
                 pool_age_s=_age(run.last_pool_tick_at, now),
                 simulated_hours_per_wall_hour=speed,
                 sim_clock=f"d{days} {rest // 3600:02d}:{rest % 3600 // 60:02d}",

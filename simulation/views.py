@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from accounts.access import staff_page
-from inventory.models import Cluster
 from simulation.forms import TwinRunCreateForm, TwinRunSpeedForm
 from simulation.models import TwinRun
 from simulation.selectors import run_statuses
-from simulation.services import twin_run_control, twin_run_create
+from simulation.services import twin_run_control
+from simulation.services import twin_run_new as run_new_create
 
 operator_action = permission_required("monitoring.operate_cluster", raise_exception=True)
 
@@ -36,13 +35,14 @@ def twin_run_new(request: HttpRequest) -> HttpResponse:
             request, "simulation/twin.html", {"statuses": run_statuses(), "form": form}, status=400
         )
     data = form.cleaned_data
-    with transaction.atomic():
-        cluster = Cluster.objects.create(
-            name=data["name"],
-            kind=Cluster.Kind.UNIFIED if data["policy"] == "unified" else Cluster.Kind.SPLIT,
-            description=_("Simulated by the digital twin"),
-        )
-        twin_run_create(name=data["name"], cluster=cluster, scenario=data["scenario"])
+    run_new_create(
+        name=data["name"],
+        policy=data["policy"],
+        scenario=data["scenario"],
+        description=_("Simulated by the digital twin"),
+        tenant=data["tenant"],
+        default_for_pages=data["default_for_pages"],
+    )
     messages.success(request, _("Twin run %(name)s created and running.") % {"name": data["name"]})
     return redirect("twin")
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from inventory.models import Cluster
+from inventory.selectors import default_cluster
 from telemetry.models import MetricDefinition
 from telemetry.read import metrics_by_name
 
@@ -18,13 +19,11 @@ def clusters() -> list[Cluster]:
 
 
 def cluster_pick(name: str | None) -> Cluster | None:
-    """The named cluster, else the first unified one, else the first; ``None`` if unknown."""
+    """The named cluster, else the default unified one (an operator-marked default first, else
+    the first by name), else any default; ``None`` if unknown."""
     if name:
         return Cluster.objects.filter(name=name).first()
-    return (
-        Cluster.objects.filter(kind=Cluster.Kind.UNIFIED).order_by("name").first()
-        or Cluster.objects.order_by("name").first()
-    )
+    return default_cluster(unified=True) or default_cluster(unified=None)
 
 
 def metric_defs(names: Iterable[str]) -> dict[str, MetricDefinition]:

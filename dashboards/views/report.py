@@ -20,6 +20,7 @@ from dashboards.selectors.report import (
     ratio,
 )
 from inventory.models import Cluster
+from inventory.selectors import defaults_first
 from telemetry.read import cluster_series
 
 FIGURES = ("samples", "ttft", "tpot", "p99", "utilization", "hbm", "cost")
@@ -27,7 +28,7 @@ FIGURES = ("samples", "ttft", "tpot", "p99", "utilization", "hbm", "cost")
 
 def _choose(request: HttpRequest) -> tuple[Cluster | None, Cluster | None]:
     clusters = {str(c.pk): c for c in Cluster.objects.select_related("hardware_model")}
-    ordered = sorted(clusters.values(), key=lambda c: c.name)
+    ordered = defaults_first(clusters.values())
     baseline = next((c for c in ordered if c.kind != Cluster.Kind.UNIFIED), None)
     unified = next((c for c in ordered if c.kind == Cluster.Kind.UNIFIED), None)
     return (

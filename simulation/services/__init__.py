@@ -2,19 +2,27 @@
 
 from simulation.services.fanout import tick_commit_staged, tick_stage_part
 from simulation.services.runs import (
+    SANDBOX_TENANT_SLUG,
     engine_catalogue_sync,
+    sandbox_tenant,
+    scenario_tenants,
     twin_run_control,
     twin_run_create,
+    twin_run_new,
 )
 from simulation.services.ticks import TickOutcome, twin_pool_tick, twin_tick
 
 __all__ = [
+    "SANDBOX_TENANT_SLUG",
     "TickOutcome",
     "engine_catalogue_sync",
+    "sandbox_tenant",
+    "scenario_tenants",
     "tick_commit_staged",
     "tick_stage_part",
     "twin_pool_tick",
     "twin_run_control",
     "twin_run_create",
+    "twin_run_new",
     "twin_tick",
 ]

@@ -20,10 +20,14 @@ LAG_METRIC = (
 
 
 def tick_lag_seconds(run: TwinRun, now: float) -> float:
-    """Seconds beyond one tick interval since the last committed scheduler tick."""
-    if run.last_tick_at is None:
+    """Seconds beyond one tick interval since the last committed scheduler tick, or since the
+    run was last (re)started if that is later. A paused run is not late: its lag is 0."""
+    if run.status != TwinRun.Status.RUNNING:
         return 0.0
-    return max(0.0, now - run.last_tick_at.timestamp() - settings.TWIN_TICK_SECONDS)
+    moments = [m for m in (run.last_tick_at, run.resumed_at) if m is not None]
+    if not moments:
+        return 0.0
+    return max(0.0, now - max(moments).timestamp() - settings.TWIN_TICK_SECONDS)
 
 
 def tick_lag_record(*, run: TwinRun, now: float | None = None) -> float:

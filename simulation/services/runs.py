@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -17,10 +19,13 @@ from inventory.models import (
     Supernode,
     Workload,
 )
+from inventory.services import cluster_default_set
 from simulation.engine import HARDWARE, METRICS, Engine, Scenario
 from simulation.models import TwinRun
+from simulation.services.lag import tick_lag_record
 from telemetry.models import EntityKind
 from telemetry.services.entities import entities_save, entity_build
+from telemetry.services.heartbeats import heartbeat_pause
 from telemetry.write import catalogue_sync
 
 
@@ -66,15 +71,46 @@ def hardware_catalog_after_migrate(**_: object) -> None:
     hardware_catalog_sync()
 
 
+SANDBOX_TENANT_SLUG = "sandbox"
+
+
+def sandbox_tenant() -> Tenant:
+    """The tenant test runs' workloads belong to: no customer sees or is billed for it."""
+    tenant, _ = Tenant.objects.get_or_create(
+        slug=SANDBOX_TENANT_SLUG, defaults={"name": "Sandbox (twin test runs)"}
+    )
+    return tenant
+
+
+def scenario_tenants(scenario: Scenario) -> list[str]:
+    """The tenant names a scenario's workloads carry (e.g. ``acme-bank``), sorted."""
+    return sorted({w["tenant"] for w in Engine(scenario).workloads()})
+
+
 @transaction.atomic
 def twin_run_create(
-    *, name: str, cluster: Cluster, scenario: Scenario, fan_out: bool = False
+    *,
+    name: str,
+    cluster: Cluster,
+    scenario: Scenario,
+    fan_out: bool = False,
+    tenant: Tenant | None = None,
+    tenant_map: Mapping[str, str] | None = None,
 ) -> TwinRun:
-    """Create a run and the cluster inventory its topology describes."""
+    """Create a run and the cluster inventory its topology describes.
+
+    The run's workloads belong to the sandbox tenant unless the caller assigns real ones
+    deliberately: ``tenant`` puts every workload in that tenant; ``tenant_map`` maps a
+    scenario's tenant names to portal tenant slugs (created if missing — the demo seeding's
+    way); scenario tenants it does not name stay in the sandbox. Scenario tenant names alone
+    never reach a customer's account or bill.
+    """
+    if tenant is not None and tenant_map:
+        raise ValueError("pass tenant or tenant_map, not both")
     engine = Engine(scenario)
     engine_catalogue_sync()
     hardware_catalog_sync()
-    _inventory_from_topology(cluster, engine)
+    _inventory_from_topology(cluster, engine, _tenant_resolver(tenant, tenant_map or {}))
     return TwinRun.objects.create(
         name=name,
         cluster=cluster,
@@ -85,7 +121,57 @@ def twin_run_create(
     )
 
 
-def _inventory_from_topology(cluster: Cluster, engine: Engine) -> None:
+@transaction.atomic
+def twin_run_new(
+    *,
+    name: str,
+    policy: str,
+    scenario: Scenario,
+    description: str = "",
+    tenant: Tenant | None = None,
+    default_for_pages: bool = False,
+) -> TwinRun:
+    """An operator's new run on a new cluster (the twin page and ``POST /api/v1/twin/runs/``).
+
+    Sandboxed unless the operator says otherwise: its workloads go to the sandbox tenant
+    (``tenant`` assigns a real one) and it is not the default cluster of any page
+    (``default_for_pages`` makes it the default of its side).
+    """
+    cluster = Cluster.objects.create(
+        name=name,
+        kind=Cluster.Kind.UNIFIED if policy == "unified" else Cluster.Kind.SPLIT,
+        description=description,
+    )
+    run = twin_run_create(name=name, cluster=cluster, scenario=scenario, tenant=tenant)
+    if default_for_pages:
+        cluster_default_set(cluster)
+    return run
+
+
+def _tenant_resolver(
+    tenant: Tenant | None, tenant_map: Mapping[str, str]
+) -> Callable[[str], Tenant]:
+    found: dict[str, Tenant] = {}
+
+    def resolve(scenario_tenant: str) -> Tenant:
+        if scenario_tenant not in found:
+            slug = tenant_map.get(scenario_tenant)
+            if tenant is not None:
+                found[scenario_tenant] = tenant
+            elif slug:
+                found[scenario_tenant], _ = Tenant.objects.get_or_create(
+                    slug=slug, defaults={"name": slug.replace("-", " ").title()}
+                )
+            else:
+                found[scenario_tenant] = sandbox_tenant()
+        return found[scenario_tenant]
+
+    return resolve
+
+
+def _inventory_from_topology(
+    cluster: Cluster, engine: Engine, tenant_of: Callable[[str], Tenant]
+) -> None:
     listing = engine.topology()
     topology = engine.scenario.topology
     hardware = HardwareModel.objects.filter(slug=topology.hardware).first()
@@ -163,9 +249,7 @@ def _inventory_from_topology(cluster: Cluster, engine: Engine) -> None:
     services = {s.name: s for s in engine.scenario.services}
     jobs = {j.name: j for j in engine.scenario.training_jobs}
     for w in engine.workloads():
-        tenant, _ = Tenant.objects.get_or_create(
-            slug=w["tenant"], defaults={"name": w["tenant"].replace("-", " ").title()}
-        )
+        tenant = tenant_of(w["tenant"])
         sizing = _workload_sizing(services.get(w["name"]), jobs.get(w["name"]))
         workload, created = Workload.objects.get_or_create(
             cluster=cluster,
@@ -217,6 +301,12 @@ def twin_run_control(*, run_id: int, action: str, steps_per_tick: int | None = N
     else:
         raise ValueError(f"unknown action {action!r}; use start, pause, reset or speed")
     run.save()
+    if action == "pause":
+        # Paused on purpose: its ticks show as paused (not down) on the status page, and the
+        # lag series drops to 0 at once so the "twin tick lag" rule resolves.
+        for tick in ("scheduler", "pool"):
+            heartbeat_pause(kind="tick", name=f"{tick}:{run.name}")
+        tick_lag_record(run=run)
     return run
 
 

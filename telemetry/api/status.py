@@ -28,6 +28,7 @@ ProcessStatusSerializer = inline_serializer(
                     "last_seen": serializers.DateTimeField(),
                     "age_seconds": serializers.FloatField(),
                     "alive": serializers.BooleanField(),
+                    "state": serializers.ChoiceField(choices=["alive", "paused", "down"]),
                     "beats": serializers.IntegerField(),
                 },
             )
@@ -56,6 +57,7 @@ class ProcessStatusView(APIView):
                         "last_seen": s.last_seen,
                         "age_seconds": round(s.age_seconds, 1),
                         "alive": s.alive,
+                        "state": s.state,
                         "beats": s.beats,
                     }
                     for s in heartbeat_statuses()

@@ -23,6 +23,9 @@ class Heartbeat(models.Model):
     first_seen = models.DateTimeField(_("first seen"), auto_now_add=True)
     last_seen = models.DateTimeField(_("last seen"))
     beats = models.PositiveBigIntegerField(_("beats"), default=0)
+    # Stopped on purpose (a paused twin run): shown as paused, not as down; the next beat
+    # clears it.
+    paused = models.BooleanField(_("paused"), default=False)
 
     class Meta:
         db_table = "monitoring_heartbeat"  # kept from before the app split

@@ -19,6 +19,12 @@ class ProcessStatus:
     age_seconds: float
     alive: bool
     beats: int
+    paused: bool = False  # stopped on purpose (a paused twin run): neither alive nor down
+
+    @property
+    def state(self) -> str:
+        """``alive``, ``paused`` or ``down``."""
+        return "alive" if self.alive else "paused" if self.paused else "down"
 
 
 def heartbeat_statuses(*, now: datetime | None = None) -> list[ProcessStatus]:
@@ -30,8 +36,9 @@ def heartbeat_statuses(*, now: datetime | None = None) -> list[ProcessStatus]:
             name=hb.name,
             last_seen=hb.last_seen,
             age_seconds=max(0.0, (now - hb.last_seen).total_seconds()),
-            alive=now - hb.last_seen <= stale,
+            alive=not hb.paused and now - hb.last_seen <= stale,
             beats=hb.beats,
+            paused=hb.paused,
         )
         for hb in Heartbeat.objects.order_by("kind", "-last_seen")
     ]

@@ -14,15 +14,25 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from inventory.models import Cluster
+from inventory.selectors import default_cluster
+from inventory.services import cluster_default_set
 from simulation.engine import default_scenario
 from simulation.models import TwinRun
-from simulation.services import twin_run_create
+from simulation.services import scenario_tenants, twin_run_create
 
 DEMO_RUNS = (
     # name, cluster kind, hardware, policy, card count setting
     ("unified-demo", Cluster.Kind.UNIFIED, "ascend-950dt", "unified", "cards"),
     ("legacy-h100", Cluster.Kind.LEGACY, "h100-sxm", "split", "legacy_cards"),
 )
+
+
+def _default_unless_chosen(cluster: Cluster) -> None:
+    """The demo's clusters are the pages' defaults, unless an operator marked another cluster
+    of the same side already."""
+    current = default_cluster(unified=cluster.kind == Cluster.Kind.UNIFIED)
+    if current is None or not current.default_for_pages:
+        cluster_default_set(cluster)
 
 
 class Command(BaseCommand):
@@ -41,8 +51,10 @@ class Command(BaseCommand):
         if not 1 <= steps_per_tick <= 60:
             raise CommandError("--steps-per-tick must be between 1 and 60")
         for name, kind, hardware, policy, cards_option in DEMO_RUNS:
-            if TwinRun.objects.filter(name=name).exists():
+            existing = TwinRun.objects.filter(name=name).select_related("cluster").first()
+            if existing is not None:
                 self.stdout.write(f"Twin run {name!r} already exists; left as it is.")
+                _default_unless_chosen(existing.cluster)
                 continue
             cards = options[cards_option]
             try:
@@ -56,7 +68,16 @@ class Command(BaseCommand):
                 defaults={"kind": kind, "description": f"{cards} × {hardware}, simulated"},
             )
             self.stdout.write(f"Creating twin run {name!r}: {cards} × {hardware}, {policy} …")
-            run = twin_run_create(name=name, cluster=cluster, scenario=scenario, fan_out=fan_out)
+            # The demo's workloads belong to its real (demo) tenants, named deliberately; an
+            # operator's own runs go to the sandbox tenant.
+            run = twin_run_create(
+                name=name,
+                cluster=cluster,
+                scenario=scenario,
+                fan_out=fan_out,
+                tenant_map={t: t for t in scenario_tenants(scenario)},
+            )
+            _default_unless_chosen(cluster)
             TwinRun.objects.filter(pk=run.pk).update(steps_per_tick=steps_per_tick)
             self.stdout.write(
                 f"  {cluster.supernodes.count()} supernodes, {cluster.nodes.count()} nodes, "
