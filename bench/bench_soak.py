@@ -118,6 +118,12 @@ def main() -> None:
     parser.add_argument("--database-url", default=None, help="default: SQLite in the var dir")
     parser.add_argument("--var-dir", default=None, help="default: a new temporary directory")
     parser.add_argument("--no-web", action="store_true")
+    parser.add_argument(
+        "--max-memory-per-child",
+        type=int,
+        default=0,
+        help="KiB; the Procfile sets 400000 as a backstop, off here so growth shows",
+    )
     parser.add_argument("--name", default="soak", help="results file bench/results/<name>.json")
     args = parser.parse_args()
 
@@ -127,6 +133,7 @@ def main() -> None:
         **os.environ,
         "PORTAL_VAR_DIR": str(var),
         "DEBUG": "1",  # as `make demo` runs it
+        "PORTAL_DEMO": "1",
         "CELERY_BROKER_URL": REDIS_URL,
         "CACHE_URL": REDIS_URL,
         "TWIN_DEMO_CARDS": str(args.cards),
@@ -138,21 +145,25 @@ def main() -> None:
     subprocess.run(["redis-cli", "-u", REDIS_URL, "FLUSHDB"], capture_output=True)
     manage(env, "migrate", "--noinput", "-v0")
     manage(env, "seed_twin")
-    token = subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "shell",
-            "-c",
-            "from accounts.services.tokens import token_create;"
-            "print(token_create(name='soak', scopes=['read']).plaintext)",
-        ],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip().splitlines()[-1]
+    token = (
+        subprocess.run(
+            [
+                sys.executable,
+                "manage.py",
+                "shell",
+                "-c",
+                "from accounts.services.tokens import token_create;"
+                "print(token_create(name='soak', scopes=['read']).plaintext)",
+            ],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -165,6 +176,11 @@ def main() -> None:
             "--concurrency=2",
             "--without-gossip",
             "--without-mingle",
+            *(
+                [f"--max-memory-per-child={args.max_memory_per_child}"]
+                if args.max_memory_per_child
+                else []
+            ),
         ],
         "beat": [*celery, "beat", "--loglevel=WARNING", "-s", str(var / "celerybeat-schedule")],
     }

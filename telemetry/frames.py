@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import numpy as np
+from django.conf import settings
 
 from inventory.models import Cluster
 from telemetry.models import Frame, FrameLayout
@@ -71,15 +72,29 @@ def frames_write_many(
     A multi-step twin tick writes ten steps that share one hour and one day bucket: folding
     them in memory first turns thirty rollup writes per metric into a handful.
     """
+    # Raw frames may be thinned to one per TELEMETRY_RAW_FRAME_SECONDS window (the demo: one
+    # per tick instead of one per simulated minute); every batch still reaches the rollups.
+    # A thinned batch counts as written when its window's kept frame exists, so a replay
+    # still changes nothing.
+    spacing = float(getattr(settings, "TELEMETRY_RAW_FRAME_SECONDS", 0) or 0)
+    kept: list[int] = list(range(len(batches)))
+    if spacing > 0:
+        window_last: dict[int, int] = {}
+        for i, (ts, _) in enumerate(batches):
+            window = math.floor(ts / spacing)
+            if window not in window_last or ts >= batches[window_last[window]][0]:
+                window_last[window] = i
+        kept = [window_last[math.floor(ts / spacing)] for ts, _ in batches]
     whens = [_when(ts) for ts, _ in batches]
     existing = set(
-        Frame.objects.filter(layout=layout, resolution=0, ts__in=whens).values_list(
-            "metric_id", "ts"
-        )
+        Frame.objects.filter(
+            layout=layout, resolution=0, ts__in=sorted({whens[k] for k in kept})
+        ).values_list("metric_id", "ts")
     )
     raw: list[Frame] = []
     partial: dict[tuple[int, float], dict[int, list[np.ndarray]]] = {}
-    for (ts, values), when in zip(batches, whens, strict=True):
+    for i, (ts, values) in enumerate(batches):
+        when = whens[kept[i]]
         for metric_id, given in values.items():
             if (metric_id, when) in existing:
                 continue
@@ -88,15 +103,16 @@ def frames_write_many(
                 raise ValueError(
                     f"metric {metric_id}: frame has {array.size} values, layout has {layout.size}"
                 )
-            raw.append(
-                Frame(
-                    metric_id=metric_id,
-                    layout=layout,
-                    resolution=0,
-                    ts=when,
-                    values=array.tobytes(),
+            if kept[i] == i:
+                raw.append(
+                    Frame(
+                        metric_id=metric_id,
+                        layout=layout,
+                        resolution=0,
+                        ts=when,
+                        values=array.tobytes(),
+                    )
                 )
-            )
             for resolution in ROLLUP_RESOLUTIONS:
                 key = (resolution, math.floor(ts / resolution) * resolution)
                 _accumulate(partial.setdefault(key, {}), metric_id, array)

@@ -6,6 +6,7 @@ newest frame (one row per metric holding every entity of a kind) for the twin's 
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from cluster_portal.web.timerange import TimeRange
 from telemetry.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, layout_entity_ids
 from telemetry.models import Entity, Frame, FrameLayout, MetricDefinition, Sample
 from telemetry.registry import metrics_by_name
-from telemetry.selectors.frames import latest_frame
+from telemetry.selectors.frames import frame_segments, latest_frame, segments_filter, stacked
 from telemetry.selectors.series import choose_source, series_read
 
 Points = list[tuple[datetime, float]]
@@ -156,39 +157,67 @@ def kind_series(
     """One metric summed (or averaged) over the entities of a kind, over time, from frames.
 
     Reads the whole layout's rollup frames at the range's resolution (raw frames for short
-    ranges): fine for workloads, links and memory pools (tens to a few thousand entities);
+    ranges; finer or coarser tiers where that one does not reach back, see
+    ``frame_segments``), one query per tier and one array per layout: fine for workloads,
+    links and memory pools (tens to a few thousand entities);
     per-card fleet series use the ``cluster_*`` scalars instead. Each plotted point is the
     mean of the per-bucket totals inside its step.
     """
     if metric is None:
         return []
     _, resolution, step = choose_source(tr.start, tr.end)
-    buckets: dict[int, list[float]] = {}
+    layouts = {}
     for layout in FrameLayout.objects.filter(cluster_id=cluster_id, kind=kind):
         ids = layout_entity_ids(layout)
         mask = np.ones(ids.size, bool) if entity_ids is None else np.isin(ids, list(entity_ids))
-        if not mask.any():
-            continue
-        frames = Frame.objects.filter(
-            metric=metric, layout=layout, resolution=resolution, ts__gte=tr.start, ts__lt=tr.end
+        if mask.any():
+            layouts[layout.pk] = (layout.size, mask)
+    segments = frame_segments(
+        metric_id=metric.pk,
+        layout_ids=list(layouts),
+        resolution=resolution,
+        start=tr.start,
+        end=tr.end,
+    )
+    buckets: dict[int, list[float]] = {}
+    for tier, parts in segments.items():
+        # One query per tier for every layout and time: each layout's rows become one
+        # (frames × entities) array, reduced per row by NumPy.
+        fields = ("layout_id", "ts", "values") if tier == 0 else ("layout_id", "ts", "sum", "count")
+        rows = (
+            Frame.objects.filter(segments_filter(parts), metric=metric, resolution=tier)
+            .order_by()
+            .values_list(*fields)
         )
-        fields = ("ts", "values") if resolution == 0 else ("ts", "sum", "count")
-        for row in frames.values_list(*fields).iterator():
-            if resolution == 0:
-                per_entity = np.frombuffer(bytes(row[1]), VALUE_DTYPE).astype(np.float64)
+        grouped: dict[int, list] = {}
+        for row in rows.iterator():
+            grouped.setdefault(row[0], []).append(row[1:])
+        for layout_id, frames in grouped.items():
+            size, mask = layouts[layout_id]
+            times = np.array([f[0].timestamp() for f in frames])
+            if tier == 0:
+                per_entity = stacked([bytes(f[1]) for f in frames], VALUE_DTYPE, size)
+                per_entity = per_entity[:, mask].astype(np.float64)
             else:
-                total = np.frombuffer(bytes(row[1]), SUM_DTYPE)
-                count = np.frombuffer(bytes(row[2]), COUNT_DTYPE)
+                total = stacked([bytes(f[1]) for f in frames], SUM_DTYPE, size)[:, mask]
+                count = stacked([bytes(f[2]) for f in frames], COUNT_DTYPE, size)[:, mask]
                 with np.errstate(invalid="ignore", divide="ignore"):
                     per_entity = np.where(count > 0, total / np.maximum(count, 1), np.nan)
-            chosen = per_entity[mask]
-            if np.isnan(chosen).all():
+            present = ~np.isnan(per_entity).all(axis=1)
+            if not present.any():
                 continue
-            value = float(np.nansum(chosen) if reduce == "sum" else np.nanmean(chosen))
-            key = int(row[0].timestamp() // step * step)
-            agg = buckets.setdefault(key, [0.0, 0])
-            agg[0] += value
-            agg[1] += 1
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                reduced = (
+                    np.nansum(per_entity, axis=1)
+                    if reduce == "sum"
+                    else np.nanmean(per_entity, axis=1)
+                )
+            for at, value in zip(times[present].tolist(), reduced[present].tolist(), strict=True):
+                key = int(at // step * step)
+                agg = buckets.setdefault(key, [0.0, 0])
+                agg[0] += value
+                agg[1] += 1
     return [
         (datetime.fromtimestamp(key, tz=UTC), total / n)
         for key, (total, n) in sorted(buckets.items())

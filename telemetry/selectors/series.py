@@ -27,7 +27,7 @@ from telemetry.store import watermarks
 
 TARGET_POINTS = 600
 MIN_POINTS = 300
-STORED_RESOLUTIONS = (86400, 3600, 60)  # coarsest first
+STORED_RESOLUTIONS = (86400, 3600, 900, 60)  # coarsest first
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,8 @@ def choose_source(start: datetime, end: datetime) -> tuple[str, int, int]:
     """Pick ``(source, stored_resolution, step)`` for a range.
 
     The step aims at ~600 points; the source is the coarsest stored resolution no coarser than
-    that step, so a 30-day chart reads hourly rollups and a 1-hour chart reads raw samples.
+    that step, so a 30-day chart reads hourly rollups (720 points), a 7-day chart 15-minute
+    rollups (672) and a 1-hour chart raw samples.
     """
     span = max(1.0, (end - start).total_seconds())
     step = max(1, math.ceil(span / TARGET_POINTS))
@@ -92,7 +93,9 @@ def series_read(
     return Series(metric.name, entity.key, source, step, points)
 
 
-FINER = {86400: 3600, 3600: 60, 60: 0}
+# A tier without a watermark yet (the 15-minute one right after an upgrade) answers nothing,
+# so the whole range falls through to the next finer one.
+FINER = {86400: 3600, 3600: 900, 900: 60, 60: 0}
 
 # On PostgreSQL the re-bucketing to the plotted step happens in the database, so a 7-day
 # range ships ~600 grouped rows instead of 10,080 minute rollups.

@@ -91,15 +91,16 @@ def cluster_stats(
     """Window statistics of several cluster scalars at once, in a handful of grouped queries.
 
     Same tiers as a range read — hourly rollups up to their watermark for windows of two days
-    or more, then minute rollups, then raw samples after the compaction watermark — but
-    summed per metric in the database instead of returned as a series.
+    or more (15-minute ones from six hours), then finer rollups, then raw samples after the
+    compaction watermark — but summed per metric in the database instead of returned as a series.
     """
     metrics = dict(MetricDefinition.objects.filter(name__in=metric_names).values_list("pk", "name"))
     entity = cluster_entity(cluster)
     found: dict[str, list[float]] = {}
     if metrics and entity is not None:
         marks = watermarks()
-        resolution = 3600 if (end - start).total_seconds() >= 2 * 86400 else 60
+        span = (end - start).total_seconds()
+        resolution = 3600 if span >= 2 * 86400 else 900 if span >= 6 * 3600 else 60
         _tier_sums(entity.pk, list(metrics), start, end, resolution, marks, metrics, found)
     stats: dict[str, WindowStat | None] = {}
     for name in metric_names:
@@ -112,7 +113,7 @@ def cluster_stats(
     return stats
 
 
-_FINER = {3600: 60, 60: 0}
+_FINER = {3600: 900, 900: 60, 60: 0}
 
 
 def _tier_sums(
