@@ -79,12 +79,14 @@ def frames_write_many(
     spacing = float(getattr(settings, "TELEMETRY_RAW_FRAME_SECONDS", 0) or 0)
     kept: list[int] = list(range(len(batches)))
     if spacing > 0:
-        window_last: dict[int, int] = {}
-        for i, (ts, _) in enumerate(batches):
-            window = math.floor(ts / spacing)
-            if window not in window_last or ts >= batches[window_last[window]][0]:
-                window_last[window] = i
-        kept = [window_last[math.floor(ts / spacing)] for ts, _ in batches]
+        # Newest first: keep a batch's raw frame only if it is at least ``spacing`` older
+        # than the last one kept; every other batch is represented by the next kept one.
+        order = sorted(range(len(batches)), key=lambda i: batches[i][0], reverse=True)
+        current = None
+        for i in order:
+            if current is None or batches[current][0] - batches[i][0] >= spacing:
+                current = i
+            kept[i] = current
     whens = [_when(ts) for ts, _ in batches]
     existing = set(
         Frame.objects.filter(
