@@ -88,6 +88,61 @@ def db_bytes(var: Path, database_url: str | None) -> int:
     return sum(p.stat().st_size for p in var.glob("portal.sqlite3*"))
 
 
+# The demo's retention (settings with PORTAL_DEMO=1), in hours: raw frames and minute frames
+# 1 h, 15-minute frames 1 day, hourly frames 30 days; retention runs every 10 minutes.
+DEMO_KEEP_HOURS = {0: 1 + 1 / 6, 60: 1 + 1 / 6, 900: 24, 3600: 30 * 24, 86400: 1100 * 24}
+
+
+def sqlite_storage(path: Path, hours_run: float) -> dict:
+    """Where the SQLite file's bytes are, and what a day of running adds up to.
+
+    Measured per class from the rows: raw frames as bytes per hour of the run, rollup frames
+    as bytes per bucket (a bucket is rewritten in place as it fills), samples and rollup
+    rows per hour. A day is each class at min(24 h, its retention), and the file's measured
+    overhead over the payload (pages, indexes, free pages) is applied to the total.
+    """
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    frames = {
+        int(resolution): (int(rows), int(buckets), int(size or 0))
+        for resolution, rows, buckets, size in db.execute(
+            'SELECT resolution, count(*), count(DISTINCT ts), sum(length(coalesce("values", '
+            "x'')) + length(coalesce(count, x'')) + length(coalesce(sum, x'')) + "
+            "length(coalesce(min, x'')) + length(coalesce(max, x''))) "
+            "FROM monitoring_frame GROUP BY resolution"
+        )
+    }
+    samples = db.execute("SELECT count(*) FROM monitoring_sample").fetchone()[0]
+    rollups = db.execute("SELECT count(*) FROM monitoring_rollup").fetchone()[0]
+    file_bytes = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+    row_bytes = 60  # a sample or rollup row with its index entries (order of size)
+    hours = max(hours_run, 1e-6)
+    payload = sum(size for _, _, size in frames.values()) + (samples + rollups) * row_bytes
+    overhead = file_bytes / payload if payload else 1.0
+    day = 0.0
+    for resolution, (_, buckets, size) in frames.items():
+        keep = min(24.0, DEMO_KEEP_HOURS.get(resolution, 24.0))
+        if resolution == 0:
+            day += size / min(hours, keep) * keep
+        else:
+            per_bucket = size / max(buckets, 1)
+            day += per_bucket * (keep * 3600 / resolution + 1)
+    day += (samples + rollups) * row_bytes / hours * 24
+    return {
+        "file_mib": round(file_bytes / 2**20, 1),
+        "frames": {
+            str(r): {"rows": n, "buckets": k, "mib": round(b / 2**20, 1)}
+            for r, (n, k, b) in frames.items()
+        },
+        "samples": samples,
+        "rollup_rows": rollups,
+        "overhead": round(overhead, 2),
+        "hours_run": round(hours_run, 2),
+        "estimated_day_mib": round(day * overhead / 2**20),
+    }
+
+
 def manage(env: dict, *args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True)
 
@@ -220,7 +275,7 @@ def main() -> None:
     started = time.monotonic()
     deadline = started + args.minutes * 60
 
-    def record(final: bool = False) -> None:
+    def record(final: bool = False, storage: dict | None = None) -> None:
         peaks: dict[str, float] = {}
         for sample in samples:
             for label, mib in sample["rss_mib"].items():
@@ -236,6 +291,7 @@ def main() -> None:
                 "web_requests": stats["ok"],
                 "web_errors": stats["errors"],
                 "peak_rss_mib": peaks,
+                "storage": storage,
                 "samples": samples,
             },
         )
@@ -278,7 +334,11 @@ def main() -> None:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
-        record(final=True)
+        storage = None
+        if not args.database_url:
+            storage = sqlite_storage(var / "portal.sqlite3", (time.monotonic() - started) / 3600)
+            print("storage:", storage)
+        record(final=True, storage=storage)
         if stats["last_error"]:
             print("last web error:", stats["last_error"])
         if not args.var_dir:

@@ -264,7 +264,7 @@ PORTAL_DEMO = env_bool("PORTAL_DEMO", False)
 # shortest chart (1 h) with margin; per-accelerator raw rows are the bulk of the store.
 TELEMETRY_RETENTION = {
     "raw_accelerator_hours": env_int("TELEMETRY_RAW_ACCELERATOR_HOURS", 1 if PORTAL_DEMO else 6),
-    "raw_other_hours": env_int("TELEMETRY_RAW_OTHER_HOURS", 48),
+    "raw_other_hours": env_int("TELEMETRY_RAW_OTHER_HOURS", 6 if PORTAL_DEMO else 48),
     "rollup_minute_days": env_int("TELEMETRY_ROLLUP_MINUTE_DAYS", 8),
     # 15-minute rollups: what 7-day charts read (672 points instead of 10,080 minutes).
     "rollup_15min_days": env_int("TELEMETRY_ROLLUP_15MIN_DAYS", 35),
