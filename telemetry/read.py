@@ -6,7 +6,8 @@ selectors; none of them touches ``Sample``, ``Frame``, ``Rollup`` or the frame b
 (exporters, JSON pushes, cluster scalars) and dense frames (the twin's fleet arrays) — and
 three rollup tiers; a reader never cares which one answered.
 
-- **series**: ``series_read`` (one entity, automatic resolution), ``series_points``,
+- **series**: ``series_read`` (one entity, automatic resolution), ``series_read_many`` /
+  ``series_points_many`` (several metrics of one entity, one query per tier), ``series_points``,
   ``kind_series`` (a whole kind as one array per time), ``cluster_series``.
 - **window aggregates**: ``window_values`` (every entity of a kind — alert rules),
   ``window_aggregate`` (one entity, percentiles from raw values — gates), ``cluster_stat(s)``,
@@ -40,6 +41,7 @@ from telemetry.selectors.latest import (
     latest_kind,
     latest_scalars,
     series_points,
+    series_points_many,
 )
 from telemetry.selectors.scoping import entities_visible_to
 from telemetry.selectors.series import (
@@ -48,6 +50,7 @@ from telemetry.selectors.series import (
     aggregate_by,
     latest_values,
     series_read,
+    series_read_many,
     top_entities,
 )
 from telemetry.selectors.windows import (
@@ -100,7 +103,9 @@ __all__ = [
     "metrics_by_name",
     "recent_data_gaps",
     "series_points",
+    "series_points_many",
     "series_read",
+    "series_read_many",
     "stat_of_series",
     "top_entities",
     "window_aggregate",

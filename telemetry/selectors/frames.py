@@ -44,9 +44,12 @@ def frame_buckets(
     resolution: int,
     step: int,
     buckets: dict[int, list[float]],
+    positions: list[tuple[FrameLayout, int]] | None = None,
 ) -> None:
     """Fold the entity's frame values in ``[start, end)`` into ``buckets`` of ``step`` s."""
-    positions = entity_positions(entity)
+    positions = entity_positions(entity) if positions is None else positions
+    if not positions:
+        return
     segments = frame_segments(
         metric_id=metric.pk,
         layout_ids=[layout.pk for layout, _ in positions],

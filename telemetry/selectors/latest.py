@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+from django.db import connection
 
 from cluster_portal.web.timerange import TimeRange
 from telemetry.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, layout_entity_ids
 from telemetry.models import Entity, Frame, FrameLayout, MetricDefinition, Sample
 from telemetry.registry import metrics_by_name
 from telemetry.selectors.frames import frame_segments, latest_frame, segments_filter, stacked
-from telemetry.selectors.series import choose_source, series_read
+from telemetry.selectors.series import choose_source, series_read, series_read_many
 
 Points = list[tuple[datetime, float]]
 # Latest values older than this are not "current": a stopped twin shows "no data", not a
@@ -30,15 +31,24 @@ SAMPLE_WINDOW = timedelta(minutes=2)
 
 
 def latest_scalars(entity: Entity | None, names: Iterable[str]) -> dict[str, float]:
-    """Newest sample of each metric for one entity (the unique index reads it backwards:
-    one cheap query per metric, whatever the history length)."""
+    """Newest sample of each metric for one entity: on PostgreSQL one query whatever the
+    number of metrics (each metric's newest point read backwards through the unique index)."""
     if entity is None:
         return {}
     cutoff = datetime.now(tz=UTC) - LATEST_WINDOW
+    metrics = metrics_by_name(names)
+    if not metrics:
+        return {}
+    names_by_id = {metric.pk: name for name, metric in metrics.items()}
+    if connection.vendor == "postgresql":
+        # One round trip: a LATERAL backwards index probe per metric.
+        with connection.cursor() as cursor:
+            cursor.execute(_PG_LATEST, [list(names_by_id), entity.pk, cutoff])
+            return {names_by_id[metric_id]: value for metric_id, value in cursor.fetchall()}
     out: dict[str, float] = {}
-    for name, metric in metrics_by_name(names).items():
+    for metric_id, name in names_by_id.items():
         value = (
-            Sample.objects.filter(metric=metric, entity=entity, ts__gte=cutoff)
+            Sample.objects.filter(metric_id=metric_id, entity=entity, ts__gte=cutoff)
             .order_by("-ts")
             .values_list("value", flat=True)
             .first()
@@ -48,12 +58,33 @@ def latest_scalars(entity: Entity | None, names: Iterable[str]) -> dict[str, flo
     return out
 
 
+_PG_LATEST = """
+SELECT m.id, s.value FROM unnest(%s::bigint[]) AS m(id)
+CROSS JOIN LATERAL (
+    SELECT value FROM monitoring_sample
+    WHERE metric_id = m.id AND entity_id = %s AND ts >= %s ORDER BY ts DESC LIMIT 1
+) AS s
+"""
+
+
 def series_points(metric: MetricDefinition | None, entity: Entity | None, tr: TimeRange) -> Points:
     """``(time, mean)`` points of one entity's metric at the resolution the range calls for."""
     if metric is None or entity is None:
         return []
     series = series_read(metric=metric, entity=entity, start=tr.start, end=tr.end)
     return [(p.ts, p.mean) for p in series.points]
+
+
+def series_points_many(
+    metrics: Iterable[MetricDefinition | None], entity: Entity | None, tr: TimeRange
+) -> dict[str, Points]:
+    """``{metric name: (time, mean) points}`` for several metrics of one entity, a few
+    queries in all (see ``series_read_many``); unknown metrics are left out."""
+    known = [m for m in metrics if m is not None]
+    if entity is None or not known:
+        return {}
+    many = series_read_many(metrics=known, entity=entity, start=tr.start, end=tr.end)
+    return {name: [(p.ts, p.mean) for p in series.points] for name, series in many.items()}
 
 
 @dataclass(frozen=True)
