@@ -65,7 +65,7 @@ def build_history(
         raw = cursor.cursor
         with raw.copy(
             'COPY monitoring_frame (metric_id, layout_id, resolution, ts, "values", count, '
-            "sum, min, max) FROM STDIN"
+            "sum, min, max, entities_sum, entities_count) FROM STDIN"
         ) as copy:
             for resolution, buckets, step, per_bucket in plans:
                 for i in range(buckets):
@@ -74,12 +74,25 @@ def build_history(
                     when = datetime.fromtimestamp(at, tz=UTC)
                     for (metric_id, layout_id), values in base_frames.items():
                         v = (values * factor).astype(np.float32)
+                        present = ~np.isnan(v)
+                        # Every entity's bucket mean is v: the stored fleet reduction.
+                        reduction = (float(v[present].sum(dtype=np.float64)), int(present.sum()))
                         if resolution == 0:
                             copy.write_row(
-                                (metric_id, layout_id, 0, when, v.tobytes(), None, None, None, None)
+                                (
+                                    metric_id,
+                                    layout_id,
+                                    0,
+                                    when,
+                                    v.tobytes(),
+                                    None,
+                                    None,
+                                    None,
+                                    None,
+                                    *reduction,
+                                )
                             )
                         else:
-                            present = ~np.isnan(v)
                             copy.write_row(
                                 (
                                     metric_id,
@@ -93,6 +106,7 @@ def build_history(
                                     .tobytes(),
                                     (v * 0.9).tobytes(),
                                     (v * 1.1).tobytes(),
+                                    *reduction,
                                 )
                             )
                         counts["frames"] += 1

@@ -106,6 +106,7 @@ def frames_write_many(
                     f"metric {metric_id}: frame has {array.size} values, layout has {layout.size}"
                 )
             if kept[i] == i:
+                present = ~np.isnan(array)
                 raw.append(
                     Frame(
                         metric_id=metric_id,
@@ -113,6 +114,8 @@ def frames_write_many(
                         resolution=0,
                         ts=when,
                         values=array.tobytes(),
+                        entities_sum=float(array[present].sum(dtype=np.float64)),
+                        entities_count=int(present.sum()),
                     )
                 )
             for resolution in ROLLUP_RESOLUTIONS:
@@ -164,6 +167,16 @@ def _rollups_merge(
         frame.sum = total.astype(SUM_DTYPE).tobytes()
         frame.min = low.astype(VALUE_DTYPE).tobytes()
         frame.max = high.astype(VALUE_DTYPE).tobytes()
+        frame.entities_sum, frame.entities_count = entity_means_sum(count, total)
     Frame.objects.bulk_create(to_create)
     if to_update:
-        Frame.objects.bulk_update(to_update, ["count", "sum", "min", "max"])
+        Frame.objects.bulk_update(
+            to_update, ["count", "sum", "min", "max", "entities_sum", "entities_count"]
+        )
+
+
+def entity_means_sum(count: np.ndarray, total: np.ndarray) -> tuple[float, int]:
+    """Sum over entities of each one's bucket mean, and how many had a value."""
+    present = count > 0
+    means = total[present] / count[present]
+    return float(means.sum(dtype=np.float64)), int(present.sum())

@@ -189,10 +189,11 @@ def kind_series(
 
     Reads the whole layout's rollup frames at the range's resolution (raw frames for short
     ranges; finer or coarser tiers where that one does not reach back, see
-    ``frame_segments``), one query per tier and one array per layout: fine for workloads,
-    links and memory pools (tens to a few thousand entities);
-    per-card fleet series use the ``cluster_*`` scalars instead. Each plotted point is the
-    mean of the per-bucket totals inside its step.
+    ``frame_segments``). For the whole kind each frame's stored reduction is read (two
+    numbers per time, whatever the number of entities); for a subset (``entity_ids``), and
+    for frames written before reductions were stored, the arrays are read — one query per
+    tier, one array per layout. Each plotted point is the mean of the per-bucket totals
+    inside its step.
     """
     if metric is None:
         return []
@@ -211,45 +212,60 @@ def kind_series(
         end=tr.end,
     )
     buckets: dict[int, list[float]] = {}
+
+    def add(at: float, value: float) -> None:
+        agg = buckets.setdefault(int(at // step * step), [0.0, 0])
+        agg[0] += value
+        agg[1] += 1
+
     for tier, parts in segments.items():
-        # One query per tier for every layout and time: each layout's rows become one
-        # (frames × entities) array, reduced per row by NumPy.
-        fields = ("layout_id", "ts", "values") if tier == 0 else ("layout_id", "ts", "sum", "count")
-        rows = (
-            Frame.objects.filter(segments_filter(parts), metric=metric, resolution=tier)
-            .order_by()
-            .values_list(*fields)
-        )
-        grouped: dict[int, list] = {}
-        for row in rows.iterator():
-            grouped.setdefault(row[0], []).append(row[1:])
-        for layout_id, frames in grouped.items():
-            size, mask = layouts[layout_id]
-            times = np.array([f[0].timestamp() for f in frames])
-            if tier == 0:
-                per_entity = stacked([bytes(f[1]) for f in frames], VALUE_DTYPE, size)
-                per_entity = per_entity[:, mask].astype(np.float64)
-            else:
-                total = stacked([bytes(f[1]) for f in frames], SUM_DTYPE, size)[:, mask]
-                count = stacked([bytes(f[2]) for f in frames], COUNT_DTYPE, size)[:, mask]
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    per_entity = np.where(count > 0, total / np.maximum(count, 1), np.nan)
-            present = ~np.isnan(per_entity).all(axis=1)
-            if not present.any():
-                continue
-            with np.errstate(invalid="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                reduced = (
-                    np.nansum(per_entity, axis=1)
-                    if reduce == "sum"
-                    else np.nanmean(per_entity, axis=1)
-                )
-            for at, value in zip(times[present].tolist(), reduced[present].tolist(), strict=True):
-                key = int(at // step * step)
-                agg = buckets.setdefault(key, [0.0, 0])
-                agg[0] += value
-                agg[1] += 1
+        frames = Frame.objects.filter(segments_filter(parts), metric=metric, resolution=tier)
+        if entity_ids is not None:
+            _kind_series_from_arrays(frames, tier, layouts, reduce, add)
+            continue
+        # The whole kind: each frame's stored reduction, two numbers per time. Frames written
+        # before those were kept (null) are reduced from their arrays.
+        legacy = False
+        rows = frames.order_by().values_list("ts", "entities_sum", "entities_count")
+        for ts, total, count in rows:
+            if count is None:
+                legacy = True
+            elif count:
+                add(ts.timestamp(), total if reduce == "sum" else total / count)
+        if legacy:
+            old = frames.filter(entities_count__isnull=True)
+            _kind_series_from_arrays(old, tier, layouts, reduce, add)
     return [
         (datetime.fromtimestamp(key, tz=UTC), total / n)
         for key, (total, n) in sorted(buckets.items())
     ]
+
+
+def _kind_series_from_arrays(frames, tier: int, layouts: dict, reduce: str, add) -> None:
+    """Reduce frames over entities from their arrays: one query for every layout and time,
+    each layout's rows as one (frames × entities) array reduced per row by NumPy."""
+    fields = ("layout_id", "ts", "values") if tier == 0 else ("layout_id", "ts", "sum", "count")
+    grouped: dict[int, list] = {}
+    for row in frames.order_by().values_list(*fields).iterator():
+        grouped.setdefault(row[0], []).append(row[1:])
+    for layout_id, rows in grouped.items():
+        size, mask = layouts[layout_id]
+        times = np.array([f[0].timestamp() for f in rows])
+        if tier == 0:
+            per_entity = stacked([bytes(f[1]) for f in rows], VALUE_DTYPE, size)
+            per_entity = per_entity[:, mask].astype(np.float64)
+        else:
+            total = stacked([bytes(f[1]) for f in rows], SUM_DTYPE, size)[:, mask]
+            count = stacked([bytes(f[2]) for f in rows], COUNT_DTYPE, size)[:, mask]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                per_entity = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        present = ~np.isnan(per_entity).all(axis=1)
+        if not present.any():
+            continue
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            reduced = (
+                np.nansum(per_entity, axis=1) if reduce == "sum" else np.nanmean(per_entity, axis=1)
+            )
+        for at, value in zip(times[present].tolist(), reduced[present].tolist(), strict=True):
+            add(at, value)
