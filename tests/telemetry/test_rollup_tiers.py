@@ -158,3 +158,18 @@ def test_kind_series_reads_stored_reductions_and_older_frames_alike(cluster, lay
                     frame.entities_sum = float(np.nansum(v, dtype=np.float64))
                     frame.entities_count = int((~np.isnan(v)).sum())
                     frame.save()
+
+
+@pytest.mark.django_db
+def test_older_frames_get_their_reduction_backfilled(layout, util):
+    from telemetry.services.frame_reductions import frames_backfill_reductions
+
+    with transaction.atomic():
+        frames_write(layout=layout, values={util.pk: np.array([1.0, 2.0, np.nan, 4.0])}, ts=1e9)
+    expected = sorted(Frame.objects.values_list("resolution", "entities_sum", "entities_count"))
+    Frame.objects.update(entities_sum=None, entities_count=None)
+    assert frames_backfill_reductions(batch=2) == 5
+    assert sorted(Frame.objects.values_list("resolution", "entities_sum", "entities_count")) == (
+        expected
+    )
+    assert expected[0] == (0, 7.0, 3)
