@@ -26,6 +26,7 @@ from telemetry.models import (
     Rollup,
     Sample,
 )
+from telemetry.selectors.frames import stacked
 from telemetry.selectors.series import Series, series_read
 from telemetry.store import watermarks
 
@@ -208,25 +209,35 @@ def entity_sums(
     frame_start = datetime.fromtimestamp(
         start.timestamp() // frame_resolution * frame_resolution, tz=start.tzinfo
     )
-    for layout in FrameLayout.objects.filter(cluster=cluster, kind=kind):
-        frames = Frame.objects.filter(
+    layouts = {
+        layout.pk: layout for layout in FrameLayout.objects.filter(cluster=cluster, kind=kind)
+    }
+    # One query for every layout; each layout's rows summed as one (frames × entities) array.
+    rows = (
+        Frame.objects.filter(
             metric=metric,
-            layout=layout,
+            layout_id__in=list(layouts),
             resolution=frame_resolution,
             ts__gte=frame_start,
             ts__lt=end,
         )
-        total = count = None
-        for c, s in frames.values_list("count", "sum").iterator():
-            c_arr = np.frombuffer(bytes(c), COUNT_DTYPE).astype(np.int64)
-            s_arr = np.frombuffer(bytes(s), SUM_DTYPE)
-            total = s_arr.copy() if total is None else total + s_arr
-            count = c_arr if count is None else count + c_arr
-        if total is None:
-            continue
-        for entity_id, t, n in zip(layout_entity_ids(layout).tolist(), total, count, strict=True):
+        .order_by()
+        .values_list("layout_id", "count", "sum")
+    )
+    grouped: dict[int, tuple[list[bytes], list[bytes]]] = {}
+    for layout_id, c, s in rows:
+        counts, totals = grouped.setdefault(layout_id, ([], []))
+        counts.append(bytes(c))
+        totals.append(bytes(s))
+    for layout_id, (counts, totals) in grouped.items():
+        layout = layouts[layout_id]
+        count = stacked(counts, COUNT_DTYPE, layout.size).sum(axis=0, dtype=np.int64)
+        total = stacked(totals, SUM_DTYPE, layout.size).sum(axis=0)
+        for entity_id, t, n in zip(
+            layout_entity_ids(layout).tolist(), total.tolist(), count.tolist(), strict=True
+        ):
             if n:
-                add(entity_id, float(t), int(n))
+                add(entity_id, t, n)
     return {entity_id: (agg[0], int(agg[1])) for entity_id, agg in sums.items() if agg[1]}
 
 
