@@ -89,8 +89,10 @@ def db_bytes(var: Path, database_url: str | None) -> int:
 
 
 # The demo's retention (settings with PORTAL_DEMO=1), in hours: raw frames and minute frames
-# 1 h, 15-minute frames 1 day, hourly frames 30 days; retention runs every 10 minutes.
-DEMO_KEEP_HOURS = {0: 1 + 1 / 6, 60: 1 + 1 / 6, 900: 24, 3600: 30 * 24, 86400: 1100 * 24}
+# 1 h, 15-minute frames 12 h, hourly frames 30 days, raw rows 6 h; retention runs every 10
+# minutes (hence the extra 1/6 h).
+DEMO_KEEP_HOURS = {0: 1 + 1 / 6, 60: 1 + 1 / 6, 900: 12 + 1 / 6, 3600: 30 * 24, 86400: 1100 * 24}
+DEMO_RAW_ROW_HOURS = 6 + 1 / 6
 
 
 def sqlite_storage(path: Path, hours_run: float) -> dict:
@@ -128,7 +130,8 @@ def sqlite_storage(path: Path, hours_run: float) -> dict:
         else:
             per_bucket = size / max(buckets, 1)
             day += per_bucket * (keep * 3600 / resolution + 1)
-    day += (samples + rollups) * row_bytes / hours * 24
+    day += samples * row_bytes / hours * min(24.0, DEMO_RAW_ROW_HOURS)
+    day += rollups * row_bytes / hours * 24
     return {
         "file_mib": round(file_bytes / 2**20, 1),
         "frames": {

@@ -41,7 +41,7 @@ class RetentionPolicy:
             },
             frame_rollup={
                 60: timedelta(hours=cfg["frame_minute_hours"]),
-                900: timedelta(days=cfg["frame_15min_days"]),
+                900: timedelta(hours=cfg["frame_15min_hours"]),
                 3600: timedelta(days=cfg["rollup_hour_days"]),
                 86400: timedelta(days=cfg["rollup_day_days"]),
             },

@@ -270,13 +270,16 @@ TELEMETRY_RETENTION = {
     "rollup_15min_days": env_int("TELEMETRY_ROLLUP_15MIN_DAYS", 35),
     # Per-entity minute rollups of dense sources (twin frames): ~200 KB per metric-minute at
     # 10,240 cards, so two days by default (TELEMETRY_FRAME_MINUTE_HOURS overrides it in
-    # hours: the demo keeps 2 h); 15-minute frames for 8 days (a 7-day chart), hourly and
-    # daily frames follow the values below.
+    # hours: the demo keeps 1 h); 15-minute frames for 8 days (a 7-day chart; demo 12 h),
+    # hourly and daily frames follow the values below.
     "frame_minute_hours": env_int(
         "TELEMETRY_FRAME_MINUTE_HOURS",
         1 if PORTAL_DEMO else 24 * env_int("TELEMETRY_FRAME_MINUTE_DAYS", 2),
     ),
-    "frame_15min_days": env_int("TELEMETRY_FRAME_15MIN_DAYS", 1 if PORTAL_DEMO else 8),
+    "frame_15min_hours": env_int(
+        "TELEMETRY_FRAME_15MIN_HOURS",
+        12 if PORTAL_DEMO else 24 * env_int("TELEMETRY_FRAME_15MIN_DAYS", 8),
+    ),
     "rollup_hour_days": env_int("TELEMETRY_ROLLUP_HOUR_DAYS", 30 if PORTAL_DEMO else 90),
     "rollup_day_days": env_int("TELEMETRY_ROLLUP_DAY_DAYS", 1100),
 }
