@@ -29,7 +29,7 @@ demo: install
 	DEBUG=1 $(BIN)/python manage.py seed_twin
 	DEBUG=1 $(BIN)/python manage.py seed_migrations
 	DEBUG=1 $(BIN)/python manage.py demo_banner --url http://127.0.0.1:$(PORT)/
-	DEBUG=1 PORT=$(PORT) PYTHONUNBUFFERED=1 $(BIN)/honcho start -f Procfile
+	DEBUG=1 PORTAL_DEMO=1 PORT=$(PORT) PYTHONUNBUFFERED=1 $(BIN)/honcho start -f Procfile
 
 # Browser tests drive Debian's chromium; install it when we can (root + apt), else they skip.
 browser:

@@ -2,7 +2,8 @@
 
 One real twin tick writes the current frames and rows (layouts, metric ids, realistic
 values). From those values this module writes, with COPY, the history the store would hold
-after N days of operation under the default retention: hourly rollups for N days, minute
+after N days of operation under the default retention: hourly rollups for N days, 15-minute
+rollups for 8 days of frames and 35 days of cluster rows, minute
 rollups for the frame-minute retention (2 days) and for 8 days of cluster rows, raw frames
 for 6 hours and raw cluster samples for 48 hours. Values follow a diurnal curve around the
 tick's values; they exercise sizes and plans, not the model.
@@ -31,6 +32,8 @@ def build_history(
     *,
     days: int,
     frame_minute_days: int = 2,
+    frame_15min_days: int = 8,
+    row_15min_days: int = 35,
     raw_hours: int = 6,
     row_minute_days: int = 8,
     row_raw_hours: int = 48,
@@ -54,6 +57,7 @@ def build_history(
     counts = {"frames": 0, "rollup_rows": 0, "samples": 0}
     plans = (
         (3600, days * 24, HOUR, 60),
+        (900, min(days, frame_15min_days) * 96, 900, 15),
         (60, frame_minute_days * 1440, MINUTE, 1),
         (0, raw_hours * 60, MINUTE, 1),
     )
@@ -61,7 +65,7 @@ def build_history(
         raw = cursor.cursor
         with raw.copy(
             'COPY monitoring_frame (metric_id, layout_id, resolution, ts, "values", count, '
-            "sum, min, max) FROM STDIN"
+            "sum, min, max, entities_sum, entities_count) FROM STDIN"
         ) as copy:
             for resolution, buckets, step, per_bucket in plans:
                 for i in range(buckets):
@@ -70,12 +74,25 @@ def build_history(
                     when = datetime.fromtimestamp(at, tz=UTC)
                     for (metric_id, layout_id), values in base_frames.items():
                         v = (values * factor).astype(np.float32)
+                        present = ~np.isnan(v)
+                        # Every entity's bucket mean is v: the stored fleet reduction.
+                        reduction = (float(v[present].sum(dtype=np.float64)), int(present.sum()))
                         if resolution == 0:
                             copy.write_row(
-                                (metric_id, layout_id, 0, when, v.tobytes(), None, None, None, None)
+                                (
+                                    metric_id,
+                                    layout_id,
+                                    0,
+                                    when,
+                                    v.tobytes(),
+                                    None,
+                                    None,
+                                    None,
+                                    None,
+                                    *reduction,
+                                )
                             )
                         else:
-                            present = ~np.isnan(v)
                             copy.write_row(
                                 (
                                     metric_id,
@@ -89,6 +106,7 @@ def build_history(
                                     .tobytes(),
                                     (v * 0.9).tobytes(),
                                     (v * 1.1).tobytes(),
+                                    *reduction,
                                 )
                             )
                         counts["frames"] += 1
@@ -99,6 +117,7 @@ def build_history(
         ) as copy:
             for resolution, buckets, per_bucket in (
                 (3600, days * 24, 60),
+                (900, min(days, row_15min_days) * 96, 15),
                 (60, row_minute_days * 1440, 1),
             ):
                 step = resolution
@@ -131,7 +150,7 @@ def build_history(
                 for (metric_id, entity_id), value in base_rows.items():
                     copy.write_row((metric_id, entity_id, when, value * factor))
                     counts["samples"] += 1
-    for resolution in (60, 3600, 86400):
+    for resolution in (60, 900, 3600, 86400):
         complete = math.floor((now - MINUTE) / resolution) * resolution
         RollupWatermark.objects.update_or_create(
             resolution=resolution,

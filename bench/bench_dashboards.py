@@ -174,8 +174,15 @@ def main() -> None:
                     f"/api/v1/dashboards/overview/?cluster=unified-bench&range={period}",
                 ),
             ]
+        for page in ("hardware", "memory", "network", "workloads"):
+            for period in ("24h", "7d"):
+                endpoints.append(
+                    (
+                        f"{page} {period}",
+                        f"/api/v1/dashboards/{page}/?cluster=unified-bench&range={period}",
+                    )
+                )
         endpoints += [
-            ("hardware heatmap", "/api/v1/dashboards/hardware/?cluster=unified-bench&range=6h"),
             ("cost clusters 24h", "/api/v1/cost/clusters/?hours=24"),
             ("cost clusters 30d", f"/api/v1/cost/clusters/?hours={24 * args.days}"),
             ("cost comparison 24h", "/api/v1/cost/comparison/?hours=24"),

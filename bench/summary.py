@@ -61,12 +61,15 @@ def rows() -> list[tuple[str, str, str, str, str]]:
             (
                 f"Dashboard data, server time, worst p95 ({worst['endpoint']})",
                 f"{worst['p95_ms']:.0f} ms",
-                "≤ 200 ms",
-                "yes" if worst["p95_ms"] <= 200 else "no",
+                "≤ 150 ms",
+                "yes" if worst["p95_ms"] <= 150 else "no",
                 dash["date"],
             )
         )
-        for mode, label in (("cache_10s", "cache 10 s"), ("cache_0s", "no cache")):
+        for mode, label, target in (
+            ("cache_10s", "cache 10 s", 200),
+            ("cache_0s", "no cache (unique ranges)", 500),
+        ):
             entries = dash.get("concurrent", {}).get(mode)
             if entries:
                 worst = max(entries, key=lambda r: r["p95_ms"])
@@ -74,8 +77,8 @@ def rows() -> list[tuple[str, str, str, str, str]]:
                     (
                         f"Dashboard data, 10 concurrent users, {label}, worst p95",
                         f"{worst['p95_ms']:.0f} ms",
-                        "≤ 200 ms",
-                        "yes" if worst["p95_ms"] <= 200 else "no",
+                        f"≤ {target} ms",
+                        "yes" if worst["p95_ms"] <= target else "no",
                         dash["date"],
                     )
                 )
@@ -114,6 +117,29 @@ def rows() -> list[tuple[str, str, str, str, str]]:
                     "≤ 500 MB",
                     "yes" if mib * 1.048576 <= 500 else "no",
                     mem["date"],
+                )
+            )
+    if soak := load("soak"):
+        peak = max(soak["peak_rss_mib"].values())
+        out.append(
+            (
+                f"Soak {soak['minutes']:.0f} min, demo twin {soak['cards']:,} cards, "
+                "largest RSS of any process",
+                f"{peak:.0f} MiB",
+                "≤ 500 MB",
+                "yes" if peak * 1.048576 <= 500 else "no",
+                soak["date"],
+            )
+        )
+        if storage := soak.get("storage"):
+            day = storage["estimated_day_mib"]
+            out.append(
+                (
+                    "Demo SQLite file after a day (extrapolated from the soak)",
+                    f"{day:,} MiB",
+                    "≤ ~1 GB",
+                    "yes" if day * 1.048576 <= 1000 else "no",
+                    soak["date"],
                 )
             )
     return out

@@ -11,7 +11,7 @@ import os
 import socket
 
 from celery import Celery
-from celery.signals import beat_init, before_task_publish, worker_ready
+from celery.signals import beat_init, before_task_publish, task_postrun, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cluster_portal.settings")
 
@@ -42,6 +42,16 @@ def _beat_heartbeat_on_publish(sender: str | None = None, **_: object) -> None:
         _record("beat", f"beat@{socket.gethostname()}")
 
 
+@task_postrun.connect
+def _forget_queries(**_: object) -> None:
+    # With DEBUG on (the demo) Django keeps the last 9,000 queries of each connection with
+    # their parameters; a web request clears them, a Celery task does not. A twin tick's
+    # frame inserts carry megabytes of bytes each, so a worker grew past 1 GB in minutes.
+    from django.db import reset_queries
+
+    reset_queries()
+
+
 @worker_ready.connect
 def _worker_ready(sender: object = None, **_: object) -> None:
     hostname = getattr(sender, "hostname", None) or f"worker@{socket.gethostname()}"
@@ -53,6 +63,10 @@ def _record(kind: str, name: str) -> None:
 
     try:
         heartbeat_record(kind=kind, name=name)
+        if kind == "beat":
+            from django.db import reset_queries
+
+            reset_queries()  # beat runs no tasks: clear the DEBUG query log here
     except Exception:  # noqa: BLE001 - a heartbeat must never take down beat or a worker
         import logging
 

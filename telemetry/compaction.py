@@ -1,5 +1,5 @@
-"""Compaction: build rollups up to a watermark — minutes from raw samples, hours from minutes,
-days from hours — exactly once.
+"""Compaction: build rollups up to a watermark — minutes from raw samples, quarter hours from
+minutes, hours from quarter hours, days from hours — exactly once.
 
 Runs under an exclusive advisory lock (PostgreSQL) while ingestion holds it shared, so no
 sample is committed into a range that a compaction has already passed; a later sample for a
@@ -24,7 +24,9 @@ from telemetry.store import (
     to_datetime,
 )
 
-SOURCES = ((60, 0), (3600, 60), (86400, 3600))  # (resolution, built from resolution)
+# (resolution, built from resolution). The 15-minute tier came later: on a store that has no
+# 15-minute watermark yet its first run builds it from every minute rollup still kept.
+SOURCES = ((60, 0), (900, 60), (3600, 900), (86400, 3600))
 DEFAULT_LAG_SECONDS = 90
 
 _PG_FROM_RAW = """

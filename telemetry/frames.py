@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import numpy as np
+from django.conf import settings
 
 from inventory.models import Cluster
 from telemetry.models import Frame, FrameLayout
@@ -71,15 +72,31 @@ def frames_write_many(
     A multi-step twin tick writes ten steps that share one hour and one day bucket: folding
     them in memory first turns thirty rollup writes per metric into a handful.
     """
+    # Raw frames may be thinned to one per TELEMETRY_RAW_FRAME_SECONDS window (the demo: one
+    # per tick instead of one per simulated minute); every batch still reaches the rollups.
+    # A thinned batch counts as written when its window's kept frame exists, so a replay
+    # still changes nothing.
+    spacing = float(getattr(settings, "TELEMETRY_RAW_FRAME_SECONDS", 0) or 0)
+    kept: list[int] = list(range(len(batches)))
+    if spacing > 0:
+        # Newest first: keep a batch's raw frame only if it is at least ``spacing`` older
+        # than the last one kept; every other batch is represented by the next kept one.
+        order = sorted(range(len(batches)), key=lambda i: batches[i][0], reverse=True)
+        current = None
+        for i in order:
+            if current is None or batches[current][0] - batches[i][0] >= spacing:
+                current = i
+            kept[i] = current
     whens = [_when(ts) for ts, _ in batches]
     existing = set(
-        Frame.objects.filter(layout=layout, resolution=0, ts__in=whens).values_list(
-            "metric_id", "ts"
-        )
+        Frame.objects.filter(
+            layout=layout, resolution=0, ts__in=sorted({whens[k] for k in kept})
+        ).values_list("metric_id", "ts")
     )
     raw: list[Frame] = []
     partial: dict[tuple[int, float], dict[int, list[np.ndarray]]] = {}
-    for (ts, values), when in zip(batches, whens, strict=True):
+    for i, (ts, values) in enumerate(batches):
+        when = whens[kept[i]]
         for metric_id, given in values.items():
             if (metric_id, when) in existing:
                 continue
@@ -88,15 +105,19 @@ def frames_write_many(
                 raise ValueError(
                     f"metric {metric_id}: frame has {array.size} values, layout has {layout.size}"
                 )
-            raw.append(
-                Frame(
-                    metric_id=metric_id,
-                    layout=layout,
-                    resolution=0,
-                    ts=when,
-                    values=array.tobytes(),
+            if kept[i] == i:
+                present = ~np.isnan(array)
+                raw.append(
+                    Frame(
+                        metric_id=metric_id,
+                        layout=layout,
+                        resolution=0,
+                        ts=when,
+                        values=array.tobytes(),
+                        entities_sum=float(array[present].sum(dtype=np.float64)),
+                        entities_count=int(present.sum()),
+                    )
                 )
-            )
             for resolution in ROLLUP_RESOLUTIONS:
                 key = (resolution, math.floor(ts / resolution) * resolution)
                 _accumulate(partial.setdefault(key, {}), metric_id, array)
@@ -146,6 +167,16 @@ def _rollups_merge(
         frame.sum = total.astype(SUM_DTYPE).tobytes()
         frame.min = low.astype(VALUE_DTYPE).tobytes()
         frame.max = high.astype(VALUE_DTYPE).tobytes()
+        frame.entities_sum, frame.entities_count = entity_means_sum(count, total)
     Frame.objects.bulk_create(to_create)
     if to_update:
-        Frame.objects.bulk_update(to_update, ["count", "sum", "min", "max"])
+        Frame.objects.bulk_update(
+            to_update, ["count", "sum", "min", "max", "entities_sum", "entities_count"]
+        )
+
+
+def entity_means_sum(count: np.ndarray, total: np.ndarray) -> tuple[float, int]:
+    """Sum over entities of each one's bucket mean, and how many had a value."""
+    present = count > 0
+    means = total[present] / count[present]
+    return float(means.sum(dtype=np.float64)), int(present.sum())

@@ -6,7 +6,8 @@ selectors; none of them touches ``Sample``, ``Frame``, ``Rollup`` or the frame b
 (exporters, JSON pushes, cluster scalars) and dense frames (the twin's fleet arrays) — and
 three rollup tiers; a reader never cares which one answered.
 
-- **series**: ``series_read`` (one entity, automatic resolution), ``series_points``,
+- **series**: ``series_read`` (one entity, automatic resolution), ``series_read_many`` /
+  ``series_points_many`` (several metrics of one entity, one query per tier), ``series_points``,
   ``kind_series`` (a whole kind as one array per time), ``cluster_series``.
 - **window aggregates**: ``window_values`` (every entity of a kind — alert rules),
   ``window_aggregate`` (one entity, percentiles from raw values — gates), ``cluster_stat(s)``,
@@ -111,7 +112,9 @@ __all__ = [
     "metrics_by_name",
     "recent_data_gaps",
     "series_points",
+    "series_points_many",
     "series_read",
+    "series_read_many",
     "stat_of_series",
     "top_entities",
     "window_aggregate",
@@ -141,6 +144,28 @@ def series_points(metric: MetricDefinition | None, entity: Entity | None, tr: Ti
         return _latest.series_points(metric, entity, tr)
     series = series_read(metric=metric, entity=entity, start=tr.start, end=tr.end)
     return [(p.ts, p.mean) for p in series.points]
+
+
+def series_read_many(
+    *, metrics: list[MetricDefinition], entity: Entity, start: datetime, end: datetime
+) -> dict[str, Series]:
+    """Several metrics of one entity: one grouped query per tier from the store, or one
+    range query per metric from the cluster's PromQL server."""
+    if promql.source_for(entity.cluster_id) is not None:
+        return {m.name: series_read(metric=m, entity=entity, start=start, end=end) for m in metrics}
+    return _series.series_read_many(metrics=metrics, entity=entity, start=start, end=end)
+
+
+def series_points_many(
+    metrics: Iterable[MetricDefinition | None], entity: Entity | None, tr: TimeRange
+) -> dict[str, Points]:
+    """``{metric name: (time, mean) points}`` for several metrics of one entity."""
+    known = [m for m in metrics if m is not None]
+    if entity is None or not known:
+        return {}
+    if promql.source_for(entity.cluster_id) is None:
+        return _latest.series_points_many(known, entity, tr)
+    return {m.name: series_points(m, entity, tr) for m in known}
 
 
 def window_aggregate(

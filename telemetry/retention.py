@@ -35,11 +35,13 @@ class RetentionPolicy:
             raw_other=timedelta(hours=cfg["raw_other_hours"]),
             rollup={
                 60: timedelta(days=cfg["rollup_minute_days"]),
+                900: timedelta(days=cfg["rollup_15min_days"]),
                 3600: timedelta(days=cfg["rollup_hour_days"]),
                 86400: timedelta(days=cfg["rollup_day_days"]),
             },
             frame_rollup={
-                60: timedelta(days=cfg["frame_minute_days"]),
+                60: timedelta(hours=cfg["frame_minute_hours"]),
+                900: timedelta(hours=cfg["frame_15min_hours"]),
                 3600: timedelta(days=cfg["rollup_hour_days"]),
                 86400: timedelta(days=cfg["rollup_day_days"]),
             },
@@ -68,7 +70,7 @@ def telemetry_prune(*, policy: RetentionPolicy, now: datetime | None = None) -> 
             .filter(ts__lt=not_after_compaction(now - policy.raw_other, 60))
             .delete()[0]
         )
-        coarser = {60: 3600, 3600: 86400}
+        coarser = {60: 900, 900: 3600, 3600: 86400}
         for resolution, keep in policy.rollup.items():
             cutoff = now - keep
             if resolution in coarser:

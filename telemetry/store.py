@@ -2,7 +2,7 @@
 
 Ingestion is a plain insert — on PostgreSQL a COPY into a temporary staging table, then one
 ``INSERT … ON CONFLICT DO NOTHING`` — so its cost stays close to a raw COPY. Rollups (1 min,
-1 h, 1 day; count/sum/min/max) are built by :mod:`telemetry.compaction` up to a
+15 min, 1 h, 1 day; count/sum/min/max) are built by :mod:`telemetry.compaction` up to a
 watermark per resolution. A sample that arrives for a bucket already compacted (late data)
 is folded into that bucket here, in the same statement, so rollups never miss it and never
 count a replay: only rows that were really inserted reach them.
@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 
 from django.db import connection
 
-ROLLUP_RESOLUTIONS: tuple[int, ...] = (60, 3600, 86400)
+ROLLUP_RESOLUTIONS: tuple[int, ...] = (60, 900, 3600, 86400)
 ADVISORY_LOCK_KEY = 0x524F4C4C  # "ROLL": shared by ingestion, exclusive for compaction
 
 # (metric_id, entity_id, unix_seconds, value)
@@ -92,8 +92,8 @@ WITH inserted AS (
     SELECT i.metric_id, i.entity_id, i.value, r.res,
            to_timestamp(floor(extract(epoch FROM i.ts) / r.res) * r.res) AS bucket
     FROM inserted i
-    CROSS JOIN (VALUES (60, %s::timestamptz), (3600, %s::timestamptz), (86400, %s::timestamptz))
-        AS r(res, complete_until)
+    CROSS JOIN (VALUES (60, %s::timestamptz), (900, %s::timestamptz), (3600, %s::timestamptz),
+                       (86400, %s::timestamptz)) AS r(res, complete_until)
     WHERE to_timestamp(floor(extract(epoch FROM i.ts) / r.res) * r.res) < r.complete_until
 ), rolled AS (
     INSERT INTO monitoring_rollup (metric_id, entity_id, resolution, bucket, count, sum, min, max)

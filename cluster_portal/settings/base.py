@@ -259,16 +259,31 @@ CELERY_WORKER_ENABLE_REMOTE_CONTROL = not CELERY_BROKER_URL.startswith("filesyst
 # A worker or beat is shown as alive when it reported within this many seconds.
 HEARTBEAT_STALE_AFTER_SECONDS = env_int("HEARTBEAT_STALE_AFTER_SECONDS", 45)
 
+# `make demo` sets PORTAL_DEMO=1: one machine, SQLite, an 8,192-card twin at 10 simulated
+# minutes per 10 s. Its defaults keep the database under ~1 GB after a day (BENCHMARKS.md
+# "Demo storage"); each value below can still be set explicitly.
+PORTAL_DEMO = env_bool("PORTAL_DEMO", False)
 # How long telemetry is kept. Dashboards read rollups, so raw data only needs to cover the
 # shortest chart (1 h) with margin; per-accelerator raw rows are the bulk of the store.
 TELEMETRY_RETENTION = {
-    "raw_accelerator_hours": env_int("TELEMETRY_RAW_ACCELERATOR_HOURS", 6),
-    "raw_other_hours": env_int("TELEMETRY_RAW_OTHER_HOURS", 48),
+    "raw_accelerator_hours": env_int("TELEMETRY_RAW_ACCELERATOR_HOURS", 1 if PORTAL_DEMO else 6),
+    "raw_other_hours": env_int("TELEMETRY_RAW_OTHER_HOURS", 6 if PORTAL_DEMO else 48),
     "rollup_minute_days": env_int("TELEMETRY_ROLLUP_MINUTE_DAYS", 8),
+    # 15-minute rollups: what 7-day charts read (672 points instead of 10,080 minutes).
+    "rollup_15min_days": env_int("TELEMETRY_ROLLUP_15MIN_DAYS", 35),
     # Per-entity minute rollups of dense sources (twin frames): ~200 KB per metric-minute at
-    # 10,240 cards, so two days by default; hourly and daily frames follow the values below.
-    "frame_minute_days": env_int("TELEMETRY_FRAME_MINUTE_DAYS", 2),
-    "rollup_hour_days": env_int("TELEMETRY_ROLLUP_HOUR_DAYS", 90),
+    # 10,240 cards, so two days by default (TELEMETRY_FRAME_MINUTE_HOURS overrides it in
+    # hours: the demo keeps 1 h); 15-minute frames for 8 days (a 7-day chart; demo 12 h),
+    # hourly and daily frames follow the values below.
+    "frame_minute_hours": env_int(
+        "TELEMETRY_FRAME_MINUTE_HOURS",
+        1 if PORTAL_DEMO else 24 * env_int("TELEMETRY_FRAME_MINUTE_DAYS", 2),
+    ),
+    "frame_15min_hours": env_int(
+        "TELEMETRY_FRAME_15MIN_HOURS",
+        12 if PORTAL_DEMO else 24 * env_int("TELEMETRY_FRAME_15MIN_DAYS", 8),
+    ),
+    "rollup_hour_days": env_int("TELEMETRY_ROLLUP_HOUR_DAYS", 30 if PORTAL_DEMO else 90),
     "rollup_day_days": env_int("TELEMETRY_ROLLUP_DAY_DAYS", 1100),
 }
 
@@ -300,6 +315,11 @@ TELEMETRY_MAX_ABS_VALUE = float(env_str("TELEMETRY_MAX_ABS_VALUE") or 1e18)
 # reserved address (also after redirects), unless it lies in one of these networks (CIDR,
 # comma-separated), e.g. "10.20.0.0/16,192.168.7.0/24" for exporters on a private LAN.
 OUTBOUND_ALLOWED_NETWORKS = env_list("OUTBOUND_ALLOWED_NETWORKS", [])
+
+# Keep at most one raw frame per this many seconds (0 = every frame). A twin tick of 10
+# simulated minutes writes 10 frames per metric in 10 s; the demo keeps one per tick (rollups
+# still fold in all ten).
+TELEMETRY_RAW_FRAME_SECONDS = env_int("TELEMETRY_RAW_FRAME_SECONDS", 10 if PORTAL_DEMO else 0)
 
 # Wall-clock seconds between twin ticks (each tick advances steps_per_tick engine steps).
 TWIN_TICK_SECONDS = env_int("TWIN_TICK_SECONDS", 10)

@@ -13,7 +13,7 @@ from cluster_portal.web.timerange import TimeRange
 from dashboards.selectors.common import finite, metric_defs
 from inventory.models import Accelerator, Cluster, Node, Rack
 from telemetry.models import Entity
-from telemetry.read import Points, latest_kind, series_points
+from telemetry.read import Points, latest_kind, series_points_many
 
 CARD_METRICS = (
     "accelerator_utilization_ratio",
@@ -199,4 +199,5 @@ def entity_series(
 ) -> dict[str, Points]:
     """Series of several metrics of one entity (a rack, node or card)."""
     metrics = metric_defs(names)
-    return {name: series_points(metrics.get(name), entity, tr) for name in names}
+    points = series_points_many([metrics.get(name) for name in names], entity, tr)
+    return {name: points.get(name, []) for name in names}

@@ -9,7 +9,13 @@ from dashboards.selectors.common import finite, metric_defs
 from dashboards.selectors.hardware import natural_key
 from inventory.models import Cluster
 from telemetry.models import Entity, MetricDefinition
-from telemetry.read import Points, cluster_entity, kind_series, latest_kind, series_points
+from telemetry.read import (
+    Points,
+    cluster_entity,
+    kind_series,
+    latest_kind,
+    series_points_many,
+)
 
 POOL_METRICS = (
     "memory_pool_hbm_total_bytes",
@@ -77,10 +83,15 @@ def memory(cluster: Cluster, tr: TimeRange) -> MemoryData:
             "memory_pool_kv_evictions_per_second",
         )
     )
+    curves = series_points_many(
+        [metrics.get(name) for name in (*CLUSTER_SERIES, "cluster_kv_offload_bytes_total")],
+        entity,
+        tr,
+    )
     for name in CLUSTER_SERIES:
-        data.series[name] = series_points(metrics.get(name), entity, tr)
+        data.series[name] = curves.get(name, [])
     data.series["offload_bytes_per_second"] = offload_rate(
-        series_points(metrics.get("cluster_kv_offload_bytes_total"), entity, tr)
+        curves.get("cluster_kv_offload_bytes_total", [])
     )
     for name in (
         "memory_pool_allocation_failures_per_second",

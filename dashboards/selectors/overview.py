@@ -17,7 +17,7 @@ from telemetry.read import (
     kind_series,
     latest_kind,
     latest_scalars,
-    series_points,
+    series_points_many,
 )
 
 CLUSTER_KPIS = (
@@ -113,11 +113,16 @@ def overview(cluster: Cluster, tr: TimeRange) -> OverviewData:
     metrics = metric_defs(
         (*SERIES, *(scalar for scalar, _ in SPLIT.values()), "workload_allocated_cards")
     )
+    curves = series_points_many(
+        [metrics.get(name) for name in (*SERIES, *(scalar for scalar, _ in SPLIT.values()))],
+        entity,
+        tr,
+    )
     for name in SERIES:
-        data.series[name] = series_points(metrics.get(name), entity, tr)
+        data.series[name] = curves.get(name, [])
     by_kind = None
     for key, (scalar, workload_kind) in SPLIT.items():
-        points = series_points(metrics.get(scalar), entity, tr)
+        points = curves.get(scalar, [])
         if not points:
             by_kind = by_kind if by_kind is not None else workload_entity_ids(cluster)
             ids = by_kind[workload_kind]

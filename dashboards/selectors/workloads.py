@@ -17,7 +17,7 @@ from cluster_portal.web.timerange import TimeRange
 from dashboards.selectors.common import finite, metric_defs
 from inventory.models import Workload
 from telemetry.models import Entity
-from telemetry.read import Points, entities_visible_to, latest_kind, series_points
+from telemetry.read import Points, entities_visible_to, latest_kind, series_points_many
 
 TRAINING_METRICS = (
     "workload_allocated_cards",
@@ -115,7 +115,8 @@ def workload_detail(workload: Workload, tr: TimeRange) -> WorkloadDetail:
         values.update({n: finite(latest.get(n)) for n in names})
     wanted = TRAINING_SERIES if training else INFERENCE_SERIES
     metrics = metric_defs(wanted)
-    series = {name: series_points(metrics.get(name), entity, tr) for name in wanted}
+    points = series_points_many([metrics.get(name) for name in wanted], entity, tr)
+    series = {name: points.get(name, []) for name in wanted}
     state = None
     if training and values.get("training_state") is not None:
         state = TRAINING_STATES.get(int(values["training_state"]))

@@ -124,6 +124,7 @@ class Rollup(models.Model):
 
     class Resolution(models.IntegerChoices):
         MINUTE = 60, _("1 minute")
+        QUARTER_HOUR = 900, _("15 minutes")
         HOUR = 3600, _("1 hour")
         DAY = 86400, _("1 day")
 

@@ -6,19 +6,21 @@ newest frame (one row per metric holding every entity of a kind) for the twin's 
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+from django.db import connection
 
 from cluster_portal.web.timerange import TimeRange
 from telemetry.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, layout_entity_ids
 from telemetry.models import Entity, Frame, FrameLayout, MetricDefinition, Sample
 from telemetry.registry import metrics_by_name
-from telemetry.selectors.frames import latest_frame
-from telemetry.selectors.series import choose_source, series_read
+from telemetry.selectors.frames import frame_segments, latest_frame, segments_filter, stacked
+from telemetry.selectors.series import choose_source, series_read, series_read_many
 
 Points = list[tuple[datetime, float]]
 # Latest values older than this are not "current": a stopped twin shows "no data", not a
@@ -29,15 +31,24 @@ SAMPLE_WINDOW = timedelta(minutes=2)
 
 
 def latest_scalars(entity: Entity | None, names: Iterable[str]) -> dict[str, float]:
-    """Newest sample of each metric for one entity (the unique index reads it backwards:
-    one cheap query per metric, whatever the history length)."""
+    """Newest sample of each metric for one entity: on PostgreSQL one query whatever the
+    number of metrics (each metric's newest point read backwards through the unique index)."""
     if entity is None:
         return {}
     cutoff = datetime.now(tz=UTC) - LATEST_WINDOW
+    metrics = metrics_by_name(names)
+    if not metrics:
+        return {}
+    names_by_id = {metric.pk: name for name, metric in metrics.items()}
+    if connection.vendor == "postgresql":
+        # One round trip: a LATERAL backwards index probe per metric.
+        with connection.cursor() as cursor:
+            cursor.execute(_PG_LATEST, [list(names_by_id), entity.pk, cutoff])
+            return {names_by_id[metric_id]: value for metric_id, value in cursor.fetchall()}
     out: dict[str, float] = {}
-    for name, metric in metrics_by_name(names).items():
+    for metric_id, name in names_by_id.items():
         value = (
-            Sample.objects.filter(metric=metric, entity=entity, ts__gte=cutoff)
+            Sample.objects.filter(metric_id=metric_id, entity=entity, ts__gte=cutoff)
             .order_by("-ts")
             .values_list("value", flat=True)
             .first()
@@ -47,12 +58,33 @@ def latest_scalars(entity: Entity | None, names: Iterable[str]) -> dict[str, flo
     return out
 
 
+_PG_LATEST = """
+SELECT m.id, s.value FROM unnest(%s::bigint[]) AS m(id)
+CROSS JOIN LATERAL (
+    SELECT value FROM monitoring_sample
+    WHERE metric_id = m.id AND entity_id = %s AND ts >= %s ORDER BY ts DESC LIMIT 1
+) AS s
+"""
+
+
 def series_points(metric: MetricDefinition | None, entity: Entity | None, tr: TimeRange) -> Points:
     """``(time, mean)`` points of one entity's metric at the resolution the range calls for."""
     if metric is None or entity is None:
         return []
     series = series_read(metric=metric, entity=entity, start=tr.start, end=tr.end)
     return [(p.ts, p.mean) for p in series.points]
+
+
+def series_points_many(
+    metrics: Iterable[MetricDefinition | None], entity: Entity | None, tr: TimeRange
+) -> dict[str, Points]:
+    """``{metric name: (time, mean) points}`` for several metrics of one entity, a few
+    queries in all (see ``series_read_many``); unknown metrics are left out."""
+    known = [m for m in metrics if m is not None]
+    if entity is None or not known:
+        return {}
+    many = series_read_many(metrics=known, entity=entity, start=tr.start, end=tr.end)
+    return {name: [(p.ts, p.mean) for p in series.points] for name, series in many.items()}
 
 
 @dataclass(frozen=True)
@@ -156,40 +188,84 @@ def kind_series(
     """One metric summed (or averaged) over the entities of a kind, over time, from frames.
 
     Reads the whole layout's rollup frames at the range's resolution (raw frames for short
-    ranges): fine for workloads, links and memory pools (tens to a few thousand entities);
-    per-card fleet series use the ``cluster_*`` scalars instead. Each plotted point is the
-    mean of the per-bucket totals inside its step.
+    ranges; finer or coarser tiers where that one does not reach back, see
+    ``frame_segments``). For the whole kind each frame's stored reduction is read (two
+    numbers per time, whatever the number of entities); for a subset (``entity_ids``), and
+    for frames written before reductions were stored, the arrays are read — one query per
+    tier, one array per layout. Each plotted point is the mean of the per-bucket totals
+    inside its step.
     """
     if metric is None:
         return []
     _, resolution, step = choose_source(tr.start, tr.end)
-    buckets: dict[int, list[float]] = {}
+    layouts = {}
     for layout in FrameLayout.objects.filter(cluster_id=cluster_id, kind=kind):
         ids = layout_entity_ids(layout)
         mask = np.ones(ids.size, bool) if entity_ids is None else np.isin(ids, list(entity_ids))
-        if not mask.any():
+        if mask.any():
+            layouts[layout.pk] = (layout.size, mask)
+    segments = frame_segments(
+        metric_id=metric.pk,
+        layout_ids=list(layouts),
+        resolution=resolution,
+        start=tr.start,
+        end=tr.end,
+    )
+    buckets: dict[int, list[float]] = {}
+
+    def add(at: float, value: float) -> None:
+        agg = buckets.setdefault(int(at // step * step), [0.0, 0])
+        agg[0] += value
+        agg[1] += 1
+
+    for tier, parts in segments.items():
+        frames = Frame.objects.filter(segments_filter(parts), metric=metric, resolution=tier)
+        if entity_ids is not None:
+            _kind_series_from_arrays(frames, tier, layouts, reduce, add)
             continue
-        frames = Frame.objects.filter(
-            metric=metric, layout=layout, resolution=resolution, ts__gte=tr.start, ts__lt=tr.end
-        )
-        fields = ("ts", "values") if resolution == 0 else ("ts", "sum", "count")
-        for row in frames.values_list(*fields).iterator():
-            if resolution == 0:
-                per_entity = np.frombuffer(bytes(row[1]), VALUE_DTYPE).astype(np.float64)
-            else:
-                total = np.frombuffer(bytes(row[1]), SUM_DTYPE)
-                count = np.frombuffer(bytes(row[2]), COUNT_DTYPE)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    per_entity = np.where(count > 0, total / np.maximum(count, 1), np.nan)
-            chosen = per_entity[mask]
-            if np.isnan(chosen).all():
-                continue
-            value = float(np.nansum(chosen) if reduce == "sum" else np.nanmean(chosen))
-            key = int(row[0].timestamp() // step * step)
-            agg = buckets.setdefault(key, [0.0, 0])
-            agg[0] += value
-            agg[1] += 1
+        # The whole kind: each frame's stored reduction, two numbers per time. Frames written
+        # before those were kept (null) are reduced from their arrays.
+        legacy = False
+        rows = frames.order_by().values_list("ts", "entities_sum", "entities_count")
+        for ts, total, count in rows:
+            if count is None:
+                legacy = True
+            elif count:
+                add(ts.timestamp(), total if reduce == "sum" else total / count)
+        if legacy:
+            old = frames.filter(entities_count__isnull=True)
+            _kind_series_from_arrays(old, tier, layouts, reduce, add)
     return [
         (datetime.fromtimestamp(key, tz=UTC), total / n)
         for key, (total, n) in sorted(buckets.items())
     ]
+
+
+def _kind_series_from_arrays(frames, tier: int, layouts: dict, reduce: str, add) -> None:
+    """Reduce frames over entities from their arrays: one query for every layout and time,
+    each layout's rows as one (frames × entities) array reduced per row by NumPy."""
+    fields = ("layout_id", "ts", "values") if tier == 0 else ("layout_id", "ts", "sum", "count")
+    grouped: dict[int, list] = {}
+    for row in frames.order_by().values_list(*fields).iterator():
+        grouped.setdefault(row[0], []).append(row[1:])
+    for layout_id, rows in grouped.items():
+        size, mask = layouts[layout_id]
+        times = np.array([f[0].timestamp() for f in rows])
+        if tier == 0:
+            per_entity = stacked([bytes(f[1]) for f in rows], VALUE_DTYPE, size)
+            per_entity = per_entity[:, mask].astype(np.float64)
+        else:
+            total = stacked([bytes(f[1]) for f in rows], SUM_DTYPE, size)[:, mask]
+            count = stacked([bytes(f[2]) for f in rows], COUNT_DTYPE, size)[:, mask]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                per_entity = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        present = ~np.isnan(per_entity).all(axis=1)
+        if not present.any():
+            continue
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            reduced = (
+                np.nansum(per_entity, axis=1) if reduce == "sum" else np.nanmean(per_entity, axis=1)
+            )
+        for at, value in zip(times[present].tolist(), reduced[present].tolist(), strict=True):
+            add(at, value)

@@ -26,6 +26,7 @@ from telemetry.models import (
     Rollup,
     Sample,
 )
+from telemetry.selectors.frames import stacked
 from telemetry.selectors.series import Series, series_read
 from telemetry.store import watermarks
 
@@ -91,15 +92,16 @@ def cluster_stats(
     """Window statistics of several cluster scalars at once, in a handful of grouped queries.
 
     Same tiers as a range read — hourly rollups up to their watermark for windows of two days
-    or more, then minute rollups, then raw samples after the compaction watermark — but
-    summed per metric in the database instead of returned as a series.
+    or more (15-minute ones from six hours), then finer rollups, then raw samples after the
+    compaction watermark — but summed per metric in the database instead of returned as a series.
     """
     metrics = dict(MetricDefinition.objects.filter(name__in=metric_names).values_list("pk", "name"))
     entity = cluster_entity(cluster)
     found: dict[str, list[float]] = {}
     if metrics and entity is not None:
         marks = watermarks()
-        resolution = 3600 if (end - start).total_seconds() >= 2 * 86400 else 60
+        span = (end - start).total_seconds()
+        resolution = 3600 if span >= 2 * 86400 else 900 if span >= 6 * 3600 else 60
         _tier_sums(entity.pk, list(metrics), start, end, resolution, marks, metrics, found)
     stats: dict[str, WindowStat | None] = {}
     for name in metric_names:
@@ -112,7 +114,7 @@ def cluster_stats(
     return stats
 
 
-_FINER = {3600: 60, 60: 0}
+_FINER = {3600: 900, 900: 60, 60: 0}
 
 
 def _tier_sums(
@@ -207,25 +209,35 @@ def entity_sums(
     frame_start = datetime.fromtimestamp(
         start.timestamp() // frame_resolution * frame_resolution, tz=start.tzinfo
     )
-    for layout in FrameLayout.objects.filter(cluster=cluster, kind=kind):
-        frames = Frame.objects.filter(
+    layouts = {
+        layout.pk: layout for layout in FrameLayout.objects.filter(cluster=cluster, kind=kind)
+    }
+    # One query for every layout; each layout's rows summed as one (frames × entities) array.
+    rows = (
+        Frame.objects.filter(
             metric=metric,
-            layout=layout,
+            layout_id__in=list(layouts),
             resolution=frame_resolution,
             ts__gte=frame_start,
             ts__lt=end,
         )
-        total = count = None
-        for c, s in frames.values_list("count", "sum").iterator():
-            c_arr = np.frombuffer(bytes(c), COUNT_DTYPE).astype(np.int64)
-            s_arr = np.frombuffer(bytes(s), SUM_DTYPE)
-            total = s_arr.copy() if total is None else total + s_arr
-            count = c_arr if count is None else count + c_arr
-        if total is None:
-            continue
-        for entity_id, t, n in zip(layout_entity_ids(layout).tolist(), total, count, strict=True):
+        .order_by()
+        .values_list("layout_id", "count", "sum")
+    )
+    grouped: dict[int, tuple[list[bytes], list[bytes]]] = {}
+    for layout_id, c, s in rows:
+        counts, totals = grouped.setdefault(layout_id, ([], []))
+        counts.append(bytes(c))
+        totals.append(bytes(s))
+    for layout_id, (counts, totals) in grouped.items():
+        layout = layouts[layout_id]
+        count = stacked(counts, COUNT_DTYPE, layout.size).sum(axis=0, dtype=np.int64)
+        total = stacked(totals, SUM_DTYPE, layout.size).sum(axis=0)
+        for entity_id, t, n in zip(
+            layout_entity_ids(layout).tolist(), total.tolist(), count.tolist(), strict=True
+        ):
             if n:
-                add(entity_id, float(t), int(n))
+                add(entity_id, t, n)
     return {entity_id: (agg[0], int(agg[1])) for entity_id, agg in sums.items() if agg[1]}
 
 

@@ -82,7 +82,7 @@ def test_a_one_hour_series_reads_raw_samples(client_as, recorded):
     [
         (timedelta(hours=1), "raw"),
         (timedelta(hours=6), "rollup:60"),
-        (timedelta(days=7), "rollup:60"),
+        (timedelta(days=7), "rollup:900"),
         (timedelta(days=30), "rollup:3600"),
         (timedelta(days=400), "rollup:86400"),
     ],

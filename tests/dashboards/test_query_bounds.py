@@ -1,0 +1,75 @@
+"""Per-request query counts of every dashboard data endpoint do not grow with the range or
+the fleet: a 1-hour and a 30-day range, a 64-card and a 512-card twin, cost over 1 hour or 30
+days — each endpoint issues the same handful of queries (within a small budget: a range may
+be answered by up to three rollup tiers, one query each)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from cluster_portal.web.timerange import PRESETS
+from inventory.models import Cluster
+
+PAGES = ("overview", "hardware", "memory", "network", "workloads")
+# Measured on PostgreSQL and SQLite (session and auth queries included); a range may add at
+# most a few tier queries, never one per point, card or frame.
+BUDGET = {"overview": 50, "hardware": 22, "memory": 52, "network": 44, "workloads": 32}
+COST_BUDGET = 45
+RANGE_SPREAD = 8  # most queries a long range may add over the 1-hour one
+
+
+@pytest.fixture
+def fleets(db):
+    from simulation.engine import default_scenario
+    from simulation.services import twin_pool_tick, twin_run_create, twin_tick
+
+    for name, cards in (("small", 64), ("large", 512)):
+        cluster = Cluster.objects.create(name=name, kind=Cluster.Kind.UNIFIED)
+        run = twin_run_create(
+            name=name, cluster=cluster, scenario=default_scenario(cards=cards, seed=3)
+        )
+        assert twin_tick(run_id=run.pk, expected_seq=0).committed
+        assert twin_pool_tick(run_id=run.pk, expected_seq=0).committed
+    return ("small", "large")
+
+
+def count(client, url: str) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200, (url, response.content[:300])
+    return len(captured.captured_queries)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("page", PAGES)
+def test_dashboard_queries_do_not_grow_with_range_or_fleet(client_as, fleets, settings, page):
+    settings.DASHBOARD_CACHE_SECONDS = 0
+    client = client_as("operator")
+    client.get("/api/v1/dashboards/overview/?cluster=small")  # session, roles: warm
+    counts = {
+        (fleet, period): count(client, f"/api/v1/dashboards/{page}/?cluster={fleet}&range={period}")
+        for fleet in fleets
+        for period in PRESETS
+    }
+    assert max(counts.values()) <= BUDGET[page], counts
+    for fleet in fleets:
+        per_range = [counts[(fleet, period)] for period in PRESETS]
+        assert max(per_range) - min(per_range) <= RANGE_SPREAD, counts
+    for period in PRESETS:
+        assert counts[("large", period)] <= counts[("small", period)] + 1, counts
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("endpoint", ("clusters", "comparison"))
+def test_cost_queries_do_not_grow_with_the_window(client_as, fleets, settings, endpoint):
+    settings.DASHBOARD_CACHE_SECONDS = 0
+    client = client_as("operator")
+    pair = "&unified=large&baseline=small" if endpoint == "comparison" else ""
+    counts = {
+        hours: count(client, f"/api/v1/cost/{endpoint}/?hours={hours}{pair}")
+        for hours in (1, 24, 720)
+    }
+    assert max(counts.values()) <= COST_BUDGET, counts
+    assert max(counts.values()) - min(counts.values()) <= RANGE_SPREAD, counts

@@ -1,0 +1,175 @@
+"""The 15-minute tier: built for both shapes of the store, picked by range reads, and ranges
+stay readable on a store whose history predates it (reads fall back to other tiers)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from django.db import transaction
+
+from cluster_portal.web.timerange import TimeRange
+from telemetry.compaction import rollups_compact
+from telemetry.frames import (
+    COUNT_DTYPE,
+    SUM_DTYPE,
+    entity_means_sum,
+    frames_write,
+    frames_write_many,
+)
+from telemetry.models import Entity, Frame, MetricDefinition, Rollup, RollupWatermark
+from telemetry.read import kind_series, series_read
+from telemetry.selectors.series import choose_source
+from telemetry.store import samples_write
+from telemetry.write import layout_for_keys
+
+KEYS = [f"n0/c{c}" for c in range(4)]
+DAY = 86400
+
+
+def at(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+@pytest.fixture
+def util():
+    return MetricDefinition.objects.get(name="accelerator_utilization_ratio")
+
+
+@pytest.fixture
+def layout(cluster):
+    for key in KEYS:
+        Entity.objects.create(cluster=cluster, kind="accelerator", key=key)
+    return layout_for_keys(cluster, "accelerator", KEYS)
+
+
+def test_ranges_pick_the_coarsest_tier_with_a_few_hundred_points():
+    end = at(1_780_000_000)
+    assert choose_source(end - timedelta(days=7), end)[:2] == ("rollup:900", 900)
+    assert choose_source(end - timedelta(days=30), end)[:2] == ("rollup:3600", 3600)
+    assert choose_source(end - timedelta(hours=24), end)[:2] == ("rollup:60", 60)
+    assert choose_source(end - timedelta(hours=1), end)[:2] == ("raw", 0)
+
+
+@pytest.mark.django_db
+def test_compaction_builds_the_15_minute_tier_and_seven_days_read_it(cluster, util):
+    entity = Entity.objects.create(cluster=cluster, kind="cluster", key="cluster")
+    now = time.time() // 3600 * 3600
+    rows = [(util.pk, entity.pk, now - 2 * DAY + 60 * i, 0.5) for i in range(2 * 1440)]
+    with transaction.atomic():
+        samples_write(rows)
+    rollups_compact(now=now + 600)
+    quarter = Rollup.objects.filter(resolution=900, entity=entity)
+    assert quarter.count() == 2 * 96
+    assert {r.count for r in quarter} == {15}
+    series = series_read(metric=util, entity=entity, start=at(now - 7 * DAY), end=at(now))
+    assert series.source == "rollup:900"
+    assert sum(p.count for p in series.points) == len(rows)
+    assert all(p.mean == pytest.approx(0.5) for p in series.points)
+
+
+@pytest.mark.django_db
+def test_rows_from_before_the_tier_are_read_from_minute_rollups(cluster, util):
+    entity = Entity.objects.create(cluster=cluster, kind="cluster", key="cluster")
+    now = time.time() // 3600 * 3600
+    rows = [(util.pk, entity.pk, now - DAY + 60 * i, 1.0) for i in range(1440)]
+    with transaction.atomic():
+        samples_write(rows)
+    rollups_compact(now=now + 600)
+    # An upgraded store: minute rollups and their watermark, no 15-minute tier yet.
+    Rollup.objects.filter(resolution=900).delete()
+    RollupWatermark.objects.filter(resolution=900).delete()
+    series = series_read(metric=util, entity=entity, start=at(now - 7 * DAY), end=at(now))
+    assert sum(p.count for p in series.points) == len(rows)
+
+
+@pytest.mark.django_db
+def test_frames_keep_a_15_minute_rollup(layout, util):
+    t0 = 1_780_000_200 // 900 * 900
+    with transaction.atomic():
+        for i in range(3):
+            frames_write(layout=layout, values={util.pk: np.full(4, 0.5)}, ts=t0 + 300 * i)
+    quarter = Frame.objects.get(layout=layout, resolution=900)
+    assert np.frombuffer(bytes(quarter.count), COUNT_DTYPE).tolist() == [3, 3, 3, 3]
+
+
+@pytest.mark.django_db
+def test_kind_series_reads_older_history_from_other_tiers(cluster, layout, util):
+    """Hourly frames for the whole week, 15-minute frames only for the last day (as after an
+    upgrade): the 7-day series covers the whole week, and no bucket is counted twice."""
+    now = time.time() // 3600 * 3600
+    with transaction.atomic():
+        for h in range(7 * 24):
+            frames_write(layout=layout, values={util.pk: np.full(4, 0.25)}, ts=now - 3600 * (h + 1))
+    Frame.objects.filter(resolution__in=(0, 60, 900), ts__lt=at(now - DAY)).delete()
+    tr = TimeRange(start=at(now - 7 * DAY), end=at(now), preset="7d")
+    points = kind_series(cluster_id=cluster.pk, kind="accelerator", metric=util, tr=tr)
+    assert points[0][0] <= at(now - 7 * DAY + 3600)
+    assert points[-1][0] >= at(now - 3600)
+    assert all(value == pytest.approx(1.0) for _, value in points)  # 4 cards × 0.25, once
+
+
+@pytest.mark.django_db
+def test_raw_frames_can_be_thinned_while_rollups_keep_every_step(layout, util, settings):
+    settings.TELEMETRY_RAW_FRAME_SECONDS = 10
+    t0 = 1_780_000_000
+    batches = [(t0 + i, {util.pk: np.full(4, float(i))}) for i in range(10)]  # one 10 s tick
+    with transaction.atomic():
+        frames_write_many(layout=layout, batches=batches)
+    assert Frame.objects.filter(layout=layout, resolution=0).count() == 1
+    minute = Frame.objects.get(layout=layout, resolution=60)
+    assert np.frombuffer(bytes(minute.count), COUNT_DTYPE).tolist() == [10] * 4
+    with transaction.atomic():  # a replayed tick changes nothing
+        assert frames_write_many(layout=layout, batches=batches) == 0
+    minute = Frame.objects.get(layout=layout, resolution=60)
+    assert np.frombuffer(bytes(minute.count), COUNT_DTYPE).tolist() == [10] * 4
+
+
+@pytest.mark.django_db
+def test_kind_series_reads_stored_reductions_and_older_frames_alike(cluster, layout, util):
+    now = time.time() // 60 * 60
+    with transaction.atomic():
+        for m in range(30):
+            values = np.array([0.1, 0.2, np.nan, 0.4]) * (1 + m / 30)
+            frames_write(layout=layout, values={util.pk: values}, ts=now - 60 * (m + 1))
+    for period, hours in (("1h", 1), ("6h", 6)):
+        tr = TimeRange(start=at(now - 3600 * hours), end=at(now), preset=period)
+        for reduce in ("sum", "mean"):
+            stored = kind_series(
+                cluster_id=cluster.pk, kind="accelerator", metric=util, tr=tr, reduce=reduce
+            )
+            # Frames from before the reductions were kept: read from the arrays instead.
+            Frame.objects.update(entities_sum=None, entities_count=None)
+            arrays = kind_series(
+                cluster_id=cluster.pk, kind="accelerator", metric=util, tr=tr, reduce=reduce
+            )
+            assert stored and [t for t, _ in stored] == [t for t, _ in arrays]
+            assert [v for _, v in stored] == pytest.approx([v for _, v in arrays], rel=1e-5)
+            with transaction.atomic():  # restore the reductions for the next round
+                for frame in Frame.objects.exclude(resolution=0):
+                    count = np.frombuffer(bytes(frame.count), COUNT_DTYPE)
+                    total = np.frombuffer(bytes(frame.sum), SUM_DTYPE)
+                    frame.entities_sum, frame.entities_count = entity_means_sum(count, total)
+                    frame.save()
+                for frame in Frame.objects.filter(resolution=0):
+                    v = np.frombuffer(bytes(frame.values), np.float32)
+                    frame.entities_sum = float(np.nansum(v, dtype=np.float64))
+                    frame.entities_count = int((~np.isnan(v)).sum())
+                    frame.save()
+
+
+@pytest.mark.django_db
+def test_older_frames_get_their_reduction_backfilled(layout, util):
+    from telemetry.services.frame_reductions import frames_backfill_reductions
+
+    with transaction.atomic():
+        frames_write(layout=layout, values={util.pk: np.array([1.0, 2.0, np.nan, 4.0])}, ts=1e9)
+    expected = sorted(Frame.objects.values_list("resolution", "entities_sum", "entities_count"))
+    Frame.objects.update(entities_sum=None, entities_count=None)
+    assert frames_backfill_reductions(batch=2) == 5
+    assert sorted(Frame.objects.values_list("resolution", "entities_sum", "entities_count")) == (
+        expected
+    )
+    assert expected[0] == (0, 7.0, 3)
