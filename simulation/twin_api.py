@@ -80,7 +80,11 @@ class TwinRunListView(_Staff, ListAPIView):
     filterset_fields = ["status"]
     queryset = TwinRun.objects.select_related("cluster").defer("state", "scenario").order_by("name")
 
-    @extend_schema(request=TwinRunCreateSerializer, responses={201: TwinRunSerializer})
+    @extend_schema(
+        operation_id="twin_runs_new",
+        request=TwinRunCreateSerializer,
+        responses={201: TwinRunSerializer},
+    )
     def post(self, request: Request) -> Response:
         if not request.user.has_perm("monitoring.operate_cluster"):
             raise PermissionDenied(_("Controlling the twin needs the operator role."))
