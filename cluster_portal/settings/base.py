@@ -221,6 +221,9 @@ SPECTACULAR_SETTINGS = {
 # Dashboard data endpoints share computed payloads this long (0 disables). Redis when the
 # broker is Redis (shared by every web process), else a per-process memory cache.
 DASHBOARD_CACHE_SECONDS = env_int("DASHBOARD_CACHE_SECONDS", 10)
+# After that, an entry may still answer for this long while one request recomputes it (the
+# payload's "updated" stamp shows its age); see cluster_portal/web/caching.py.
+DASHBOARD_CACHE_STALE_SECONDS = env_int("DASHBOARD_CACHE_STALE_SECONDS", 20)
 
 # --- Celery -----------------------------------------------------------------------------------
 CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS, BROKER_DESCRIPTION = resolve_broker(VAR_DIR)

@@ -4,6 +4,17 @@ Ten operators watching one cluster refresh the same figures every 15 s; computin
 per few seconds instead of once per viewer keeps the server's cores free. The key includes the
 caller's scope (staff, or the customer's tenant), so tenants never share an entry.
 
+Two things keep the cache from stampeding when an entry ages (measured in BENCHMARKS.md,
+"Dashboard data endpoints"):
+
+- **one builder per key** (single flight): the first request to find an entry missing or
+  stale takes a short lock in the cache (``cache.add`` is atomic on Redis and locmem) and
+  computes; the others do not compute the same payload at the same time.
+- **stale while revalidate**: an entry stays readable for ``DASHBOARD_CACHE_STALE_SECONDS``
+  after it stops being fresh; while one request recomputes, the others answer with the
+  previous payload at once. Its ``updated`` stamp says how old it is. When there is no entry
+  at all, the others wait briefly for the builder's result instead of computing it too.
+
 The cache is an optimisation, never a dependency: when it is unreachable (the Redis behind it
 is down) the payload is computed for this request and the error is logged, so reads keep
 answering 200 while the broker is away.
@@ -13,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Callable
 
 from django.conf import settings
@@ -23,27 +35,71 @@ from accounts.selectors.scoping import principal_sees_all
 
 logger = logging.getLogger(__name__)
 
+# How long a builder may hold the lock before others stop waiting for it (a killed builder
+# must not block a key for longer than this).
+LOCK_SECONDS = 30
+# How long a request without any entry waits for another request's build, and how often it
+# looks; past that it computes the payload itself (the builder may have died).
+WAIT_SECONDS = 10.0
+POLL_SECONDS = 0.02
+
+
+def _scope_key(request: Request, name: str, extra: dict) -> str:
+    scope = "staff" if principal_sees_all(request.user) else f"tenant:{request.user.tenant_id}"
+    params = sorted((k, v) for k, v in request.query_params.items() if k != "format")
+    digest = hashlib.sha256(repr((name, scope, params, sorted(extra.items()))).encode())
+    return "payload:" + digest.hexdigest()
+
+
+def _store(key: str, payload: dict, fresh_seconds: float, stale_seconds: float) -> None:
+    entry = {"payload": payload, "fresh_until": time.time() + fresh_seconds}
+    try:
+        cache.set(key, entry, fresh_seconds + stale_seconds)
+    except Exception as exc:  # noqa: BLE001 - any cache failure means "no cache"
+        logger.warning("dashboard cache unavailable, not storing %s: %s", key, exc)
+
+
+def _build_and_store(
+    key: str, build: Callable[[], dict], fresh_seconds: float, stale_seconds: float
+) -> dict:
+    try:
+        payload = build()
+        _store(key, payload, fresh_seconds, stale_seconds)
+        return payload
+    finally:
+        try:
+            cache.delete(key + ":lock")
+        except Exception:  # noqa: BLE001 - the lock expires on its own
+            pass
+
 
 def cached_payload(request: Request, name: str, build: Callable[[], dict], **extra) -> dict:
     """``build()``'s result, shared for ``DASHBOARD_CACHE_SECONDS`` within one scope."""
-    seconds = settings.DASHBOARD_CACHE_SECONDS
-    if not seconds:
+    fresh_seconds = settings.DASHBOARD_CACHE_SECONDS
+    if not fresh_seconds:
         return build()
-    scope = "staff" if principal_sees_all(request.user) else f"tenant:{request.user.tenant_id}"
-    params = sorted((k, v) for k, v in request.query_params.items() if k != "format")
-    key = (
-        "payload:"
-        + hashlib.sha256(repr((name, scope, params, sorted(extra.items()))).encode()).hexdigest()
-    )
+    stale_seconds = getattr(settings, "DASHBOARD_CACHE_STALE_SECONDS", 2 * fresh_seconds)
+    key = _scope_key(request, name, extra)
     try:
-        payload = cache.get(key)
+        entry = cache.get(key)
+        if entry is not None and entry["fresh_until"] > time.time():
+            return entry["payload"]
+        got_lock = cache.add(key + ":lock", 1, LOCK_SECONDS)
     except Exception as exc:  # noqa: BLE001 - any cache failure means "no cache"
         logger.warning("dashboard cache unavailable, computing %s uncached: %s", name, exc)
         return build()
-    if payload is None:
-        payload = build()
+    if got_lock:
+        return _build_and_store(key, build, fresh_seconds, stale_seconds)
+    if entry is not None:
+        # Someone is already recomputing: the previous payload answers now.
+        return entry["payload"]
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        time.sleep(POLL_SECONDS)
         try:
-            cache.set(key, payload, seconds)
-        except Exception as exc:  # noqa: BLE001
-            logger.warning("dashboard cache unavailable, not storing %s: %s", name, exc)
-    return payload
+            entry = cache.get(key)
+        except Exception:  # noqa: BLE001
+            break
+        if entry is not None:
+            return entry["payload"]
+    return build()
