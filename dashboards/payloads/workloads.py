@@ -65,10 +65,10 @@ def workload_list_table(rows: list[WorkloadRow]) -> dict:
             [
                 w.pk,
                 w.name,
-                w.tenant.slug,
+                w.tenant_slug,
                 w.kind,
                 w.criticality,
-                w.cluster.name,
+                w.cluster_name,
                 v.get("workload_allocated_cards"),
                 v.get("training_samples_per_second"),
                 v.get("training_mfu_ratio"),

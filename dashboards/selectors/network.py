@@ -59,28 +59,39 @@ def network(cluster: Cluster, tr: TimeRange) -> NetworkData:
             "pk", "link_id"
         )
     )
-    links = {link.pk: link for link in Link.objects.filter(cluster=cluster)}
+    # (key, kind, inventory status, capacity) per link: plain rows, not model instances (a
+    # 10,240-card fabric has ~3,400 links; building them was most of this page's time).
+    links = {
+        pk: rest
+        for pk, *rest in Link.objects.filter(cluster=cluster).values_list(
+            "pk", "key", "kind", "status", "capacity_bytes_per_s"
+        )
+    }
     data.links_total = len(links)
     status, util, rerouting = (snap.get(n) for n in LINK_METRICS)
+    util_cells = np.where(np.isfinite(util), util, None).tolist()
+    status_cells, rerouting_cells = status.tolist(), rerouting.tolist()
     seen: set[int] = set()
     rows: list[LinkRow] = []
     for i, entity_id in enumerate(snap.ids.tolist()):
-        link = links.get(entity_link.get(entity_id))
+        link_id = entity_link.get(entity_id)
+        link = links.get(link_id)
         if link is None:
             continue
-        seen.add(link.pk)
-        if rerouting[i] == 1:
+        seen.add(link_id)
+        key, kind, inventory_status, capacity = link
+        if rerouting_cells[i] == 1:
             state = "rerouting"
-        elif status[i] == 0:
+        elif status_cells[i] == 0:
             state = "down"
-        elif status[i] == 1:
+        elif status_cells[i] == 1:
             state = "up"
         else:
-            state = link.status
-        rows.append(LinkRow(link.key, link.kind, state, finite(util[i]), link.capacity_bytes_per_s))
-    for pk, link in links.items():
+            state = inventory_status
+        rows.append(LinkRow(key, kind, state, util_cells[i], capacity))
+    for pk, (key, kind, inventory_status, capacity) in links.items():
         if pk not in seen:  # no telemetry: the inventory's status
-            rows.append(LinkRow(link.key, link.kind, link.status, None, link.capacity_bytes_per_s))
+            rows.append(LinkRow(key, kind, inventory_status, None, capacity))
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.status] = counts.get(row.status, 0) + 1

@@ -19,7 +19,7 @@ from cluster_portal.web.timerange import TimeRange
 from telemetry.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, layout_entity_ids
 from telemetry.models import Entity, Frame, FrameLayout, MetricDefinition, Sample
 from telemetry.registry import metrics_by_name
-from telemetry.selectors.frames import frame_segments, latest_frame, segments_filter, stacked
+from telemetry.selectors.frames import frame_segments, latest_frames, segments_filter, stacked
 from telemetry.selectors.series import choose_source, series_read, series_read_many
 
 Points = list[tuple[datetime, float]]
@@ -101,9 +101,9 @@ class KindSnapshot:
     def by_entity(self) -> dict[int, dict[str, float]]:
         out: dict[int, dict[str, float]] = {}
         for name, array in self.values.items():
-            for entity_id, value in zip(self.ids.tolist(), array.tolist(), strict=True):
-                if not np.isnan(value):
-                    out.setdefault(entity_id, {})[name] = value
+            has = ~np.isnan(array)
+            for entity_id, value in zip(self.ids[has].tolist(), array[has].tolist(), strict=True):
+                out.setdefault(entity_id, {})[name] = value
         return out
 
 
@@ -141,11 +141,12 @@ def latest_kind(cluster_id: int, kind: str, names: Iterable[str]) -> KindSnapsho
         )
     if layout is not None:
         ids = layout_entity_ids(layout)
+        found = latest_frames(metrics=metrics.values(), layout=layout, since=now - LATEST_WINDOW)
         for name, metric in metrics.items():
-            found = latest_frame(metric=metric, layout=layout, since=now - LATEST_WINDOW)
-            if found is not None:
-                values[name] = found[1].astype(np.float64)
-                newest_ts = max(newest_ts, found[0]) if newest_ts else found[0]
+            if metric.pk in found:
+                ts, array = found[metric.pk]
+                values[name] = array.astype(np.float64)
+                newest_ts = max(newest_ts, ts) if newest_ts else ts
     sampled: dict[str, dict[int, float]] = defaultdict(dict)
     if metrics:
         by_id = {m.pk: name for name, m in metrics.items()}
