@@ -20,7 +20,7 @@ from django.db import connection
 
 from telemetry.models import Frame, RollupWatermark, Sample
 
-HOUR, MINUTE = 3600, 60
+DAY, HOUR, MINUTE = 86400, 3600, 60
 
 
 def _diurnal(seconds: float) -> float:
@@ -56,6 +56,9 @@ def build_history(
 
     counts = {"frames": 0, "rollup_rows": 0, "samples": 0}
     plans = (
+        # Daily frames, as the store keeps them (rollup_day_days): what month-long cost
+        # windows read for whole days.
+        (86400, days, DAY, 1440),
         (3600, days * 24, HOUR, 60),
         (900, min(days, frame_15min_days) * 96, 900, 15),
         (60, frame_minute_days * 1440, MINUTE, 1),
@@ -68,8 +71,10 @@ def build_history(
             "sum, min, max, entities_sum, entities_count) FROM STDIN"
         ) as copy:
             for resolution, buckets, step, per_bucket in plans:
+                # Rollup buckets start on their resolution, as the store writes them.
+                aligned = now // step * step if resolution else now
                 for i in range(buckets):
-                    at = now - (buckets - i) * step
+                    at = aligned - (buckets - i) * step
                     factor = _diurnal(at)
                     when = datetime.fromtimestamp(at, tz=UTC)
                     for (metric_id, layout_id), values in base_frames.items():
@@ -121,8 +126,10 @@ def build_history(
                 (60, row_minute_days * 1440, 1),
             ):
                 step = resolution
+                # Rollup buckets start on their resolution, as the store writes them.
+                aligned = now // step * step if resolution else now
                 for i in range(buckets):
-                    at = now - (buckets - i) * step
+                    at = aligned - (buckets - i) * step
                     factor = _diurnal(at)
                     when = datetime.fromtimestamp(at, tz=UTC)
                     for (metric_id, entity_id), value in base_rows.items():

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from django.db.models import Count, Max, Min, Sum
+from django.db.models import Count, Max, Min, Q, Sum
 
 from inventory.models import Cluster
 from telemetry.frames import COUNT_DTYPE, SUM_DTYPE, layout_entity_ids
@@ -201,44 +201,78 @@ def entity_sums(
         )
         for row in raw:
             add(row["entity_id"], row["total"], row["n"])
-    # Frames keep their own rollups, merged as they are written: no watermark needed. Windows
-    # of six hours or more read hourly frames (hour-aligned: the first partial hour counts
-    # whole), so a month is 720 frames instead of 43,200 — and minute frames are only kept
-    # two days anyway.
-    frame_resolution = 3600 if (end - start).total_seconds() >= 6 * 3600 else 60
-    frame_start = datetime.fromtimestamp(
-        start.timestamp() // frame_resolution * frame_resolution, tz=start.tzinfo
-    )
+    # Frames keep their own rollups, merged as they are written: no watermark needed.
     layouts = {
         layout.pk: layout for layout in FrameLayout.objects.filter(cluster=cluster, kind=kind)
     }
-    # One query for every layout; each layout's rows summed as one (frames × entities) array.
-    rows = (
-        Frame.objects.filter(
-            metric=metric,
-            layout_id__in=list(layouts),
-            resolution=frame_resolution,
-            ts__gte=frame_start,
-            ts__lt=end,
-        )
-        .order_by()
-        .values_list("layout_id", "count", "sum")
-    )
-    grouped: dict[int, tuple[list[bytes], list[bytes]]] = {}
-    for layout_id, c, s in rows:
-        counts, totals = grouped.setdefault(layout_id, ([], []))
-        counts.append(bytes(c))
-        totals.append(bytes(s))
-    for layout_id, (counts, totals) in grouped.items():
-        layout = layouts[layout_id]
-        count = stacked(counts, COUNT_DTYPE, layout.size).sum(axis=0, dtype=np.int64)
-        total = stacked(totals, SUM_DTYPE, layout.size).sum(axis=0)
+    for layout_id, count, total in _frame_window_sums(metric, layouts, start, end):
         for entity_id, t, n in zip(
-            layout_entity_ids(layout).tolist(), total.tolist(), count.tolist(), strict=True
+            layout_entity_ids(layouts[layout_id]).tolist(),
+            total.tolist(),
+            count.tolist(),
+            strict=True,
         ):
             if n:
                 add(entity_id, t, n)
     return {entity_id: (agg[0], int(agg[1])) for entity_id, agg in sums.items() if agg[1]}
+
+
+DAY, HOUR, MINUTE = 86400, 3600, 60
+
+
+def _frame_window_sums(
+    metric: MetricDefinition, layouts: dict[int, FrameLayout], start: datetime, end: datetime
+):
+    """``(layout id, per-entity counts, per-entity sums)`` of a metric's frames in the window.
+
+    Windows of six hours or more read hourly frames (hour-aligned: the first partial hour
+    counts whole), so a month is 720 frames instead of 43,200 — and minute frames are only
+    kept two days anyway. Whole days inside the window are read from daily frames where every
+    one of them is there (30 frames for a month instead of 720: ~20 MB fewer bytes per
+    10,240-card cluster); a layout missing any such day reads hourly frames throughout.
+    Two queries (daily, then the rest); each layout's rows summed as one array.
+    """
+    resolution = HOUR if (end - start).total_seconds() >= 6 * HOUR else MINUTE
+    frame_start = datetime.fromtimestamp(
+        start.timestamp() // resolution * resolution, tz=start.tzinfo
+    )
+    day_lo = -(-frame_start.timestamp() // DAY) * DAY
+    day_hi = end.timestamp() // DAY * DAY
+    daily: dict[int, list[tuple]] = {}
+    if resolution == HOUR and day_hi - day_lo >= DAY:
+        lo, hi = (datetime.fromtimestamp(t, tz=start.tzinfo) for t in (day_lo, day_hi))
+        rows = (
+            Frame.objects.filter(
+                metric=metric, layout_id__in=list(layouts), resolution=DAY, ts__gte=lo, ts__lt=hi
+            )
+            .order_by()
+            .values_list("layout_id", "count", "sum")
+        )
+        for layout_id, c, t in rows:
+            daily.setdefault(layout_id, []).append((bytes(c), bytes(t)))
+        days = round((day_hi - day_lo) / DAY)
+        daily = {k: rows for k, rows in daily.items() if len(rows) == days}
+    finer = Q()
+    for layout_id in layouts:
+        if layout_id in daily:
+            finer |= Q(layout_id=layout_id, ts__gte=frame_start, ts__lt=lo)
+            finer |= Q(layout_id=layout_id, ts__gte=hi, ts__lt=end)
+        else:
+            finer |= Q(layout_id=layout_id, ts__gte=frame_start, ts__lt=end)
+    grouped: dict[int, list[tuple]] = {k: list(rows) for k, rows in daily.items()}
+    if layouts:
+        rows = (
+            Frame.objects.filter(finer, metric=metric, resolution=resolution)
+            .order_by()
+            .values_list("layout_id", "count", "sum")
+        )
+        for layout_id, c, t in rows:
+            grouped.setdefault(layout_id, []).append((bytes(c), bytes(t)))
+    for layout_id, chunks in grouped.items():
+        size = layouts[layout_id].size
+        count = stacked([c for c, _ in chunks], COUNT_DTYPE, size).sum(axis=0, dtype=np.int64)
+        total = stacked([t for _, t in chunks], SUM_DTYPE, size).sum(axis=0)
+        yield layout_id, count, total
 
 
 def data_span(cluster: Cluster, start: datetime, end: datetime) -> tuple[datetime, datetime] | None:

@@ -173,3 +173,43 @@ def test_older_frames_get_their_reduction_backfilled(layout, util):
         expected
     )
     assert expected[0] == (0, 7.0, 3)
+
+
+@pytest.mark.django_db
+def test_month_windows_sum_whole_days_from_daily_frames_and_the_edges_from_hourly(
+    cluster, layout, util
+):
+    from telemetry.read import entity_sums
+
+    # Three days and a bit of hourly writes, one value per entity per write.
+    t0 = 1_780_012_800 - 5 * 3600  # 19:00 the day before a midnight
+    values = np.array([0.1, 0.2, 0.3, 0.4])
+    with transaction.atomic():
+        frames_write_many(
+            layout=layout,
+            batches=[(t0 + i * 3600, {util.id: values * (1 + i % 5)}) for i in range(80)],
+        )
+    start, end = at(t0 + 1800), at(t0 + 80 * 3600)
+    expected_count = 80  # the first partial hour counts whole (hour-aligned windows)
+    expected_sum = sum(values * (1 + i % 5) for i in range(80))
+    sums = entity_sums(
+        cluster=cluster, metric_name=util.name, kind="accelerator", start=start, end=end
+    )
+    ids = [Entity.objects.get(key=key).pk for key in KEYS]
+    assert [sums[i][1] for i in ids] == [expected_count] * 4
+    assert np.allclose([sums[i][0] for i in ids], expected_sum)
+    # Whole days come from daily frames: without a day's hourly frames the sums are the same.
+    midnight = 1_780_012_800
+    Frame.objects.filter(
+        resolution=3600, metric=util, ts__gte=at(midnight), ts__lt=at(midnight + DAY)
+    ).delete()
+    again = entity_sums(
+        cluster=cluster, metric_name=util.name, kind="accelerator", start=start, end=end
+    )
+    assert again == sums
+    # A layout missing a daily frame reads hourly frames throughout (here: 24 fewer hours).
+    Frame.objects.filter(resolution=DAY, metric=util, ts=at(midnight + DAY)).delete()
+    fallback = entity_sums(
+        cluster=cluster, metric_name=util.name, kind="accelerator", start=start, end=end
+    )
+    assert [fallback[i][1] for i in ids] == [expected_count - 24] * 4
