@@ -8,29 +8,14 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
+from cluster_portal.web.units import format_value
+
 Points = list[tuple[datetime, float]]
 
 
 def fmt(value: float | None, unit: str) -> str:
-    """A KPI value for display; "—" when missing."""
-    if value is None:
-        return "—"
-    if unit == "ratio":
-        return f"{value * 100:.1f}%"
-    if unit == "seconds_as_ms":
-        return _("%(ms)s ms") % {"ms": f"{value * 1000:,.0f}"}
-    if unit == "seconds":
-        return _("%(s)s s") % {"s": f"{value:,.1f}"}
-    if unit == "bytes":
-        for size, suffix in ((2**50, "PiB"), (2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB")):
-            if abs(value) >= size:
-                return f"{value / size:,.1f} {suffix}"
-        return f"{value:,.0f} B"
-    if unit == "celsius":
-        return f"{value:.0f} °C"
-    if abs(value) >= 100 or float(value).is_integer():
-        return f"{value:,.0f}"
-    return f"{value:,.2f}"
+    """A KPI value for display by its unit (:mod:`cluster_portal.web.units`); "—" if missing."""
+    return format_value(value, unit)
 
 
 def kpi(key: str, label: str, value: float | None, unit: str, *, hint: str = "") -> dict:

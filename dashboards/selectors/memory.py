@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cluster_portal.web.sorting import natural_key
 from cluster_portal.web.timerange import TimeRange
 from dashboards.selectors.common import finite, metric_defs
-from dashboards.selectors.hardware import natural_key
 from inventory.models import Cluster
 from telemetry.models import Entity, MetricDefinition
 from telemetry.read import (
