@@ -73,9 +73,10 @@ def _prefixed(value: float, symbol: str, *, base: int, prefixes: tuple[str, ...]
         scaled /= base
         index += 1
     # 999.96 rounds to "1000": step up a prefix so it reads "1 k…" instead.
-    if round(abs(scaled), max(3 - len(str(int(abs(scaled)))), 0)) >= base and index < len(
-        prefixes
-    ) - 1:
+    if (
+        round(abs(scaled), max(3 - len(str(int(abs(scaled)))), 0)) >= base
+        and index < len(prefixes) - 1
+    ):
         scaled /= base
         index += 1
     return f"{number(scaled)} {prefixes[index]}{symbol}"

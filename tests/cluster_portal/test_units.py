@@ -67,7 +67,10 @@ def test_unknown_units_keep_their_name() -> None:
     ("names", "expected"),
     [
         (["r10", "r1", "r2", "r0"], ["r0", "r1", "r2", "r10"]),
-        (["sn1/node-10", "sn1/node-9", "sn10/node-1"], ["sn1/node-9", "sn1/node-10", "sn10/node-1"]),
+        (
+            ["sn1/node-10", "sn1/node-9", "sn10/node-1"],
+            ["sn1/node-9", "sn1/node-10", "sn10/node-1"],
+        ),
     ],
 )
 def test_rack_and_node_names_sort_naturally(names: list[str], expected: list[str]) -> None:
