@@ -125,6 +125,8 @@ def format_value(value: float | int | None, unit: str = "") -> str:
         return percent(value)
     if unit in ("seconds", "seconds_as_ms"):
         return duration(value)
+    if unit == "milliseconds":
+        return duration(float(value) / 1000)
     if unit == "bytes":
         return iec(value)
     if unit in ("bytes_per_second", "bytes/s"):
@@ -138,3 +140,25 @@ def format_value(value: float | int | None, unit: str = "") -> str:
     if unit in ("", "none", "count"):
         return number(value)
     return f"{number(value)} {unit}"
+
+
+# Prometheus naming: a metric (or a table column named after one) ends with its base unit.
+_SUFFIX_UNITS = (
+    ("_bytes_per_second", "bytes_per_second"),
+    ("_bytes_per_s", "bytes_per_second"),
+    ("_bytes", "bytes"),
+    ("_ratio", "ratio"),
+    ("_seconds", "seconds"),
+    ("_watts", "watts"),
+    ("_joules", "joules"),
+    ("_celsius", "celsius"),
+    ("_ms", "milliseconds"),  # SLO targets and list columns kept in ms for their CSV
+)
+
+
+def unit_for_metric(name: str) -> str:
+    """The unit a metric or column name declares by its suffix ("" when it names none)."""
+    for suffix, unit in _SUFFIX_UNITS:
+        if name.endswith(suffix):
+            return unit
+    return ""

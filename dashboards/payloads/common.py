@@ -8,7 +8,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from cluster_portal.web.units import format_value
+from cluster_portal.web.units import format_value, unit_for_metric
 
 Points = list[tuple[datetime, float]]
 
@@ -30,8 +30,14 @@ def kpi(key: str, label: str, value: float | None, unit: str, *, hint: str = "")
 
 
 def table(columns: Sequence[str], labels: Sequence[str], rows: list[list[Any]]) -> dict:
-    """A table: stable column ids (CSV headers), translated labels (page headers), rows."""
-    return {"columns": list(columns), "labels": [str(x) for x in labels], "rows": rows}
+    """A table: stable column ids (CSV headers), translated labels (page headers), rows, and
+    each column's unit (read from its name) so the page formats cells: 5e10 → "50 GB/s"."""
+    return {
+        "columns": list(columns),
+        "labels": [str(x) for x in labels],
+        "rows": rows,
+        "units": [unit_for_metric(c) for c in columns],
+    }
 
 
 def series_table(series: dict[str, Points], labels: dict[str, str] | None = None) -> dict:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.utils.translation import gettext as _
 
+from cluster_portal.web.units import duration, integer
 from dashboards import charts
-from dashboards.payloads.common import kpi, scaled, series_table, table
+from dashboards.payloads.common import kpi, series_table, table
 from dashboards.selectors.overview import OverviewData
 
 
@@ -13,8 +14,8 @@ def _cluster_hint(seconds: float | None) -> str:
     """The cluster's request-weighted figure, labelled as the approximation it is."""
     if seconds is None:
         return ""
-    return _("cluster %(ms)s ms (request-weighted mean of service P99s)") % {
-        "ms": f"{seconds * 1000:,.0f}"
+    return _("cluster %(value)s (request-weighted mean of service P99s)") % {
+        "value": duration(seconds)
     }
 
 
@@ -27,7 +28,7 @@ def overview_payload(data: OverviewData) -> dict:
             _("Healthy / total cards"),
             healthy,
             "count",
-            hint=_("of %(total)s") % {"total": f"{total:,.0f}" if total is not None else "—"},
+            hint=_("of %(total)s") % {"total": integer(total)},
         ),
         kpi(
             "utilization_busy",
@@ -121,19 +122,21 @@ def overview_payload(data: OverviewData) -> dict:
             {_("samples/s"): s["cluster_training_samples_per_second"]},
             title=_("Training throughput"),
             y_title=_("samples/s"),
+            y_unit="count",
         ),
         "inference_throughput": charts.timeseries(
             {_("tokens/s"): s["cluster_inference_tokens_per_second"]},
             title=_("Inference throughput"),
             y_title=_("tokens/s"),
+            y_unit="count",
         ),
         "latency": charts.timeseries(
             {
-                _("TTFT P99"): scaled(s.get("cluster_inference_ttft_p99_seconds", []), 1000),
-                _("TPOT P99"): scaled(s.get("cluster_inference_tpot_p99_seconds", []), 1000),
+                _("TTFT P99"): s.get("cluster_inference_ttft_p99_seconds", []),
+                _("TPOT P99"): s.get("cluster_inference_tpot_p99_seconds", []),
             },
             title=_("Serving latency (request-weighted mean of service P99s)"),
-            y_title="ms",
+            y_unit="seconds",
         ),
     }
     tables = {

@@ -57,9 +57,9 @@
     }));
   }
 
-  function cellText(value) {
+  function cellText(value, unit) {
     if (value === null || value === undefined) return "—";
-    if (typeof value === "number" && !Number.isInteger(value)) return value.toLocaleString(undefined, { maximumFractionDigits: 3 });
+    if (typeof value === "number") return window.portalUnits.format(value, unit);
     return String(value);
   }
 
@@ -77,19 +77,21 @@
         th.textContent = label;
         headRow.append(th);
       });
+      const units = data.units || [];
       const body = document.createElement("tbody");
       data.rows.forEach((row) => {
         const tr = body.insertRow();
         row.forEach((value, i) => {
           const td = tr.insertCell();
+          if (typeof value === "number") td.className = "num";
           const href = linkCol >= 0 && i === textCol && payload.links ? payload.links[String(row[linkCol])] : null;
           if (href) {
             const a = document.createElement("a");
             a.href = href;
-            a.textContent = cellText(value);
+            a.textContent = cellText(value, units[i]);
             td.append(a);
           } else {
-            td.textContent = cellText(value);
+            td.textContent = cellText(value, units[i]);
           }
         });
       });
@@ -109,7 +111,7 @@
     root.querySelectorAll("[data-chart-key]").forEach((el) => {
       const figure = (payload.figures || {})[el.dataset.chartKey];
       if (!figure || typeof Plotly === "undefined") return;
-      const layout = Object.assign({ autosize: true }, figure.layout);
+      const layout = window.portalUnits.liftTitle(el, Object.assign({ autosize: true }, figure.layout));
       Plotly.react(el, figure.data, layout, { responsive: true, displaylogo: false });
       el.dataset.empty = hasData(figure) ? "false" : "true";
       let note = el.parentElement.querySelector(".chart-empty");
@@ -136,6 +138,15 @@
     });
   }
 
+  // A long range on a young cluster: say where the data begins instead of a lone point.
+  function renderDataStart(payload) {
+    const box = root.querySelector("[data-data-start]");
+    if (!box) return;
+    const note = payload.data_start && payload.data_start.note;
+    box.textContent = note || "";
+    box.hidden = !note;
+  }
+
   async function refresh() {
     const mine = ++generation;
     try {
@@ -147,6 +158,7 @@
       renderKpis(payload.kpis);
       renderTables(payload);
       renderCharts(payload);
+      renderDataStart(payload);
       const stamp = root.querySelector("[data-updated]");
       if (stamp) {
         stamp.dateTime = payload.updated;
