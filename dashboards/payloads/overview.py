@@ -7,6 +7,7 @@ from django.utils.translation import gettext as _
 from cluster_portal.web.units import duration, integer
 from dashboards import charts
 from dashboards.payloads.common import kpi, series_table, table
+from dashboards.payloads.simclock import add_simulated_clock, clock_text
 from dashboards.selectors.overview import OverviewData
 
 
@@ -99,6 +100,19 @@ def overview_payload(data: OverviewData) -> dict:
         kpi("open_alerts", _("Open alerts"), float(data.open_alerts), "count"),
         kpi("twin_lag", _("Twin tick lag"), k.get("twin_tick_lag_seconds"), "seconds"),
     ]
+    hour = k.get("twin_simulated_hour_of_day")
+    if hour is not None:
+        night = (k.get("twin_night_window_active") or 0) >= 0.5
+        kpis.append(
+            {
+                "key": "simulated_clock",
+                "label": str(_("Twin's simulated time of day")),
+                "value": hour,
+                "unit": "hours",
+                "display": clock_text(hour),
+                "hint": str(_("(simulated night)") if night else _("(simulated day)")),
+            }
+        )
     util = {
         _("allocated / healthy cards"): s["cluster_utilization_allocated_ratio"],
         _("busy (mean card utilization)"): s["cluster_utilization_busy_ratio"],
@@ -139,7 +153,18 @@ def overview_payload(data: OverviewData) -> dict:
             y_unit="seconds",
         ),
     }
+    sim_clock = add_simulated_clock(
+        figures,
+        s.get("twin_simulated_hour_of_day", []),
+        s.get("twin_night_window_active", []),
+    )
     tables = {
+        "simulated_clock": series_table(
+            {
+                "simulated_hour_of_day": s.get("twin_simulated_hour_of_day", []),
+                "night_window_active": s.get("twin_night_window_active", []),
+            }
+        ),
         "kpis": table(
             ["kpi", "value"],
             [_("figure"), _("value")],
@@ -171,4 +196,4 @@ def overview_payload(data: OverviewData) -> dict:
             }
         ),
     }
-    return {"kpis": kpis, "figures": figures, "tables": tables}
+    return {"kpis": kpis, "figures": figures, "tables": tables, "simulated_clock": sim_clock}

@@ -76,3 +76,28 @@ def test_hardware_racks_table_is_in_natural_order(client_as, twin_cluster):  # n
     numbers = [int(n.lstrip("r")) for n in names]
     assert numbers == sorted(numbers) and names.index("r2") < names.index("r10")
     assert data["figures"]["utilization"]["data"][0]["x"] == names
+
+
+def test_simulated_nights_become_shaded_bands_and_hovers_name_the_simulated_clock() -> None:
+    from dashboards.payloads.simclock import add_simulated_clock, clock_text, night_bands
+
+    t = [END + timedelta(minutes=i) for i in range(6)]
+    hours = list(zip(t, [21.5, 22.0, 23.0, 5.5, 6.0, 7.0], strict=True))
+    night = list(zip(t, [0, 1, 1, 1, 0, 0], strict=True))
+    assert night_bands(night) == [(t[1], t[4])]
+    assert clock_text(23.5) == "23:30" and clock_text(24.0) == "00:00"
+    figures = {"u": charts.timeseries({"busy": [(ts, 0.5) for ts in t]}, title="u")}
+    assert add_simulated_clock(figures, hours, night)
+    trace = figures["u"]["data"][0]
+    assert trace["customdata"][2] == "23:00" and "simulated" in trace["hovertemplate"]
+    shape = figures["u"]["layout"]["shapes"][0]
+    assert (shape["x0"], shape["x1"]) == (t[1].isoformat(), t[4].isoformat())
+
+
+@pytest.mark.django_db
+def test_twin_overview_carries_the_simulated_clock(client_as, twin_cluster):  # noqa: F811
+    data = client_as("operator").get("/api/v1/dashboards/overview/?range=1h").json()
+    assert data["simulated_clock"] is True
+    tiles = {k["key"]: k for k in data["kpis"]}
+    assert ":" in tiles["simulated_clock"]["display"]
+    assert all("customdata" in t for t in data["figures"]["utilization"]["data"])
