@@ -76,3 +76,9 @@ def test_unknown_units_keep_their_name() -> None:
 def test_rack_and_node_names_sort_naturally(names: list[str], expected: list[str]) -> None:
     assert natural_sorted(names) == expected
     assert sorted(names, key=natural_key) == expected
+
+
+def test_durations_read_in_simplified_chinese() -> None:
+    with translation.override("zh-hans"):
+        assert duration(132.084) == "2.2 分钟"
+        assert duration(0.0421) == "42.1 毫秒"
