@@ -17,6 +17,12 @@ def unit(value: float | None, name: str = "") -> str:
 
 
 @register.filter
+def metric_value(value: float | None, metric_name: str = "") -> str:
+    """A value of a named metric, in the unit its name declares (``..._seconds`` → "42.1 ms")."""
+    return units.format_value(value, units.unit_for_metric(metric_name or ""))
+
+
+@register.filter
 def duration(seconds: float | None) -> str:
     return units.duration(seconds)
 
