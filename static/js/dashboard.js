@@ -107,11 +107,37 @@
     });
   }
 
+  // The twin's simulated clock as the time axis's labels (wall time stays the position, so
+  // shaded simulated nights and the data line up): tick text comes from each point's
+  // customdata, the simulated time of day the payload attached.
+  const axisToggle = root.querySelector("[data-time-axis]");
+  let simulatedTicks = sessionStorage.getItem("portal.timeAxis") === "simulated";
+
+  function simulatedAxis(layout, figure) {
+    const trace = (figure.data || []).find((t) => Array.isArray(t.customdata) && t.customdata.length);
+    if (!simulatedTicks || !trace || !layout.xaxis || layout.xaxis.type !== "date") return layout;
+    const n = trace.x.length;
+    const every = Math.max(1, Math.ceil(n / 8));
+    const vals = [];
+    const text = [];
+    for (let i = 0; i < n; i += every) { vals.push(trace.x[i]); text.push(trace.customdata[i]); }
+    const out = Object.assign({}, layout);
+    out.xaxis = Object.assign({}, layout.xaxis, {
+      tickvals: vals, ticktext: text, title: { text: axisToggle ? axisToggle.dataset.simTitle : "" },
+    });
+    return out;
+  }
+
   function renderCharts(payload) {
+    if (axisToggle) {
+      axisToggle.hidden = !payload.simulated_clock;
+      axisToggle.setAttribute("aria-pressed", String(simulatedTicks));
+      axisToggle.textContent = simulatedTicks ? axisToggle.dataset.wallLabel : axisToggle.dataset.simLabel;
+    }
     root.querySelectorAll("[data-chart-key]").forEach((el) => {
       const figure = (payload.figures || {})[el.dataset.chartKey];
       if (!figure || typeof Plotly === "undefined") return;
-      const layout = window.portalUnits.liftTitle(el, Object.assign({ autosize: true }, figure.layout));
+      const layout = simulatedAxis(window.portalUnits.liftTitle(el, Object.assign({ autosize: true }, figure.layout)), figure);
       Plotly.react(el, figure.data, layout, { responsive: true, displaylogo: false });
       el.dataset.empty = hasData(figure) ? "false" : "true";
       let note = el.parentElement.querySelector(".chart-empty");
@@ -211,6 +237,14 @@
         if (value) query.set(key, value); else query.delete(key);
       });
       navigate(query);
+    });
+  }
+
+  if (axisToggle) {
+    axisToggle.addEventListener("click", () => {
+      simulatedTicks = !simulatedTicks;
+      sessionStorage.setItem("portal.timeAxis", simulatedTicks ? "simulated" : "wall");
+      refresh();
     });
   }
 
