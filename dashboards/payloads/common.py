@@ -10,7 +10,6 @@ from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 
-from cluster_portal.web.charttext import chart_text
 from cluster_portal.web.units import format_value, unit_for_metric
 
 Points = list[tuple[datetime, float]]
@@ -104,23 +103,9 @@ def mark_data_start(payload: dict, start: datetime, end: datetime) -> dict:
                 "y0": 0,
                 "y1": 1,
                 "fillcolor": "#d0d7de",
-                "opacity": 0.35,
+                "opacity": 0.25,
                 "line": {"width": 0},
                 "layer": "below",
-            },
-        ]
-        layout["annotations"] = [
-            *layout.get("annotations", []),
-            {
-                "xref": "x",
-                "yref": "paper",
-                "x": start.isoformat(),
-                "y": 1,
-                "xanchor": "left",
-                "yanchor": "top",
-                "showarrow": False,
-                "text": chart_text(_("no data before %(when)s") % {"when": when}),
-                "font": {"size": 11, "color": "#5b6777"},
             },
         ]
     return payload

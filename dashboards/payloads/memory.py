@@ -71,7 +71,9 @@ def memory_payload(data: MemoryData) -> dict:
         ),
         "offload": charts.timeseries(
             {_("KV offload to DRAM"): s["offload_bytes_per_second"]},
-            title=_("KV offload traffic to the DRAM tier"),
+            title=_("KV offload traffic to the DRAM tier (per simulated second)")
+            if data.offload_per_simulated_second
+            else _("KV offload traffic to the DRAM tier"),
             y_unit="bytes_per_second",
         ),
     }

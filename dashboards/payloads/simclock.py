@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 from cluster_portal.web.charttext import chart_text
 from dashboards.payloads.common import Points
 
-NIGHT_FILL = "#1f3a5f"  # dark blue at low opacity: reads as "night" and stays colour-blind safe
+NIGHT_FILL = "#0b3d91"  # dark blue at low opacity: reads as "night" and stays colour-blind safe
 
 
 def clock_text(hour: float) -> str:
@@ -86,27 +86,16 @@ def add_simulated_clock(figures: dict, hours: Points, night: Points) -> bool:
                     "y0": 0,
                     "y1": 1,
                     "fillcolor": NIGHT_FILL,
-                    "opacity": 0.12,
+                    "opacity": 0.16,
                     "line": {"width": 0},
                     "layer": "below",
+                    # One legend entry names the shading (Plotly.js ≥ 2.29 shape legends);
+                    # an annotation would sit under the mode bar.
                     "name": night_label,
+                    "legendgroup": "simulated-night",
+                    "showlegend": i == 0,
                 }
-                for first, last in bands
+                for i, (first, last) in enumerate(bands)
             ),
         ]
-        if bands:
-            layout["annotations"] = [
-                *layout.get("annotations", []),
-                {
-                    "xref": "x",
-                    "yref": "paper",
-                    "x": bands[0][0].isoformat(),
-                    "y": 1,
-                    "xanchor": "left",
-                    "yanchor": "bottom",
-                    "showarrow": False,
-                    "text": night_label,
-                    "font": {"size": 11, "color": NIGHT_FILL},
-                },
-            ]
     return True

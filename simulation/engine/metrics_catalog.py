@@ -212,6 +212,12 @@ METRICS: tuple[MetricSpec, ...] = (
         "Simulated hour of day (0-24) at the end of the step: start_hour + simulated time.",
     ),
     MetricSpec(
+        "twin_simulated_seconds_total",
+        "seconds",
+        _C,
+        "Simulated seconds since the run started (rates per simulated second divide by it).",
+    ),
+    MetricSpec(
         "twin_night_window_active",
         "bool",
         _C,

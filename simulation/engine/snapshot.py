@@ -173,6 +173,7 @@ def build_snapshot(eng: Engine, lat: dict, train: dict, mem: dict, dt: float) ->
         "cluster_kv_offload_bytes_total": float(c["kv_offload_bytes"]),
         "cluster_kv_hit_ratio": c["kv_hits"] / c["kv_lookups"] if c["kv_lookups"] else 0.0,
         "twin_simulated_hour_of_day": hour,
+        "twin_simulated_seconds_total": float(st.t),
         "twin_night_window_active": float(in_window(hour, scen.policy.night_window)),
     }
     cluster.update(serving_cluster(eng, lat, dt))

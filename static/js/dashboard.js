@@ -71,9 +71,11 @@
       const textCol = data.columns.indexOf(el.dataset.linkTextColumn || "");
       const head = document.createElement("thead");
       const headRow = head.insertRow();
-      data.labels.forEach((label) => {
+      const first = data.rows[0] || [];
+      data.labels.forEach((label, i) => {
         const th = document.createElement("th");
         th.scope = "col";
+        if (typeof first[i] === "number") th.className = "num";
         th.textContent = label;
         headRow.append(th);
       });
@@ -125,6 +127,8 @@
     out.xaxis = Object.assign({}, layout.xaxis, {
       tickvals: vals, ticktext: text, title: { text: axisToggle ? axisToggle.dataset.simTitle : "" },
     });
+    // Room for the axis title between the ticks and the legend below.
+    out.legend = Object.assign({}, layout.legend || {}, { y: -0.35 });
     return out;
   }
 

@@ -101,3 +101,15 @@ def test_twin_overview_carries_the_simulated_clock(client_as, twin_cluster):  # 
     tiles = {k["key"]: k for k in data["kpis"]}
     assert ":" in tiles["simulated_clock"]["display"]
     assert all("customdata" in t for t in data["figures"]["utilization"]["data"])
+
+
+def test_twin_offload_rate_is_per_simulated_second_not_per_wall_second() -> None:
+    from dashboards.selectors.memory import offload_rate
+
+    # Ten steps stamped 1 s apart in wall time, each 60 simulated seconds; 6 MB per step.
+    t = [END + timedelta(seconds=i) for i in range(11)]
+    counter = list(zip(t, [i * 6e6 for i in range(11)], strict=True))
+    clock = list(zip(t, [i * 60.0 for i in range(11)], strict=True))
+    rates = offload_rate(counter, clock)
+    assert rates and all(v == pytest.approx(1e5) for _ts, v in rates)  # 100 kB/s, not 6 MB/s
+    assert offload_rate(counter)[0][1] == pytest.approx(6e6)  # exporters: per wall second
