@@ -14,6 +14,7 @@ from datetime import datetime
 from django.db.models import QuerySet
 
 from cost import model as cm
+from cost.coverage import cluster_covered_hours
 from cost.models import CostAssumptions
 from inventory.models import Accelerator, Cluster, Workload
 from inventory.selectors import defaults_first
@@ -274,16 +275,23 @@ class ShowbackRow:
     cards_used_mean: float | None
     cards_charged: float
     cost_per_hour: float
-    cost_window: float
+    cost_window: float  # cost_per_hour × covered_hours: only the time with data is billed
     currency: str
+    covered_hours: float = 0.0  # hours of the window the cluster's telemetry covers
+    window_hours: float = 0.0
 
 
 def tenant_showback(tenant_id: int, start: datetime, end: datetime) -> list[ShowbackRow]:
-    """One tenant's workloads and what they cost over the window (OpenCost showback)."""
-    hours = (end - start).total_seconds() / 3600.0
+    """One tenant's workloads and what they cost over the window (OpenCost showback).
+
+    Billed for the time the cluster's telemetry covers, not the whole window: a cluster that
+    has reported for 40 minutes of a 24 h window bills 40 minutes (see :mod:`cost.coverage`).
+    """
+    window_hours = (end - start).total_seconds() / 3600.0
     rows: list[ShowbackRow] = []
     clusters = Cluster.objects.filter(workloads__tenant_id=tenant_id).distinct()
     for cluster in clusters.select_related("hardware_model"):
+        hours = cluster_covered_hours(cluster, start, end)
         inputs = inputs_of(assumptions_for(cluster))
         power = cluster_stat(cluster, "cluster_power_watts", start, end)
         cards = card_count(cluster)
@@ -304,6 +312,8 @@ def tenant_showback(tenant_id: int, start: datetime, end: datetime) -> list[Show
                     cost_per_hour=per_hour,
                     cost_window=per_hour * hours,
                     currency=inputs.currency,
+                    covered_hours=hours,
+                    window_hours=window_hours,
                 )
             )
     return rows

@@ -14,12 +14,14 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from cluster_portal.web.csv import csv_writer
+from cluster_portal.web.units import duration
 from cost import charts
 from cost.forms import CostAssumptionsForm
 from cost.models import CostAssumptions
 from cost.selectors import (
     ClusterCost,
     Comparison,
+    ShowbackRow,
     clusters_cost,
     compare_policies,
     customer_ledger,
@@ -49,6 +51,29 @@ def window(request: HttpRequest) -> tuple[int, datetime, datetime]:
         hours = DEFAULT_HOURS
     end = datetime.now(tz=UTC)
     return hours, end - timedelta(hours=hours), end
+
+
+def coverage_notes(rows: list[ShowbackRow]) -> list[str]:
+    """One sentence per cluster saying how much of the window was billed, and why."""
+    notes = []
+    for cluster, covered, window_hours in sorted(
+        {(r.cluster, r.covered_hours, r.window_hours) for r in rows}
+    ):
+        if covered <= 0:
+            notes.append(
+                _("%(cluster)s: no telemetry in this window, so nothing is billed for it.")
+                % {"cluster": cluster}
+            )
+        else:
+            notes.append(
+                _("%(cluster)s: billed for %(covered)s of data in the %(window)s window.")
+                % {
+                    "cluster": cluster,
+                    "covered": duration(covered * 3600),
+                    "window": duration(window_hours * 3600),
+                }
+            )
+    return notes
 
 
 def _pick(costs: list[ClusterCost], request: HttpRequest) -> Comparison | None:
@@ -86,6 +111,7 @@ def cost_page(request: HttpRequest) -> HttpResponse:
         )
         context["total"] = sum(r.cost_window for r in rows)
         context["currency"] = rows[0].currency if rows else ""
+        context["coverage"] = coverage_notes(rows)
         return render(request, "monitoring/cost_customer.html", context)
     costs = clusters_cost(start, end)
     comparison = _pick(costs, request)
@@ -228,7 +254,7 @@ def comparison_csv(comparison: Comparison | None) -> HttpResponse:
 
 SHOWBACK_COLUMNS = (
     "cluster", "workload", "kind", "cards_requested", "cards_used_mean", "cards_charged",
-    "cost_per_hour", "cost_window", "currency",
+    "cost_per_hour", "cost_window", "currency", "covered_hours", "window_hours",
 )  # fmt: skip
 
 
@@ -247,6 +273,8 @@ def showback_csv(rows) -> HttpResponse:
                 _num(r.cost_per_hour),
                 _num(r.cost_window),
                 r.currency,
+                _num(r.covered_hours),
+                _num(r.window_hours),
             ]
             for r in rows
         ],

@@ -49,7 +49,32 @@ def _x(ts: datetime | str) -> str:
     return ts.isoformat() if isinstance(ts, datetime) else ts
 
 
-def _layout(title: str, *, y_title: str = "", y_format: str = "", **extra: Any) -> dict:
+# Plotly axis formats per unit: d3's "~s" gives SI prefixes (k, M, G; m, µ below one), so
+# 0.042 s ticks as "42ms" and 5e10 B/s as "50GB/s" — the same reading as the tiles.
+_AXIS = {
+    "seconds": ("~s", "s"),
+    "bytes_per_second": ("~s", "B/s"),
+    "watts": ("~s", "W"),
+    "joules": ("~s", "J"),
+    "ratio": (".0%", ""),
+    "count": ("~s", ""),
+}
+
+
+def unit_axis(unit: str) -> dict:
+    """``tickformat``/``ticksuffix``/``hoverformat`` for a value axis in ``unit``."""
+    if unit not in _AXIS:
+        return {}
+    tickformat, suffix = _AXIS[unit]
+    axis = {"tickformat": tickformat, "hoverformat": ".3~s" if "s" in tickformat else ".1%"}
+    if suffix:
+        axis["ticksuffix"] = suffix
+    return axis
+
+
+def _layout(
+    title: str, *, y_title: str = "", y_format: str = "", y_unit: str = "", **extra: Any
+) -> dict:
     layout = {
         "title": {"text": chart_text(title)},
         "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
@@ -58,6 +83,7 @@ def _layout(title: str, *, y_title: str = "", y_format: str = "", **extra: Any) 
         "yaxis": {"title": {"text": chart_text(y_title)}, "rangemode": "tozero"},
         "xaxis": {"type": "date"},
     }
+    layout["yaxis"].update(unit_axis(y_unit))
     if y_format:
         layout["yaxis"]["tickformat"] = y_format
     layout.update(extra)
@@ -70,8 +96,10 @@ def timeseries(
     title: str,
     y_title: str = "",
     y_format: str = "",
+    y_unit: str = "",
 ) -> Figure:
-    """One line per named series of ``(time, value)`` points."""
+    """One line per named series of ``(time, value)`` points; ``y_unit`` (a catalogue unit)
+    picks the axis's tick and hover format, e.g. "42ms" or "1.2GB/s"."""
     data = [
         {
             "type": "scatter",
@@ -83,7 +111,8 @@ def timeseries(
         }
         for i, (name, points) in enumerate(series.items())
     ]
-    return {"data": data, "layout": _layout(title, y_title=y_title, y_format=y_format)}
+    layout = _layout(title, y_title=y_title, y_format=y_format, y_unit=y_unit)
+    return {"data": data, "layout": layout}
 
 
 def utilization_area(

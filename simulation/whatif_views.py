@@ -10,6 +10,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from accounts.access import operator_page
+from cluster_portal.web import units
 from cluster_portal.web.csv import csv_writer
 from cost import charts
 from simulation.engine.ablation import STEPS as ABLATION_STEPS
@@ -26,12 +27,12 @@ ROWS = (
     ("training_samples_per_s_mean", gettext_lazy("training samples/s"), "num"),
     ("mfu_mean", gettext_lazy("MFU (running training)"), "pct"),
     ("training_goodput_pflops", gettext_lazy("training goodput (PFLOP/s)"), "num"),
-    ("ttft_p99_ms", gettext_lazy("TTFT P99 (ms)"), "num"),
-    ("tpot_p99_ms", gettext_lazy("TPOT P99 (ms)"), "num"),
-    ("ttft_p50_ms", gettext_lazy("TTFT P50 (ms)"), "num"),
-    ("tpot_p50_ms", gettext_lazy("TPOT P50 (ms)"), "num"),
+    ("ttft_p99_ms", gettext_lazy("TTFT P99"), "ms"),
+    ("tpot_p99_ms", gettext_lazy("TPOT P99"), "ms"),
+    ("ttft_p50_ms", gettext_lazy("TTFT P50"), "ms"),
+    ("tpot_p50_ms", gettext_lazy("TPOT P50"), "ms"),
     ("slo_attainment", gettext_lazy("SLO attainment (TTFT and TPOT)"), "pct"),
-    ("e2e_p99_ms", gettext_lazy("end-to-end P99 (ms)"), "num"),
+    ("e2e_p99_ms", gettext_lazy("end-to-end P99"), "ms"),
     ("inference_requests", gettext_lazy("inference requests"), "int"),
     ("inference_timeouts", gettext_lazy("requests timed out"), "int"),
     ("hbm_live_fraction_mean", gettext_lazy("HBM live fraction"), "pct"),
@@ -46,8 +47,8 @@ ABLATION_COLUMNS = (
     ("training_samples_per_s_mean", gettext_lazy("training samples/s"), "num"),
     ("mfu_mean", gettext_lazy("MFU"), "pct"),
     ("training_goodput_pflops", gettext_lazy("goodput (PFLOP/s)"), "num"),
-    ("ttft_p99_ms", gettext_lazy("TTFT P99 (ms)"), "num"),
-    ("tpot_p99_ms", gettext_lazy("TPOT P99 (ms)"), "num"),
+    ("ttft_p99_ms", gettext_lazy("TTFT P99"), "ms"),
+    ("tpot_p99_ms", gettext_lazy("TPOT P99"), "ms"),
     ("slo_attainment", gettext_lazy("SLO attainment"), "pct"),
     ("energy_mwh", gettext_lazy("energy (MWh)"), "num"),
 )
@@ -94,14 +95,30 @@ def whatif_page(request: HttpRequest) -> HttpResponse:
 
 
 def display(value, fmt: str) -> str:
-    """One cell: ``—`` where the run did not report the figure (e.g. an older run)."""
+    """One cell: ``—`` where the run did not report the figure (e.g. an older run).
+
+    Latencies arrive in ms from the engine's summary and read as durations ("2.2 min")."""
     if value is None:
         return "—"
     if fmt == "pct":
-        return f"{value * 100:.1f}%"
+        return units.percent(value)
     if fmt == "int":
-        return f"{value:,.0f}"
-    return f"{value:,.1f}"
+        return units.integer(value)
+    if fmt == "ms":
+        return units.duration(value / 1000)
+    return units.number(value)
+
+
+def delta_display(delta: float, fmt: str) -> str:
+    """The change from the row before: percentage points for shares, a duration for
+    latencies (signed), else a number."""
+    sign = "+" if delta >= 0 else "−"
+    size = abs(delta)
+    if fmt == "pct":
+        return _("%(sign)s%(value)s pts") % {"sign": sign, "value": units.number(size, digits=2)}
+    if fmt == "ms":
+        return sign + units.duration(size / 1000)
+    return sign + units.number(size)
 
 
 def _table(result: dict) -> list[dict]:
@@ -132,7 +149,14 @@ def _ablation(result: dict) -> list[dict]:
             delta = None
             if value is not None and before is not None:
                 delta = (value - before) * (100 if fmt == "pct" else 1)
-            cells.append({"key": key, "display": display(value, fmt), "delta": delta})
+            cells.append(
+                {
+                    "key": key,
+                    "display": display(value, fmt),
+                    "delta": delta,
+                    "delta_display": "" if delta is None else delta_display(delta, fmt),
+                }
+            )
         rows.append(
             {
                 "name": row["name"],

@@ -130,6 +130,8 @@ LOGOUT_REDIRECT_URL = "login"
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", _("English")), ("zh-hans", _("Simplified Chinese"))]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+# Our zh-hans grouping (1,024 rather than Django's ungrouped 1024); see the module.
+FORMAT_MODULE_PATH = ["cluster_portal.formats"]
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True

@@ -94,6 +94,8 @@ DashboardPayload = inline_serializer(
         "updated": serializers.DateTimeField(),
         "cluster": serializers.CharField(required=False),
         "workload": serializers.DictField(required=False),
+        # Present when the range reaches back before the first data: {"ts", "note"}.
+        "data_start": serializers.DictField(required=False),
     },
 )
 

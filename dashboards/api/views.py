@@ -37,6 +37,7 @@ from cluster_portal.web.schema import (
     TIME_RANGE_PARAMETERS,
 )
 from cluster_portal.web.timerange import TimeRange, TimeRangeError, parse_timerange
+from dashboards.payloads.common import mark_data_start
 from dashboards.payloads.hardware import (
     entity_series_payload,
     hardware_payload,
@@ -122,7 +123,7 @@ class DashboardView(APIView):
 
     def builder(self, request: Request, tr: TimeRange, **kwargs) -> Callable[[], dict]:
         def build() -> dict:
-            payload = self.build(request, tr, **kwargs)
+            payload = mark_data_start(self.build(request, tr, **kwargs), tr.start, tr.end)
             payload["range"] = tr.as_json()
             payload["updated"] = datetime.now(tz=UTC).isoformat()
             return payload

@@ -3,34 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.translation import gettext as _
+
+from cluster_portal.web.units import format_value, unit_for_metric
 
 Points = list[tuple[datetime, float]]
 
 
 def fmt(value: float | None, unit: str) -> str:
-    """A KPI value for display; "—" when missing."""
-    if value is None:
-        return "—"
-    if unit == "ratio":
-        return f"{value * 100:.1f}%"
-    if unit == "seconds_as_ms":
-        return _("%(ms)s ms") % {"ms": f"{value * 1000:,.0f}"}
-    if unit == "seconds":
-        return _("%(s)s s") % {"s": f"{value:,.1f}"}
-    if unit == "bytes":
-        for size, suffix in ((2**50, "PiB"), (2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB")):
-            if abs(value) >= size:
-                return f"{value / size:,.1f} {suffix}"
-        return f"{value:,.0f} B"
-    if unit == "celsius":
-        return f"{value:.0f} °C"
-    if abs(value) >= 100 or float(value).is_integer():
-        return f"{value:,.0f}"
-    return f"{value:,.2f}"
+    """A KPI value for display by its unit (:mod:`cluster_portal.web.units`); "—" if missing."""
+    return format_value(value, unit)
 
 
 def kpi(key: str, label: str, value: float | None, unit: str, *, hint: str = "") -> dict:
@@ -45,8 +32,14 @@ def kpi(key: str, label: str, value: float | None, unit: str, *, hint: str = "")
 
 
 def table(columns: Sequence[str], labels: Sequence[str], rows: list[list[Any]]) -> dict:
-    """A table: stable column ids (CSV headers), translated labels (page headers), rows."""
-    return {"columns": list(columns), "labels": [str(x) for x in labels], "rows": rows}
+    """A table: stable column ids (CSV headers), translated labels (page headers), rows, and
+    each column's unit (read from its name) so the page formats cells: 5e10 → "50 GB/s"."""
+    return {
+        "columns": list(columns),
+        "labels": [str(x) for x in labels],
+        "rows": rows,
+        "units": [unit_for_metric(c) for c in columns],
+    }
 
 
 def series_table(series: dict[str, Points], labels: dict[str, str] | None = None) -> dict:
@@ -60,3 +53,59 @@ def series_table(series: dict[str, Points], labels: dict[str, str] | None = None
 
 def scaled(points: Points, factor: float) -> Points:
     return [(ts, v * factor) for ts, v in points]
+
+
+# A range whose first point comes later than this share of its span (and at least a few
+# minutes in) is "longer than the data": the page says where the data begins.
+DATA_START_SHARE = 0.02
+DATA_START_MIN = timedelta(minutes=5)
+
+
+def _first_time(figures: dict) -> datetime | None:
+    first = None
+    for figure in figures.values():
+        if figure.get("layout", {}).get("xaxis", {}).get("type") != "date":
+            continue
+        for trace in figure.get("data", []):
+            for x, y in zip(trace.get("x", []), trace.get("y", []), strict=False):
+                if y is None:
+                    continue
+                ts = datetime.fromisoformat(x) if isinstance(x, str) else x
+                first = ts if first is None or ts < first else first
+    return first
+
+
+def mark_data_start(payload: dict, start: datetime, end: datetime) -> dict:
+    """On a range that reaches back before the first data, pin every time chart to the whole
+    range, shade the part with no data and add ``payload["data_start"]`` with a sentence
+    naming the first data's time. A 30-day chart of a cluster that is 40 minutes old then
+    shows 30 days with a sliver of data, not one point under millisecond ticks."""
+    first = _first_time(payload.get("figures", {}))
+    span = end - start
+    if first is None or first - start <= max(span * DATA_START_SHARE, DATA_START_MIN):
+        return payload
+    when = date_format(timezone.localtime(first), "Y-m-d H:i T")
+    note = _("No data before %(when)s: the range starts earlier than the data.") % {"when": when}
+    payload["data_start"] = {"ts": first.isoformat(), "note": note}
+    for figure in payload.get("figures", {}).values():
+        layout = figure.get("layout", {})
+        if layout.get("xaxis", {}).get("type") != "date":
+            continue
+        layout["xaxis"]["range"] = [start.isoformat(), end.isoformat()]
+        layout["shapes"] = [
+            *layout.get("shapes", []),
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": start.isoformat(),
+                "x1": first.isoformat(),
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": "#d0d7de",
+                "opacity": 0.25,
+                "line": {"width": 0},
+                "layer": "below",
+            },
+        ]
+    return payload

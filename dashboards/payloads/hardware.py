@@ -103,9 +103,9 @@ def entity_series_payload(series: dict[str, Points], title: str) -> dict:
         "accelerator_utilization_ratio": (_("Utilization"), ".0%", 1.0),
         "accelerator_temperature_celsius": (_("Temperature (°C)"), "", 1.0),
         "accelerator_hbm_used_bytes": (_("HBM used (GiB)"), "", 1 / 2**30),
-        "accelerator_power_watts": (_("Power (W)"), "", 1.0),
-        "rack_power_watts": (_("Power (W)"), "", 1.0),
-        "node_power_watts": (_("Power (W)"), "", 1.0),
+        "accelerator_power_watts": (_("Power"), "", 1.0),
+        "rack_power_watts": (_("Power"), "", 1.0),
+        "node_power_watts": (_("Power"), "", 1.0),
     }
     for name, points in series.items():
         label, y_format, factor = specs.get(name, (name, "", 1.0))
@@ -113,6 +113,7 @@ def entity_series_payload(series: dict[str, Points], title: str) -> dict:
             {str(label): scaled(points, factor)},
             title=f"{title} · {label}",
             y_format=y_format,
+            y_unit="watts" if name.endswith("_watts") else "",
         )
         tables[name] = series_table({name: points})
     return {"kpis": [], "figures": figures, "tables": tables}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.utils.translation import gettext as _
 
 from dashboards import charts
-from dashboards.payloads.common import scaled, series_table, table
+from dashboards.payloads.common import series_table, table
 from dashboards.selectors.memory import POOL_METRICS, MemoryData
 
 GIB = 2**30
@@ -70,9 +70,11 @@ def memory_payload(data: MemoryData) -> dict:
             y_title=_("per second"),
         ),
         "offload": charts.timeseries(
-            {_("KV offload to DRAM (MiB/s)"): scaled(s["offload_bytes_per_second"], 1 / 2**20)},
-            title=_("KV offload traffic to the DRAM tier"),
-            y_title="MiB/s",
+            {_("KV offload to DRAM"): s["offload_bytes_per_second"]},
+            title=_("KV offload traffic to the DRAM tier (per simulated second)")
+            if data.offload_per_simulated_second
+            else _("KV offload traffic to the DRAM tier"),
+            y_unit="bytes_per_second",
         ),
     }
     pool_table = table(

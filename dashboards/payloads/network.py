@@ -68,7 +68,7 @@ def network_payload(data: NetworkData) -> dict:
     }
     links = table(
         ["link", "kind", "status", "utilization_ratio", "capacity_bytes_per_s"],
-        [_("link"), _("kind"), _("status"), _("utilization"), _("capacity (bytes/s)")],
+        [_("link"), _("kind"), _("status"), _("utilization"), _("capacity")],
         [[r.key, r.kind, r.status, r.utilization, r.capacity_bytes_per_s] for r in data.links],
     )
     tables = {

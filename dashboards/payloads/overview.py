@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from django.utils.translation import gettext as _
 
+from cluster_portal.web.units import duration, integer
 from dashboards import charts
-from dashboards.payloads.common import kpi, scaled, series_table, table
+from dashboards.payloads.common import kpi, series_table, table
+from dashboards.payloads.simclock import add_simulated_clock, clock_text
 from dashboards.selectors.overview import OverviewData
 
 
@@ -13,8 +15,8 @@ def _cluster_hint(seconds: float | None) -> str:
     """The cluster's request-weighted figure, labelled as the approximation it is."""
     if seconds is None:
         return ""
-    return _("cluster %(ms)s ms (request-weighted mean of service P99s)") % {
-        "ms": f"{seconds * 1000:,.0f}"
+    return _("cluster %(value)s (request-weighted mean of service P99s)") % {
+        "value": duration(seconds)
     }
 
 
@@ -27,7 +29,7 @@ def overview_payload(data: OverviewData) -> dict:
             _("Healthy / total cards"),
             healthy,
             "count",
-            hint=_("of %(total)s") % {"total": f"{total:,.0f}" if total is not None else "—"},
+            hint=_("of %(total)s") % {"total": integer(total)},
         ),
         kpi(
             "utilization_busy",
@@ -98,6 +100,19 @@ def overview_payload(data: OverviewData) -> dict:
         kpi("open_alerts", _("Open alerts"), float(data.open_alerts), "count"),
         kpi("twin_lag", _("Twin tick lag"), k.get("twin_tick_lag_seconds"), "seconds"),
     ]
+    hour = k.get("twin_simulated_hour_of_day")
+    if hour is not None:
+        night = (k.get("twin_night_window_active") or 0) >= 0.5
+        kpis.append(
+            {
+                "key": "simulated_clock",
+                "label": str(_("Twin's simulated time of day")),
+                "value": hour,
+                "unit": "hours",
+                "display": clock_text(hour),
+                "hint": str(_("(simulated night)") if night else _("(simulated day)")),
+            }
+        )
     util = {
         _("allocated / healthy cards"): s["cluster_utilization_allocated_ratio"],
         _("busy (mean card utilization)"): s["cluster_utilization_busy_ratio"],
@@ -121,22 +136,35 @@ def overview_payload(data: OverviewData) -> dict:
             {_("samples/s"): s["cluster_training_samples_per_second"]},
             title=_("Training throughput"),
             y_title=_("samples/s"),
+            y_unit="count",
         ),
         "inference_throughput": charts.timeseries(
             {_("tokens/s"): s["cluster_inference_tokens_per_second"]},
             title=_("Inference throughput"),
             y_title=_("tokens/s"),
+            y_unit="count",
         ),
         "latency": charts.timeseries(
             {
-                _("TTFT P99"): scaled(s.get("cluster_inference_ttft_p99_seconds", []), 1000),
-                _("TPOT P99"): scaled(s.get("cluster_inference_tpot_p99_seconds", []), 1000),
+                _("TTFT P99"): s.get("cluster_inference_ttft_p99_seconds", []),
+                _("TPOT P99"): s.get("cluster_inference_tpot_p99_seconds", []),
             },
             title=_("Serving latency (request-weighted mean of service P99s)"),
-            y_title="ms",
+            y_unit="seconds",
         ),
     }
+    sim_clock = add_simulated_clock(
+        figures,
+        s.get("twin_simulated_hour_of_day", []),
+        s.get("twin_night_window_active", []),
+    )
     tables = {
+        "simulated_clock": series_table(
+            {
+                "simulated_hour_of_day": s.get("twin_simulated_hour_of_day", []),
+                "night_window_active": s.get("twin_night_window_active", []),
+            }
+        ),
         "kpis": table(
             ["kpi", "value"],
             [_("figure"), _("value")],
@@ -168,4 +196,4 @@ def overview_payload(data: OverviewData) -> dict:
             }
         ),
     }
-    return {"kpis": kpis, "figures": figures, "tables": tables}
+    return {"kpis": kpis, "figures": figures, "tables": tables, "simulated_clock": sim_clock}

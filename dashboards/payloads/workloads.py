@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.utils.translation import gettext as _
 
+from cluster_portal.web.units import duration
 from dashboards import charts
-from dashboards.payloads.common import kpi, scaled, series_table, table
+from dashboards.payloads.common import kpi, series_table, table
 from dashboards.selectors.workloads import WorkloadDetail, WorkloadRow
 from inventory.models import Workload
 
@@ -49,11 +50,11 @@ def workload_list_table(rows: list[WorkloadRow]) -> dict:
         _("MFU"),
         _("progress"),
         _("requests/s"),
-        _("TTFT P99 (ms)"),
-        _("TTFT SLO (ms)"),
-        _("TPOT P99 (ms)"),
-        _("TPOT SLO (ms)"),
-        _("end-to-end P99 (ms)"),
+        _("TTFT P99"),
+        _("TTFT SLO"),
+        _("TPOT P99"),
+        _("TPOT SLO"),
+        _("end-to-end P99"),
         _("SLO attainment"),
         _("queued requests"),
         _("timed out"),
@@ -139,7 +140,7 @@ def workload_detail_payload(detail: WorkloadDetail) -> dict:
     else:
 
         def slo_hint(ms: float | None) -> str:
-            return _("SLO %(ms)s ms") % {"ms": f"{ms:,.0f}"} if ms else ""
+            return _("SLO %(value)s") % {"value": duration(ms / 1000)} if ms else ""
 
         kpis = [
             kpi("replicas", _("Replicas"), v.get("inference_replicas"), "count"),
@@ -191,23 +192,24 @@ def workload_detail_payload(detail: WorkloadDetail) -> dict:
         def with_target(lines: dict, label: str, points, target_ms: float | None) -> dict:
             stamps = [ts for ts, _v in points]
             if target_ms and stamps:
-                lines[label] = [(stamps[0], target_ms), (stamps[-1], target_ms)]
+                target = target_ms / 1000  # the chart is in seconds, its axis shows ms/s
+                lines[label] = [(stamps[0], target), (stamps[-1], target)]
             return lines
 
         ttft_lines = with_target(
-            {_("TTFT P99"): scaled(s["inference_ttft_p99_seconds"], 1000)},
+            {_("TTFT P99"): s["inference_ttft_p99_seconds"]},
             _("TTFT SLO"),
             s["inference_ttft_p99_seconds"],
             w.slo_ttft_ms,
         )
         tpot_lines = with_target(
-            {_("TPOT P99"): scaled(s["inference_tpot_p99_seconds"], 1000)},
+            {_("TPOT P99"): s["inference_tpot_p99_seconds"]},
             _("TPOT SLO"),
             s["inference_tpot_p99_seconds"],
             w.slo_tpot_ms,
         )
         e2e_lines = with_target(
-            {_("end-to-end P99"): scaled(s["inference_latency_p99_seconds"], 1000)},
+            {_("end-to-end P99"): s["inference_latency_p99_seconds"]},
             _("end-to-end SLO"),
             s["inference_latency_p99_seconds"],
             w.slo_p99_ms,
@@ -220,10 +222,10 @@ def workload_detail_payload(detail: WorkloadDetail) -> dict:
                 },
                 title=_("Traffic and replicas"),
             ),
-            "latency": charts.timeseries(ttft_lines, title=_("TTFT P99 vs SLO"), y_title="ms"),
-            "tpot": charts.timeseries(tpot_lines, title=_("TPOT P99 vs SLO"), y_title="ms"),
+            "latency": charts.timeseries(ttft_lines, title=_("TTFT P99 vs SLO"), y_unit="seconds"),
+            "tpot": charts.timeseries(tpot_lines, title=_("TPOT P99 vs SLO"), y_unit="seconds"),
             "e2e": charts.timeseries(
-                e2e_lines, title=_("End-to-end P99 (secondary)"), y_title="ms"
+                e2e_lines, title=_("End-to-end P99 (secondary)"), y_unit="seconds"
             ),
             "backlog": charts.timeseries(
                 {_("queued requests"): s["inference_queue_backlog_requests"]},

@@ -3,12 +3,12 @@ from a rack to its nodes and cards."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 from django.db.models import Count
 
+from cluster_portal.web.sorting import natural_key
 from cluster_portal.web.timerange import TimeRange
 from dashboards.selectors.common import finite, metric_defs
 from inventory.models import Accelerator, Cluster, Node, Rack
@@ -24,11 +24,6 @@ CARD_METRICS = (
     "accelerator_health_status",
 )
 CARD_SERIES = CARD_METRICS[:3] + ("accelerator_power_watts",)
-
-
-def natural_key(text: str) -> list:
-    """``r10`` after ``r9``: numbers inside names compare as numbers."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
 
 
 @dataclass
@@ -117,6 +112,8 @@ def hardware(cluster: Cluster) -> HardwareData:
                 finite(hbm[i]),
             )
         )
+    # The racks table reads r0, r1, r2, … r10 (the database orders by primary key).
+    data.racks.sort(key=lambda c: (natural_key(c.supernode), natural_key(c.rack)))
     health = snap.get("accelerator_health_status")
     if np.isfinite(health).any():
         data.health = {
@@ -158,7 +155,7 @@ def _card_values(cluster_id: int, card_entities: dict[int, int]) -> dict[int, di
 def rack_detail(rack: Rack) -> list[MemberRow]:
     """The rack's nodes with card count and mean newest card values."""
     cluster_id = rack.supernode.cluster_id
-    nodes = list(Node.objects.filter(rack=rack).order_by("hostname"))
+    nodes = sorted(Node.objects.filter(rack=rack), key=lambda n: natural_key(n.hostname))
     cards = dict(
         Entity.objects.filter(
             cluster_id=cluster_id, kind="accelerator", rack=rack, accelerator__isnull=False

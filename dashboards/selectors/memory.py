@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cluster_portal.web.sorting import natural_key
 from cluster_portal.web.timerange import TimeRange
 from dashboards.selectors.common import finite, metric_defs
-from dashboards.selectors.hardware import natural_key
 from inventory.models import Cluster
 from telemetry.models import Entity, MetricDefinition
 from telemetry.read import (
@@ -44,11 +44,39 @@ class MemoryData:
     pools: list[tuple[str, dict[str, float | None]]] = field(default_factory=list)
     series: dict[str, Points] = field(default_factory=dict)
     lru_baseline_reported: bool = False
+    offload_per_simulated_second: bool = False
 
 
-def offload_rate(points: Points) -> Points:
-    """Bytes/s from a cumulative counter's points (a reset, e.g. a twin reset, is skipped)."""
+SIM_SECONDS = "twin_simulated_seconds_total"
+# The twin's prefix caches (and so its offload) advance in 5-simulated-minute batches: a rate
+# over a shorter span is all-or-nothing, so simulated-time rates span at least this much.
+MIN_SIM_SPAN = 300.0
+
+
+def offload_rate(points: Points, sim_seconds: Points | None = None) -> Points:
+    """Bytes/s from a cumulative counter's points (a reset, e.g. a twin reset, is skipped).
+
+    With the twin's simulated clock (``sim_seconds``, same timestamps) the rate is per
+    *simulated* second: the twin runs faster than real time, so bytes per wall second would
+    overstate the traffic by the speed-up (the "1B MiB/s" operators saw). Without it (real
+    exporters) it is per wall second.
+    """
+    clock = dict(sim_seconds or [])
     out: Points = []
+    if clock:
+        anchor = None
+        for ts, value in points:
+            now = clock.get(ts)
+            if now is None:
+                continue
+            if anchor is None or value < anchor[1] or now < anchor[2]:
+                anchor = (ts, value, now)  # first point, or the twin was reset
+                continue
+            span = now - anchor[2]
+            if span >= MIN_SIM_SPAN:
+                out.append((ts, (value - anchor[1]) / span))
+                anchor = (ts, value, now)
+        return out
     for (t0, v0), (t1, v1) in zip(points, points[1:], strict=False):
         seconds = (t1 - t0).total_seconds()
         if seconds > 0 and v1 >= v0:
@@ -79,19 +107,24 @@ def memory(cluster: Cluster, tr: TimeRange) -> MemoryData:
         CLUSTER_SERIES
         + (
             "cluster_kv_offload_bytes_total",
+            SIM_SECONDS,
             "memory_pool_allocation_failures_per_second",
             "memory_pool_kv_evictions_per_second",
         )
     )
     curves = series_points_many(
-        [metrics.get(name) for name in (*CLUSTER_SERIES, "cluster_kv_offload_bytes_total")],
+        [
+            metrics.get(name)
+            for name in (*CLUSTER_SERIES, "cluster_kv_offload_bytes_total", SIM_SECONDS)
+        ],
         entity,
         tr,
     )
     for name in CLUSTER_SERIES:
         data.series[name] = curves.get(name, [])
+    data.offload_per_simulated_second = bool(curves.get(SIM_SECONDS))
     data.series["offload_bytes_per_second"] = offload_rate(
-        curves.get("cluster_kv_offload_bytes_total", [])
+        curves.get("cluster_kv_offload_bytes_total", []), curves.get(SIM_SECONDS)
     )
     for name in (
         "memory_pool_allocation_failures_per_second",

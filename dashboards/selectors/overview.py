@@ -39,6 +39,8 @@ CLUSTER_KPIS = (
     "cluster_hbm_live_ratio",
     "cluster_hbm_reserved_ratio",
     "twin_tick_lag_seconds",
+    "twin_simulated_hour_of_day",
+    "twin_night_window_active",
 )
 SERIES = (
     "cluster_utilization_allocated_ratio",
@@ -48,6 +50,9 @@ SERIES = (
     "cluster_inference_tokens_per_second",
     "cluster_inference_ttft_p99_seconds",
     "cluster_inference_tpot_p99_seconds",
+    # The twin's clock (absent for real exporters): simulated nights on the wall-time axis.
+    "twin_simulated_hour_of_day",
+    "twin_night_window_active",
 )
 # The day/night curve: cards held by training vs inference, as cluster scalars (one row per
 # step). Sources that only report per-workload frames fall back to summing those.

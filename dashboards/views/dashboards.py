@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from accounts.access import staff_page
 from cluster_portal.web.timerange import PRESET_LABELS, TimeRangeError, parse_timerange
+from cluster_portal.web.units import format_value, unit_for_metric
 from dashboards.payloads.workloads import workload_list_table
 from dashboards.selectors.common import cluster_pick, clusters
 from dashboards.selectors.hardware import node_detail, rack_detail
@@ -27,10 +28,9 @@ def display_cell(column: str, value) -> str:
         return str(Workload.Kind(value).label)
     if column == "criticality":
         return str(Workload.Criticality(value).label)
-    if isinstance(value, float):
-        if column.endswith("_ratio"):
-            return f"{value * 100:.1f}%"
-        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        # By the unit the column's name declares: 64.0 cards → "64", 0.0421 s → "42.1 ms".
+        return format_value(value, unit_for_metric(column))
     return str(value)
 
 

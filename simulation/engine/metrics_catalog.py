@@ -203,6 +203,26 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("cluster_link_failures_total", "count", _C, "Link failures."),
     MetricSpec("cluster_kv_offload_bytes_total", "bytes", _C, "KV bytes offloaded to DRAM."),
     MetricSpec("cluster_kv_hit_ratio", "ratio", _C, "Cumulative prefix-cache hit ratio."),
+    # The twin's own clock, so charts can show simulated time of day next to wall time (the
+    # twin runs faster than real time: a wall-clock hour may hold a whole simulated night).
+    MetricSpec(
+        "twin_simulated_hour_of_day",
+        "hours",
+        _C,
+        "Simulated hour of day (0-24) at the end of the step: start_hour + simulated time.",
+    ),
+    MetricSpec(
+        "twin_simulated_seconds_total",
+        "seconds",
+        _C,
+        "Simulated seconds since the run started (rates per simulated second divide by it).",
+    ),
+    MetricSpec(
+        "twin_night_window_active",
+        "bool",
+        _C,
+        "1 while the simulated hour lies in the policy's night window (training by night).",
+    ),
 )
 
 # Serving metrics (issue 13): TTFT / TPOT / queue, defined in serving_metrics.py.

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .metrics_catalog import METRICS
+from .sched.policy import in_window
 from .serving_metrics import cluster_values as serving_cluster
 from .serving_metrics import workload_values as serving_workload
 
@@ -144,6 +145,7 @@ def build_snapshot(eng: Engine, lat: dict, train: dict, mem: dict, dt: float) ->
     attain = float((lat["attainment"] * reqs).sum() / reqs.sum()) if reqs.sum() > 0 else 1.0
     hbm_total = float(hw.hbm_bytes) * n_h
     c = st.counters
+    hour = eng.hour_of_day(st.t)
     cluster = {
         "cluster_cards_total": float(st.owner.size),
         "cluster_cards_healthy": float(n_h),
@@ -170,6 +172,9 @@ def build_snapshot(eng: Engine, lat: dict, train: dict, mem: dict, dt: float) ->
         "cluster_link_failures_total": float(c["link_failures"]),
         "cluster_kv_offload_bytes_total": float(c["kv_offload_bytes"]),
         "cluster_kv_hit_ratio": c["kv_hits"] / c["kv_lookups"] if c["kv_lookups"] else 0.0,
+        "twin_simulated_hour_of_day": hour,
+        "twin_simulated_seconds_total": float(st.t),
+        "twin_night_window_active": float(in_window(hour, scen.policy.night_window)),
     }
     cluster.update(serving_cluster(eng, lat, dt))
     free_b = np.maximum(agg["hbm_total"] - agg["hbm_reserved"], 0.0)

@@ -57,9 +57,9 @@
     }));
   }
 
-  function cellText(value) {
+  function cellText(value, unit) {
     if (value === null || value === undefined) return "—";
-    if (typeof value === "number" && !Number.isInteger(value)) return value.toLocaleString(undefined, { maximumFractionDigits: 3 });
+    if (typeof value === "number") return window.portalUnits.format(value, unit);
     return String(value);
   }
 
@@ -71,25 +71,29 @@
       const textCol = data.columns.indexOf(el.dataset.linkTextColumn || "");
       const head = document.createElement("thead");
       const headRow = head.insertRow();
-      data.labels.forEach((label) => {
+      const first = data.rows[0] || [];
+      data.labels.forEach((label, i) => {
         const th = document.createElement("th");
         th.scope = "col";
+        if (typeof first[i] === "number") th.className = "num";
         th.textContent = label;
         headRow.append(th);
       });
+      const units = data.units || [];
       const body = document.createElement("tbody");
       data.rows.forEach((row) => {
         const tr = body.insertRow();
         row.forEach((value, i) => {
           const td = tr.insertCell();
+          if (typeof value === "number") td.className = "num";
           const href = linkCol >= 0 && i === textCol && payload.links ? payload.links[String(row[linkCol])] : null;
           if (href) {
             const a = document.createElement("a");
             a.href = href;
-            a.textContent = cellText(value);
+            a.textContent = cellText(value, units[i]);
             td.append(a);
           } else {
-            td.textContent = cellText(value);
+            td.textContent = cellText(value, units[i]);
           }
         });
       });
@@ -105,11 +109,39 @@
     });
   }
 
+  // The twin's simulated clock as the time axis's labels (wall time stays the position, so
+  // shaded simulated nights and the data line up): tick text comes from each point's
+  // customdata, the simulated time of day the payload attached.
+  const axisToggle = root.querySelector("[data-time-axis]");
+  let simulatedTicks = sessionStorage.getItem("portal.timeAxis") === "simulated";
+
+  function simulatedAxis(layout, figure) {
+    const trace = (figure.data || []).find((t) => Array.isArray(t.customdata) && t.customdata.length);
+    if (!simulatedTicks || !trace || !layout.xaxis || layout.xaxis.type !== "date") return layout;
+    const n = trace.x.length;
+    const every = Math.max(1, Math.ceil(n / 8));
+    const vals = [];
+    const text = [];
+    for (let i = 0; i < n; i += every) { vals.push(trace.x[i]); text.push(trace.customdata[i]); }
+    const out = Object.assign({}, layout);
+    out.xaxis = Object.assign({}, layout.xaxis, {
+      tickvals: vals, ticktext: text, title: { text: axisToggle ? axisToggle.dataset.simTitle : "" },
+    });
+    // Room for the axis title between the ticks and the legend below.
+    out.legend = Object.assign({}, layout.legend || {}, { y: -0.35 });
+    return out;
+  }
+
   function renderCharts(payload) {
+    if (axisToggle) {
+      axisToggle.hidden = !payload.simulated_clock;
+      axisToggle.setAttribute("aria-pressed", String(simulatedTicks));
+      axisToggle.textContent = simulatedTicks ? axisToggle.dataset.wallLabel : axisToggle.dataset.simLabel;
+    }
     root.querySelectorAll("[data-chart-key]").forEach((el) => {
       const figure = (payload.figures || {})[el.dataset.chartKey];
       if (!figure || typeof Plotly === "undefined") return;
-      const layout = Object.assign({ autosize: true }, figure.layout);
+      const layout = simulatedAxis(window.portalUnits.liftTitle(el, Object.assign({ autosize: true }, figure.layout)), figure);
       Plotly.react(el, figure.data, layout, { responsive: true, displaylogo: false });
       el.dataset.empty = hasData(figure) ? "false" : "true";
       let note = el.parentElement.querySelector(".chart-empty");
@@ -136,6 +168,15 @@
     });
   }
 
+  // A long range on a young cluster: say where the data begins instead of a lone point.
+  function renderDataStart(payload) {
+    const box = root.querySelector("[data-data-start]");
+    if (!box) return;
+    const note = payload.data_start && payload.data_start.note;
+    box.textContent = note || "";
+    box.hidden = !note;
+  }
+
   async function refresh() {
     const mine = ++generation;
     try {
@@ -147,6 +188,7 @@
       renderKpis(payload.kpis);
       renderTables(payload);
       renderCharts(payload);
+      renderDataStart(payload);
       const stamp = root.querySelector("[data-updated]");
       if (stamp) {
         stamp.dateTime = payload.updated;
@@ -199,6 +241,14 @@
         if (value) query.set(key, value); else query.delete(key);
       });
       navigate(query);
+    });
+  }
+
+  if (axisToggle) {
+    axisToggle.addEventListener("click", () => {
+      simulatedTicks = !simulatedTicks;
+      sessionStorage.setItem("portal.timeAxis", simulatedTicks ? "simulated" : "wall");
+      refresh();
     });
   }
 

@@ -7,7 +7,8 @@
       const source = document.getElementById(el.dataset.figure);
       if (!source) return;
       const fig = JSON.parse(source.textContent);
-      Plotly.react(el, fig.data, fig.layout, { responsive: true, displaylogo: false });
+      const layout = window.portalUnits ? window.portalUnits.liftTitle(el, fig.layout) : fig.layout;
+      Plotly.react(el, fig.data, layout, { responsive: true, displaylogo: false });
     });
   }
   window.portalFigures = { render: render };

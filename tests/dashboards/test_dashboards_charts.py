@@ -88,7 +88,7 @@ def test_series_table_aligns_series_on_one_time_axis():
         (None, "ratio", "—"),
         (0.456, "ratio", "45.6%"),
         (0.25, "seconds_as_ms", "250 ms"),
-        (3 * 2**30, "bytes", "3.0 GiB"),
+        (3 * 2**30, "bytes", "3 GiB"),
     ],
 )
 def test_kpi_formatting(value, unit, shown):

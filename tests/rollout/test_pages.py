@@ -51,7 +51,8 @@ def test_detail_shows_timeline_criteria_and_every_measurement(
     analysis_run_step(run_id=plan.gates.get().runs.get().pk, now=at(0))
     page = client_as("customer").get(f"/migrations/{plan.pk}/").content.decode()
     assert "p99(inference_latency_p99_seconds[acme-chat], 60s) ≤ 1" in page
-    assert "0.2500" in page and "holds" in page  # value, threshold and why
+    # value and threshold in the metric's unit (seconds), and why
+    assert "250 ms" in page and ">1 s<" in page and "holds" in page
     assert "planned" in page and "acme-batch" in page
     assert 'formaction="/migrations/' not in page  # customers read only
     operator_page = client_as("operator").get(f"/migrations/{plan.pk}/").content.decode()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -155,7 +156,9 @@ def test_the_page_and_csv_show_ttft_tpot_and_the_ablation_table(small_run, clien
     small_run.refresh_from_db()
     client = client_as("operator")
     page = client.get(f"/whatif/{small_run.pk}/").content.decode()
-    assert "TTFT P99 (ms)" in page and "TPOT P99 (ms)" in page and "end-to-end P99" in page
+    assert "TTFT P99" in page and "TPOT P99" in page and "end-to-end P99" in page
+    # latencies read as durations, not bare millisecond counts
+    assert re.search(r"<td>[\d.,]+ (µs|ms|s|min)</td>", page)
     assert "What each mechanism buys (ablation)" in page and "+pooled memory" in page
     text = client.get(f"/whatif/{small_run.pk}/?format=csv&table=ablation").content.decode()
     rows = list(csv.DictReader(io.StringIO(text)))
@@ -244,3 +247,12 @@ def test_bad_parameters_are_refused_and_nothing_saved(client_as, changes, field)
     assert response.status_code == 400
     assert field in response.context["form"].errors
     assert not WhatIfRun.objects.exists()
+
+
+def test_ablation_changes_read_in_points_and_durations():
+    from simulation.whatif_views import delta_display, display
+
+    assert display(132084.0, "ms") == "2.2 min" and display(0.875, "pct") == "87.5%"
+    assert delta_display(5.0, "pct") == "+5 pts"
+    assert delta_display(-12.0, "ms") == "−12 ms"
+    assert display(64.0, "int") == "64"

@@ -1,0 +1,71 @@
+"""How much of a cost window the telemetry actually covers.
+
+A showback that multiplies an hourly rate by the whole window bills 24 h for a cluster that
+has reported for 40 minutes. The covered time is read from the cluster's own scalar series
+(the same tiers a chart reads): the spans between consecutive stored points, each gap
+capped at a few typical intervals so an outage is not billed, plus one interval for the
+last point. Pure arithmetic in :func:`covered_seconds`; one series read in
+:func:`cluster_covered_hours`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from statistics import median
+
+from inventory.models import Cluster
+from telemetry.read import cluster_series
+
+# The first of these the cluster reports decides its coverage: the twin and the exporters'
+# cluster rollup both write them once per step.
+COVERAGE_METRICS = (
+    "cluster_utilization_allocated_ratio",
+    "cluster_cards_allocated",
+    "cluster_power_watts",
+)
+MAX_GAP_INTERVALS = 3  # a gap longer than 3 typical intervals is an outage, not coverage
+
+
+def covered_seconds(
+    stamps: Sequence[datetime],
+    *,
+    step_seconds: float,
+    window_seconds: float,
+    counts: Sequence[int] | None = None,
+) -> float:
+    """Seconds of the window the points cover (0 without points, at most the window).
+
+    Points in consecutive buckets (a rollup read) cover their bucket in proportion to how
+    many values it holds against a full one, so a first or last partial bucket counts only
+    its share; sparser points (raw samples) cover the gaps between them.
+    """
+    pairs = sorted(zip((ts.timestamp() for ts in stamps), counts or [1] * len(stamps), strict=True))
+    if not pairs:
+        return 0.0
+    times = [t for t, _ in pairs]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False) if b > a]
+    typical = median(gaps) if gaps else 0.0
+    if counts is not None and step_seconds > 0 and typical <= step_seconds:
+        full = max(c for _, c in pairs) or 1
+        covered = sum(min(c / full, 1.0) for _, c in pairs) * step_seconds
+    else:
+        typical = max(typical, float(step_seconds), 1.0)
+        covered = sum(min(gap, MAX_GAP_INTERVALS * typical) for gap in gaps) + typical
+    return min(covered, window_seconds)
+
+
+def cluster_covered_hours(cluster: Cluster, start: datetime, end: datetime) -> float:
+    """Hours of ``[start, end)`` covered by the cluster's telemetry."""
+    window = (end - start).total_seconds()
+    for name in COVERAGE_METRICS:
+        series = cluster_series(cluster, name, start, end)
+        if series is not None and series.points:
+            seconds = covered_seconds(
+                [p.ts for p in series.points],
+                counts=[p.count for p in series.points],
+                step_seconds=series.step_seconds,
+                window_seconds=window,
+            )
+            return seconds / 3600.0
+    return 0.0
