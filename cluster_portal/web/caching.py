@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.core.cache import cache
+from django.utils.translation import get_language
 from rest_framework.request import Request
 
 from accounts.selectors.scoping import principal_sees_all
@@ -31,10 +32,10 @@ def cached_payload(request: Request, name: str, build: Callable[[], dict], **ext
         return build()
     scope = "staff" if principal_sees_all(request.user) else f"tenant:{request.user.tenant_id}"
     params = sorted((k, v) for k, v in request.query_params.items() if k != "format")
-    key = (
-        "payload:"
-        + hashlib.sha256(repr((name, scope, params, sorted(extra.items()))).encode()).hexdigest()
-    )
+    # Payloads carry translated labels (KPIs, chart titles, table headings): one per language.
+    language = get_language() or ""
+    identity = (name, scope, language, params, sorted(extra.items()))
+    key = "payload:" + hashlib.sha256(repr(identity).encode()).hexdigest()
     try:
         payload = cache.get(key)
     except Exception as exc:  # noqa: BLE001 - any cache failure means "no cache"

@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.formats import date_format
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
@@ -106,6 +108,10 @@ class DashboardView(APIView):
         except TimeRangeError as error:
             raise ValidationError(error.errors) from None
         payload = self.cached_build(request, tr, **kwargs)
+        # The page's "Last updated" line: Django's date format of the reader's language
+        # (not the browser's default locale, which wrote US dates on Chinese pages).
+        stamp = timezone.localtime(datetime.fromisoformat(payload["updated"]))
+        payload = {**payload, "updated_display": date_format(stamp, "DATETIME_FORMAT")}
         if request.accepted_renderer.format == "csv":
             name = request.query_params.get("table", "")
             tables = payload.get("tables", {})

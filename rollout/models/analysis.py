@@ -28,6 +28,8 @@ class AnalysisRun(models.Model):
         _("status"), max_length=20, choices=Outcome.choices, default=Outcome.RUNNING
     )
     message = models.CharField(_("message"), max_length=500, blank=True)
+    # The message as a code and parameters (rollout/display.py), translated when shown.
+    message_data = models.JSONField(_("message code"), null=True, blank=True, editable=False)
     started_at = models.DateTimeField(_("started at"))
     # When the step's traffic took effect: only data stamped after it counts (Argo semantics).
     traffic_at = models.DateTimeField(_("step traffic since"), null=True, blank=True)
@@ -41,6 +43,12 @@ class AnalysisRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.gate} r{self.gate_revision}: {self.status}"
+
+    @property
+    def message_display(self) -> str:
+        from rollout.display import reason_text
+
+        return reason_text(self.message_data, self.message)
 
 
 class MetricResult(models.Model):
@@ -89,6 +97,8 @@ class Measurement(models.Model):
     window_start = models.DateTimeField(_("window start"))
     window_end = models.DateTimeField(_("window end"))
     reason = models.CharField(_("why"), max_length=500)
+    # The reason as a code and parameters (rollout/display.py), translated when shown.
+    reason_data = models.JSONField(_("reason code"), null=True, blank=True, editable=False)
     taken_at = models.DateTimeField(_("taken at"))
 
     class Meta:
@@ -101,3 +111,9 @@ class Measurement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.result.name} #{self.seq}: {self.outcome}"
+
+    @property
+    def reason_display(self) -> str:
+        from rollout.display import reason_text
+
+        return reason_text(self.reason_data, self.reason)

@@ -46,6 +46,10 @@ class AuditEntry(models.Model):
     from_state = models.CharField(_("from"), max_length=40, blank=True)
     to_state = models.CharField(_("to"), max_length=40, blank=True)
     reason = models.TextField(_("reason"), blank=True)
+    # A reason the workflow wrote, as a code and parameters (rollout/display.py), translated
+    # when shown; null for reasons people typed. Nullable without a default so that adding it
+    # is a plain ADD COLUMN on SQLite too (a table rebuild would drop the append-only triggers).
+    reason_data = models.JSONField(_("reason code"), null=True, blank=True, editable=False)
     source_ip = models.GenericIPAddressField(_("source IP"), null=True, blank=True)
 
     class Meta:
@@ -63,3 +67,40 @@ class AuditEntry(models.Model):
 
     def delete(self, *args, **kwargs):
         raise AuditImmutable("audit entries are append-only")
+
+    # Labels for people; the stored codes stay the machine interface (API, CSV, filters).
+    @property
+    def action_display(self) -> str:
+        from rollout.display import action_label
+
+        return action_label(self.action)
+
+    @property
+    def object_type_display(self) -> str:
+        from rollout.display import object_type_label
+
+        return object_type_label(self.object_type)
+
+    @property
+    def from_state_display(self) -> str:
+        from rollout.display import state_label
+
+        return state_label(self.from_state, self.object_type)
+
+    @property
+    def to_state_display(self) -> str:
+        from rollout.display import state_label
+
+        return state_label(self.to_state, self.object_type)
+
+    @property
+    def actor_display(self) -> str:
+        from rollout.display import actor_label
+
+        return actor_label(self.actor_label)
+
+    @property
+    def reason_display(self) -> str:
+        from rollout.display import reason_text
+
+        return reason_text(self.reason_data, self.reason)

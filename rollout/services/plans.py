@@ -266,10 +266,14 @@ def plan_move(
     action: str,
     actor: Actor,
     reason: str = "",
+    reason_data: dict | None = None,
     events: tuple[str, ...] = (),
     obj=None,
 ) -> None:
-    """Set the state, bump the version, write the one audit row, queue the webhooks."""
+    """Set the state, bump the version, write the one audit row, queue the webhooks.
+
+    ``reason_data`` is the reason as a code and parameters when the workflow wrote it.
+    """
     require_state(plan, action)
     before = plan.state
     plan.state = to
@@ -283,6 +287,7 @@ def plan_move(
         from_state=before,
         to_state=to,
         reason=reason,
+        reason_data=reason_data,
     )
     data = {"action": action, "from": before, "to": to, "by": actor.label, "reason": reason}
     for event in ("transition", *events):
