@@ -275,6 +275,11 @@ class ShowbackRow:
     cost_window: float
     currency: str
 
+    @property
+    def kind_label(self) -> str:
+        """The workload kind in the reader's language (``kind`` stays the code, as in the CSV)."""
+        return str(dict(Workload.Kind.choices).get(self.kind, self.kind))
+
 
 def tenant_showback(tenant_id: int, start: datetime, end: datetime) -> list[ShowbackRow]:
     """One tenant's workloads and what they cost over the window (OpenCost showback)."""
