@@ -84,6 +84,20 @@ class VisibleText(HTMLParser):
             self.parts.extend(_label_strings(data))
 
 
+# Keys under which chart figures and payloads carry text for people (Plotly: titles, trace
+# names, hover templates; payloads: KPI labels and hints, table headings, update time).
+LABEL_KEYS = {
+    "text",
+    "title",
+    "name",
+    "label",
+    "labels",
+    "hint",
+    "hovertemplate",
+    "updated_display",
+}
+
+
 def _label_strings(blob: str) -> list[str]:
     """Human labels inside a JSON script block (chart titles, axis titles, legend names)."""
     try:
@@ -99,11 +113,19 @@ def _label_strings(blob: str) -> list[str]:
         elif isinstance(node, list):
             for v in node:
                 walk(v, key)
-        elif isinstance(node, str) and key in {"text", "title", "name", "label", "hovertemplate"}:
+        elif isinstance(node, str) and key in LABEL_KEYS:
             found.append(re.sub(r"%\{[^}]*\}|<[^>]+>", " ", node))
 
     walk(data)
     return found
+
+
+def payload_english(payload: dict) -> list[str]:
+    """English words among a dashboard payload's labels (KPIs, charts, table headings)."""
+    hits = []
+    for text in _label_strings(json.dumps(payload)):
+        hits += [f"{m.group()!r} in …{text[:60]}…" for m in WORD.finditer(text)]
+    return [hit for hit in hits if hit.split("'")[1].lower() in ENGLISH]
 
 
 def english_words(html: str) -> list[str]:
@@ -194,5 +216,10 @@ def test_main_pages_in_zh_hans_carry_no_english_words(demo, client):
             assert 'lang="zh-hans"' in page, url
             if hits := english_words(page):
                 found[f"{username} {url}"] = hits
+            # Dashboards draw from a JSON endpoint: its labels are the page's text too.
+            for data_url in re.findall(r'data-url="([^"]+)"', page):
+                payload = client.get(data_url, headers={"accept": "application/json"}).json()
+                if hits := payload_english(payload):
+                    found[f"{username} {data_url}"] = hits
     report = "\n".join(f"{where}:\n  " + "\n  ".join(hits) for where, hits in found.items())
     assert not found, "English words in zh-hans pages:\n" + report

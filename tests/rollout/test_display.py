@@ -1,0 +1,59 @@
+"""Workflow reasons and audit codes read in the reader's language; old rows keep their text."""
+
+from __future__ import annotations
+
+from django.utils import translation
+
+from rollout.display import action_label, reason_data, reason_text, state_label
+from rollout.models import AuditEntry, Measurement
+from tests.rollout.conftest import at, write
+from tests.rollout.test_analysis import started, step
+
+
+def test_a_failed_gate_reads_in_chinese_and_in_english_exactly_as_stored(
+    plan_factory, users, clusters
+):
+    plan, run = started(plan_factory, users, count=4, failure_limit=0)
+    write(clusters["unified"], "acme-chat", at(-5), 3.0)
+    run, _metric = step(run, 0)
+    measured = Measurement.objects.get(result__run=run)
+    rollback = AuditEntry.objects.get(plan=plan, action="rollback")
+    with translation.override("en"):
+        # English pages show what the API and the stored text say, word for word.
+        assert measured.reason_display == measured.reason
+        assert run.message_display == run.message == rollback.reason_display
+        assert run.message.startswith("failed: ")
+    with translation.override("zh-hans"):
+        assert "不成立" in measured.reason_display and "个数值" in measured.reason_display
+        assert "does not hold" not in measured.reason_display
+        assert run.message_display.startswith("失败：")
+        assert rollback.action_display == "回滚"
+        assert (rollback.from_state_display, rollback.to_state_display) == ("运行中", "已回滚")
+        assert rollback.actor_display == "系统"
+
+
+def test_a_passing_measurement_reads_holds_in_both_languages(plan_factory, users, clusters):
+    _plan, run = started(plan_factory, users, count=3, interval_seconds=30)
+    write(clusters["unified"], "acme-chat", at(-5), 0.4)
+    run, _metric = step(run, 0)
+    measured = Measurement.objects.get(result__run=run)
+    with translation.override("en"):
+        assert measured.reason_display == measured.reason
+    with translation.override("zh-hans"):
+        assert "成立" in measured.reason_display and "holds" not in measured.reason_display
+
+
+def test_rows_written_before_the_codes_and_typed_reasons_show_their_stored_text():
+    with translation.override("zh-hans"):
+        assert reason_text(None, "failed: p99-latency") == "failed: p99-latency"
+        assert reason_text({"code": "no-such-code"}, "as stored") == "as stored"
+        assert reason_text(reason_data("no_data"), "missing params") == "missing params"
+
+
+def test_refused_commands_and_unknown_codes_keep_a_readable_label():
+    with translation.override("zh-hans"):
+        assert action_label("approve_denied") == "批准（被拒绝）"
+        assert action_label("brand_new_action") == "brand_new_action"
+        # A gate's "passed" is the analysis verdict; a plan has no such state.
+        assert state_label("passed", "gate") == "分析通过"
+        assert state_label("awaiting_approval", "migrationplan") == "待审批"
