@@ -9,6 +9,7 @@ before the codes existed, and reasons people typed, show their stored text uncha
 
 from __future__ import annotations
 
+from django.utils.functional import lazy
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, pgettext_lazy
 
@@ -57,6 +58,8 @@ REASONS = {
     "baseline": gettext_lazy("(threshold %(factor)s × source %(baseline)s)"),
     "values": gettext_lazy("%(samples)s values"),
     "error": gettext_lazy("error: %(detail)s"),
+    "vote": gettext_lazy("%(count)s/%(required)s: %(comment)s"),
+    "break_glass": gettext_lazy("break-glass %(count)s/%(required)s: %(comment)s"),
 }
 
 
@@ -79,6 +82,9 @@ def reason_text(data: dict | None, fallback: str) -> str:
                 return fallback
             return data.get("joiner", " ").join(parts)
         code, params = data["code"], dict(data.get("params") or {})
+        if code == "message":
+            # A refused command's reason (rollout/services/errors.py): its own template.
+            return _(params["message"]) % params.get("values", {})
         if code == "phase":
             # A run's outcome, optionally naming the criterion that decided it.
             label = outcome_label(params["phase"])
@@ -91,6 +97,15 @@ def reason_text(data: dict | None, fallback: str) -> str:
         return str(REASONS[code]) % params
     except (KeyError, TypeError, ValueError):
         return fallback
+
+
+def action_label_lazy(code: str):
+    """``action_label`` evaluated when shown (for messages built before the language is known)."""
+    return lazy(action_label, str)(code)
+
+
+def state_label_lazy(code: str, object_type: str = ""):
+    return lazy(state_label, str)(code, object_type)
 
 
 def outcome_label(code: str) -> str:

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from django.utils import translation
+from django.utils.translation import gettext_noop
 
-from rollout.display import action_label, reason_data, reason_text, state_label
+from rollout.display import (
+    action_label,
+    reason_data,
+    reason_text,
+    state_label,
+    state_label_lazy,
+)
 from rollout.models import AuditEntry, Measurement
+from rollout.services.errors import NotPermitted, WorkflowConflict
 from tests.rollout.conftest import at, write
 from tests.rollout.test_analysis import started, step
 
@@ -57,3 +65,22 @@ def test_refused_commands_and_unknown_codes_keep_a_readable_label():
         # A gate's "passed" is the analysis verdict; a plan has no such state.
         assert state_label("passed", "gate") == "分析通过"
         assert state_label("awaiting_approval", "migrationplan") == "待审批"
+
+
+def test_a_refused_command_reads_in_the_readers_language_and_is_stored_in_english():
+    refusal = NotPermitted(
+        gettext_noop("lacks the %(capability)s permission"), capability="approve"
+    )
+    conflict = WorkflowConflict(
+        gettext_noop("the gate is %(state)s: only a running analysis is skipped"),
+        state=state_label_lazy("passed", "gate"),
+    )
+    with translation.override("zh-hans"):
+        assert str(refusal) == "缺少 approve 权限"
+        assert refusal.english == "lacks the approve permission"
+        # The audit row of the refusal keeps the English text and shows the Chinese one.
+        assert reason_text(refusal.reason_data, refusal.english) == "缺少 approve 权限"
+        assert "分析通过" in str(conflict)
+        assert conflict.english.startswith("the gate is analysis passed:")
+    with translation.override("en"):
+        assert reason_text(refusal.reason_data, "") == refusal.english
