@@ -34,7 +34,7 @@ from django.forms.models import model_to_dict
 from django.utils import timezone
 
 from rollout.analysis import semantics as S
-from rollout.display import reason_data
+from rollout.labels import reason_data
 from rollout.models import (
     AnalysisRun,
     Gate,

@@ -99,7 +99,7 @@ def audit_record(
 ) -> AuditEntry:
     """Append one audit row (the only way rows are written).
 
-    ``reason_data``: the reason as a code and parameters (rollout/display.py) when the
+    ``reason_data``: the reason as a code and parameters (rollout/labels.py) when the
     workflow wrote it, so pages can show it in the reader's language.
     """
     target = obj if obj is not None else plan

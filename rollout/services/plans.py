@@ -30,7 +30,7 @@ from django.utils.translation import gettext_noop
 
 from accounts.models import Tenant
 from inventory.models import Cluster, Workload
-from rollout.display import action_label_lazy, state_label_lazy
+from rollout.labels import action_label_lazy, state_label_lazy
 from rollout.models import (
     DEFAULT_PHASE_DAYS,
     PHASE_ORDER,
@@ -269,7 +269,7 @@ def require_state(plan: MigrationPlan, action: str) -> None:
         raise WorkflowConflict(
             gettext_noop("cannot %(action)s a plan that is %(state)s"),
             action=action_label_lazy(action),
-            state=state_label_lazy(plan.state),
+            state=state_label_lazy(plan.state, dict(PlanState.choices)),
         )
 
 

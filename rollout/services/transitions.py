@@ -25,7 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from rollout.display import action_label_lazy, reason_data, state_label_lazy
+from rollout.labels import action_label_lazy, reason_data, state_label_lazy
 from rollout.models import (
     PHASE_ORDER,
     Approval,
@@ -147,7 +147,7 @@ def plan_promote(
                     "the gate is %(state)s: promotion needs a passed analysis "
                     "(or an inconclusive one, while paused)"
                 ),
-                state=state_label_lazy(gate.state, "gate"),
+                state=state_label_lazy(gate.state, dict(GateState.choices)),
             )
         gate.state = GateState.AWAITING_APPROVAL
         gate.requested_by = actor.user
@@ -452,7 +452,7 @@ def gate_skip(
         if gate.state != GateState.ANALYSING:
             raise WorkflowConflict(
                 gettext_noop("the gate is %(state)s: only a running analysis is skipped"),
-                state=state_label_lazy(gate.state, "gate"),
+                state=state_label_lazy(gate.state, dict(GateState.choices)),
             )
         analysis_terminate(gate=gate, now=timezone.now())
         gate.state = GateState.PASSED

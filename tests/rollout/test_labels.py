@@ -5,14 +5,14 @@ from __future__ import annotations
 from django.utils import translation
 from django.utils.translation import gettext_noop
 
-from rollout.display import (
+from rollout.labels import (
     action_label,
     reason_data,
     reason_text,
     state_label,
     state_label_lazy,
 )
-from rollout.models import AuditEntry, Measurement
+from rollout.models import AuditEntry, GateState, Measurement, PlanState
 from rollout.services.errors import NotPermitted, WorkflowConflict
 from tests.rollout.conftest import at, write
 from tests.rollout.test_analysis import started, step
@@ -63,8 +63,9 @@ def test_refused_commands_and_unknown_codes_keep_a_readable_label():
         assert action_label("approve_denied") == "批准（被拒绝）"
         assert action_label("brand_new_action") == "brand_new_action"
         # A gate's "passed" is the analysis verdict; a plan has no such state.
-        assert state_label("passed", "gate") == "分析通过"
-        assert state_label("awaiting_approval", "migrationplan") == "待审批"
+        assert state_label("passed", dict(GateState.choices), dict(PlanState.choices)) == "分析通过"
+        assert state_label("awaiting_approval", dict(PlanState.choices)) == "待审批"
+        assert state_label("no-such-state", dict(PlanState.choices)) == "no-such-state"
 
 
 def test_a_refused_command_reads_in_the_readers_language_and_is_stored_in_english():
@@ -73,7 +74,7 @@ def test_a_refused_command_reads_in_the_readers_language_and_is_stored_in_englis
     )
     conflict = WorkflowConflict(
         gettext_noop("the gate is %(state)s: only a running analysis is skipped"),
-        state=state_label_lazy("passed", "gate"),
+        state=state_label_lazy("passed", dict(GateState.choices)),
     )
     with translation.override("zh-hans"):
         assert str(refusal) == "缺少 approve 权限"

@@ -1,5 +1,8 @@
 """Human labels for the workflow's stored codes, rendered in the reader's language.
 
+Imports no model (models use it for their ``*_display`` properties): vocabularies that live on
+the models (states, outcomes) are passed in by the caller.
+
 The audit trail and the analysis results store machine codes (``approve``, ``awaiting_approval``,
 ``gate``) and, for reasons the portal itself writes, a code with parameters
 (``{"code": "compare", "params": {...}}``) next to the English sentence. Pages translate at
@@ -12,10 +15,6 @@ from __future__ import annotations
 from django.utils.functional import lazy
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, pgettext_lazy
-
-from rollout.models.analysis import Outcome
-from rollout.models.gates import GateState
-from rollout.models.plans import PlanState
 
 ACTIONS = {
     "create": pgettext_lazy("audit action", "create"),
@@ -68,16 +67,17 @@ def reason_data(code: str, **params: object) -> dict:
     return {"code": code, "params": params}
 
 
-def reason_text(data: dict | None, fallback: str) -> str:
+def reason_text(data: dict | None, fallback: str, *, outcomes: dict | None = None) -> str:
     """The stored reason in the active language; the stored text when no code is known.
 
     A reason may be a list of parts (``{"parts": [...]}``), joined the way the English was.
+    ``outcomes``: the analysis outcomes' labels, for a run's verdict (``Outcome.choices``).
     """
     if not isinstance(data, dict):
         return fallback
     try:
         if "parts" in data:
-            parts = [reason_text(part, "") for part in data["parts"]]
+            parts = [reason_text(part, "", outcomes=outcomes) for part in data["parts"]]
             if not all(parts):
                 return fallback
             return data.get("joiner", " ").join(parts)
@@ -87,7 +87,7 @@ def reason_text(data: dict | None, fallback: str) -> str:
             return _(params["message"]) % params.get("values", {})
         if code == "phase":
             # A run's outcome, optionally naming the criterion that decided it.
-            label = outcome_label(params["phase"])
+            label = str((outcomes or {}).get(params["phase"], params["phase"]))
             if not params.get("criterion"):
                 return label
             return _("%(phase)s: %(criterion)s") % {
@@ -99,19 +99,6 @@ def reason_text(data: dict | None, fallback: str) -> str:
         return fallback
 
 
-def action_label_lazy(code: str):
-    """``action_label`` evaluated when shown (for messages built before the language is known)."""
-    return lazy(action_label, str)(code)
-
-
-def state_label_lazy(code: str, object_type: str = ""):
-    return lazy(state_label, str)(code, object_type)
-
-
-def outcome_label(code: str) -> str:
-    return str(dict(Outcome.choices).get(code, code))
-
-
 def action_label(code: str) -> str:
     """An audit action's label; a refused command reads "<action> (denied)"."""
     if code.endswith("_denied"):
@@ -120,13 +107,10 @@ def action_label(code: str) -> str:
     return str(ACTIONS.get(code, code))
 
 
-def state_label(code: str, object_type: str = "") -> str:
-    """A plan's or gate's state; the object decides which vocabulary comes first."""
-    if not code:
-        return ""
-    first, second = (GateState, PlanState) if object_type == "gate" else (PlanState, GateState)
-    for choices in (first, second):
-        labels = dict(choices.choices)
+def state_label(code: str, *vocabularies: dict) -> str:
+    """A state's label from the first vocabulary (``dict(GateState.choices)``, ...) that has it;
+    the caller orders them by the object (a gate's "passed" is not a plan's)."""
+    for labels in vocabularies:
         if code in labels:
             return str(labels[code])
     return code
@@ -134,6 +118,11 @@ def state_label(code: str, object_type: str = "") -> str:
 
 def object_type_label(code: str) -> str:
     return str(OBJECT_TYPES.get(code, code))
+
+
+# The same, evaluated when shown: for messages built before the reader's language is known.
+action_label_lazy = lazy(action_label, str)
+state_label_lazy = lazy(state_label, str)
 
 
 def actor_label(label: str) -> str:
