@@ -1,4 +1,4 @@
-"""Labels, in the reader's language, for the what-if engine's codes (ablation rows, features).
+"""Labels, in the reader's language, for the engine's codes (ablation rows, features, attention).
 
 Shared by the what-if pages and the validation report's ablation table; the codes stay what the
 result JSON, the CSV and the API carry.
@@ -23,6 +23,17 @@ FEATURE_LABELS = {
     "weight_cache": gettext_lazy("weight cache"),
     "prefix_reuse": gettext_lazy("prefix reuse"),
 }
+
+
+ATTENTION_TYPES = {
+    "mha": gettext_lazy("multi-head attention (MHA)"),
+    "gqa": gettext_lazy("grouped-query attention (GQA)"),
+    "mla": gettext_lazy("multi-head latent attention (MLA)"),
+}
+
+
+def attention_label(code: str) -> str:
+    return str(ATTENTION_TYPES.get(code, code))
 
 
 def ablation_label(name: str) -> str:
