@@ -20,7 +20,7 @@ from django.conf import settings
 from django.core.management import call_command
 
 from accounts.models import User
-from inventory.models import Cluster, Node, Rack, Workload
+from inventory.models import Accelerator, Cluster, Node, Rack, Workload
 from rollout.models import MigrationPlan
 from simulation.models import TwinRun, WhatIfRun
 from simulation.tasks import run_whatif
@@ -166,10 +166,11 @@ def operator_pages(whatif: WhatIfRun) -> list[str]:
     cluster = Cluster.objects.get(name="unified-demo")
     rack = Rack.objects.filter(supernode__cluster=cluster).first()
     node = Node.objects.filter(cluster=cluster).first()
+    card = Accelerator.objects.filter(node__cluster=cluster).first()
     workload = Workload.objects.filter(cluster=cluster).first()
     plans = [f"/migrations/{pk}/" for pk in MigrationPlan.objects.values_list("pk", flat=True)]
     twin = TwinRun.objects.first()
-    assert rack and node and workload and twin
+    assert rack and node and card and workload and twin
     return [
         "/",
         "/status/",
@@ -177,6 +178,7 @@ def operator_pages(whatif: WhatIfRun) -> list[str]:
         "/dashboards/hardware/",
         f"/dashboards/hardware/racks/{rack.pk}/",
         f"/dashboards/hardware/nodes/{node.pk}/",
+        f"/dashboards/hardware/accelerators/{card.pk}/",
         "/dashboards/memory/",
         "/dashboards/network/",
         "/workloads/",
@@ -203,6 +205,7 @@ CUSTOMER_PAGES = ["/", "/workloads/", "/cost/", "/migrations/"]
 def test_main_pages_in_zh_hans_carry_no_english_words(demo, client):
     client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
     found: dict[str, list[str]] = {}
+    shown: dict[str, str] = {}
     for username, urls in (
         ("operator", operator_pages(demo)),
         ("approver1", [f"/migrations/{MigrationPlan.objects.get(state='awaiting_approval').pk}/"]),
@@ -214,6 +217,7 @@ def test_main_pages_in_zh_hans_carry_no_english_words(demo, client):
             assert response.status_code == 200, (username, url, response.status_code)
             page = response.content.decode()
             assert 'lang="zh-hans"' in page, url
+            shown[url] = page
             if hits := english_words(page):
                 found[f"{username} {url}"] = hits
             # Dashboards draw from a JSON endpoint: its labels are the page's text too.
@@ -223,3 +227,15 @@ def test_main_pages_in_zh_hans_carry_no_english_words(demo, client):
                     found[f"{username} {data_url}"] = hits
     report = "\n".join(f"{where}:\n  " + "\n  ".join(hits) for where, hits in found.items())
     assert not found, "English words in zh-hans pages:\n" + report
+    # And the leftovers are there, in Chinese (not merely absent).
+    rolled_back = MigrationPlan.objects.get(state="rolled_back").pk
+    expected = {
+        "/status/": ["消息代理", "数据库", "工作进程"],
+        f"/migrations/{rolled_back}/": ["失败：tpot-p99", "不成立", "个数值", "回滚", "系统"],
+        "/migrations/audit/": ["批准", "申请晋级", "分析成功", "运行中 → 待审批"],
+        "/report/": ["+池化内存", "个百分点"],
+        "/workloads/": ['<label>至 <input type="datetime-local"'],
+    }
+    for url, fragments in expected.items():
+        missing = [text for text in fragments if text not in shown[url]]
+        assert not missing, (url, missing)
