@@ -25,11 +25,10 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from rollout.labels import action_label_lazy, reason_data, state_label_lazy
+from rollout.labels import reason_data, state_label_lazy
 from rollout.models import (
     PHASE_ORDER,
     Approval,
-    AuditEntry,
     Gate,
     GateState,
     MigrationPlan,
@@ -40,10 +39,12 @@ from rollout.services.analysis import analysis_start, analysis_terminate
 from rollout.services.audit import Actor, audit_record
 from rollout.services.errors import (
     FourEyesViolation,
-    NotPermitted,
     WorkflowConflict,
-    WorkflowError,
 )
+from rollout.services.guards import deny as _deny
+from rollout.services.guards import need as _need
+from rollout.services.guards import need_reason as _need_reason
+from rollout.services.guards import need_revision as _need_revision
 from rollout.services.plans import (
     gate_open,
     phase_of,
@@ -55,56 +56,6 @@ from rollout.services.plans import (
     traffic_mark_stable,
     traffic_rollback,
 )
-
-
-def _deny(*, actor: Actor, action: str, plan_id: int, refusal: WorkflowError) -> AuditEntry:
-    # Outside the failed command's transaction so the row survives the error.
-    plan = MigrationPlan.objects.filter(pk=plan_id).first()
-    with transaction.atomic():
-        return audit_record(
-            actor=actor,
-            action=f"{action}_denied",
-            plan=plan,
-            from_state=plan.state if plan else "",
-            to_state=plan.state if plan else "",
-            reason=refusal.english,
-            reason_data=refusal.reason_data,
-        )
-
-
-def _need(actor: Actor, *, capability: str, action: str, plan_id: int) -> None:
-    checks = {"approve": actor.can_approve, "force": actor.can_force, "operate": actor.can_operate}
-    if not checks[capability]():
-        if capability == "approve" and actor.token is not None and actor.user is None:
-            refusal = NotPermitted(gettext_noop("the token acts for nobody who may approve"))
-        elif actor.token is not None and capability != "approve":
-            refusal = NotPermitted(gettext_noop("tokens cannot %(action)s: sign in"), action=action)
-        else:
-            refusal = NotPermitted(
-                gettext_noop("lacks the %(capability)s permission"), capability=capability
-            )
-        _deny(actor=actor, action=action, plan_id=plan_id, refusal=refusal)
-        raise refusal
-
-
-def _need_revision(gate: Gate, revision: int | None) -> None:
-    if revision is None:
-        raise WorkflowConflict(gettext_noop("name the gate revision you are deciding on"))
-    if revision != gate.revision:
-        raise WorkflowConflict(
-            gettext_noop("the gate is at revision %(revision)s, you decided on %(sent)s; reload"),
-            revision=gate.revision,
-            sent=revision,
-        )
-
-
-def _need_reason(reason: str, action: str) -> str:
-    reason = (reason or "").strip()
-    if not reason:
-        raise WorkflowConflict(
-            gettext_noop("%(action)s needs a reason"), action=action_label_lazy(action)
-        )
-    return reason
 
 
 def plan_start(*, plan_id: int, actor: Actor, expected_version: int | None = None) -> MigrationPlan:
