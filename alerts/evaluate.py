@@ -37,14 +37,12 @@ from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
-from django.utils.translation import gettext
 
-from alerts.models import Alert, AlertRule
+from alerts.models import Alert, AlertRule, alert_message
 from telemetry.models import MetricDefinition
 from telemetry.read import entity_labels, window_values
 
 OPEN_STATES = (Alert.State.FIRING, Alert.State.ACKNOWLEDGED)
-MESSAGE_MAX = 400
 # Bounds the size of one ``IN (...)`` list when resolving; normally one chunk is enough.
 RESOLVE_CHUNK = 5000
 
@@ -128,7 +126,7 @@ def _evaluate_rule(*, rule: AlertRule, metric: MetricDefinition, now: datetime) 
             severity=rule.severity,
             state=Alert.State.FIRING,
             value=value,
-            message=_message(rule, labels[entity_id][0], value),
+            message=alert_message(rule, labels[entity_id][0], value),
             first_seen=now,
             last_seen=now,
         )
@@ -140,7 +138,7 @@ def _evaluate_rule(*, rule: AlertRule, metric: MetricDefinition, now: datetime) 
     created = {a.entity_id for a in new} - taken.keys()
 
     refresh = [
-        (open_alerts[eid], value, _message(rule, labels[eid][0], value))
+        (open_alerts[eid], value, alert_message(rule, labels[eid][0], value))
         for eid, value in firing.items()
         if eid in open_alerts and eid not in created
     ]
@@ -245,26 +243,3 @@ def _refresh(rows: list[tuple[int, float, str]], now: datetime) -> None:
                 Alert.State.RESOLVED.value,
             ],
         )
-
-
-def _number(value: float) -> str:
-    return f"{value:.4g}"
-
-
-def _message(rule: AlertRule, entity_key: str, value: float) -> str:
-    """What the alert says, e.g. ``sn0/r1/n2/c3: max of accelerator_temperature_celsius over
-    120 s is 97.2 (threshold > 95)``. Written in the worker's (default) language; pages also
-    show entity, value and threshold as separate, localised columns."""
-    text = gettext(
-        "%(entity)s: %(aggregation)s of %(metric)s over %(window)s s is %(value)s "
-        "(threshold %(comparator)s %(threshold)s)"
-    ) % {
-        "entity": entity_key,
-        "aggregation": rule.get_aggregation_display(),
-        "metric": rule.metric,
-        "window": rule.window_seconds,
-        "value": _number(value),
-        "comparator": rule.get_comparator_display(),
-        "threshold": _number(rule.threshold),
-    }
-    return text if len(text) <= MESSAGE_MAX else text[: MESSAGE_MAX - 1] + "…"

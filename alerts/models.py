@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 
@@ -114,3 +115,34 @@ class Alert(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rule.name} on {self.entity}"
+
+    @property
+    def message_display(self) -> str:
+        """``message`` said again in the reader's language (it was written in the worker's)."""
+        return alert_message(self.rule, self.entity.key, self.value)
+
+
+MESSAGE_MAX = 400
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def alert_message(rule: AlertRule, entity_key: str, value: float) -> str:
+    """What the alert says, e.g. ``sn0/r1/n2/c3: max of accelerator_temperature_celsius over
+    120 s is 97.2 (threshold > 95)``, in the active language: the stored message is the
+    worker's (default) language, pages say it again in the reader's (``Alert.message_display``)."""
+    text = gettext(
+        "%(entity)s: %(aggregation)s of %(metric)s over %(window)s s is %(value)s "
+        "(threshold %(comparator)s %(threshold)s)"
+    ) % {
+        "entity": entity_key,
+        "aggregation": rule.get_aggregation_display(),
+        "metric": rule.metric,
+        "window": rule.window_seconds,
+        "value": _number(value),
+        "comparator": rule.get_comparator_display(),
+        "threshold": _number(rule.threshold),
+    }
+    return text if len(text) <= MESSAGE_MAX else text[: MESSAGE_MAX - 1] + "…"

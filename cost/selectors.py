@@ -280,6 +280,11 @@ class ShowbackRow:
     covered_hours: float = 0.0  # hours of the window the cluster's telemetry covers
     window_hours: float = 0.0
 
+    @property
+    def kind_label(self) -> str:
+        """The workload kind in the reader's language (``kind`` stays the code, as in the CSV)."""
+        return str(dict(Workload.Kind.choices).get(self.kind, self.kind))
+
 
 def tenant_showback(tenant_id: int, start: datetime, end: datetime) -> list[ShowbackRow]:
     """One tenant's workloads and what they cost over the window (OpenCost showback).

@@ -17,6 +17,7 @@ from django.urls import path, reverse
 from django.utils.formats import date_format, number_format
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from rollout.models import (
     AnalysisRun,
@@ -258,7 +259,7 @@ class GateAdmin(_ReadOnly):
                             "—" if m.value is None else number_format(m.value, 4),
                             "—" if m.threshold is None else number_format(m.threshold, 4),
                             m.samples,
-                            m.reason,
+                            m.reason_display,
                             date_format(m.taken_at, "DATETIME_FORMAT"),
                         )
                     )
@@ -280,10 +281,10 @@ class GateAdmin(_ReadOnly):
         rows = [
             (
                 date_format(e.at, "DATETIME_FORMAT"),
-                e.actor_label,
-                e.action,
-                f"{e.from_state} → {e.to_state}",
-                e.reason,
+                e.actor_display,
+                e.action_display,
+                f"{e.from_state_display} → {e.to_state_display}",
+                e.reason_display,
             )
             for e in AuditEntry.objects.filter(plan_id=gate.plan_id).order_by("-at", "-id")[:100]
         ]
@@ -354,13 +355,13 @@ class GateAdmin(_ReadOnly):
 
 @admin.register(AnalysisRun)
 class AnalysisRunAdmin(_ReadOnly):
-    list_display = ("gate", "gate_revision", "status", "message", "traffic_at", "started_at")
+    list_display = ("gate", "gate_revision", "status", "message_shown", "traffic_at", "started_at")
     list_filter = ("status",)
     fields = (
         "gate",
         "gate_revision",
         "status",
-        "message",
+        "message_shown",
         "traffic_at",
         "started_at",
         "finished_at",
@@ -370,12 +371,33 @@ class AnalysisRunAdmin(_ReadOnly):
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("gate__plan", "gate__phase")
 
+    @admin.display(description=_("message"))
+    def message_shown(self, run: AnalysisRun) -> str:
+        return run.message_display
+
 
 @admin.register(AuditEntry)
 class AuditEntryAdmin(_ReadOnly):
-    list_display = ("at", "actor_label", "action", "plan", "from_state", "to_state", "source_ip")
+    # Labels in the reader's language; filtering and search still work on the stored codes.
+    list_display = ("at", "who", "what", "plan", "from_shown", "to_shown", "source_ip")
     list_filter = ("action",)
     search_fields = ("actor_label", "reason")
+
+    @admin.display(description=_("who"), ordering="actor_label")
+    def who(self, entry: AuditEntry) -> str:
+        return entry.actor_display
+
+    @admin.display(description=_("action"), ordering="action")
+    def what(self, entry: AuditEntry) -> str:
+        return entry.action_display
+
+    @admin.display(description=_("from"))
+    def from_shown(self, entry: AuditEntry) -> str:
+        return entry.from_state_display
+
+    @admin.display(description=pgettext_lazy("state change", "to"))
+    def to_shown(self, entry: AuditEntry) -> str:
+        return entry.to_state_display
 
 
 @admin.register(WebhookSubscription)

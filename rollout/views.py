@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 from accounts.access import operator_page, staff_page
 from cluster_portal.web.csv import csv_attachment, csv_writer
 from rollout.forms import PlanAuthorForm
+from rollout.labels import action_label
 from rollout.models import AnalysisRun, Approval, PlanState, WebhookDelivery
 from rollout.selectors import (
     audit_visible_to,
@@ -148,7 +149,9 @@ def plan_command(request: HttpRequest, pk: int, command: str) -> HttpResponse:
     except WorkflowConflict as exc:
         messages.error(request, _("Not done: %(why)s") % {"why": exc})
         return redirect("migration-plan", pk=plan.pk)
-    messages.success(request, _("Done: %(command)s.") % {"command": command})
+    # The URL's command ("force-promote") read as the audit's action label.
+    label = action_label(command.replace("-", "_"))
+    messages.success(request, _("Done: %(command)s.") % {"command": label})
     return redirect("migration-plan", pk=plan.pk)
 
 

@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy
 
 from accounts.access import operator_page
 from simulation.engine import MODELS
+from simulation.labels import attention_label
 from simulation.services.catalog import catalog_model_add, catalog_models_register
 
 MAX_CONFIG_BYTES = 256 * 1024
@@ -85,7 +86,7 @@ def models_page(request: HttpRequest) -> HttpResponse:
             "params_b": m.params / 1e9,
             "active_b": m.active / 1e9,
             "layers": m.layers,
-            "attention": m.attention_type,
+            "attention": attention_label(m.attention_type),
             "experts": m.n_experts,
             "kv_bytes_per_token": m.kv_bytes_per_token,
             "source": m.source,

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from simulation.labels import ablation_label
 from simulation.models import TwinGap, TwinRun
 from simulation.services.lag import tick_lag_seconds
 
@@ -89,7 +90,7 @@ def latest_whatif_ablation() -> dict | None:
             before = previous.get(key) if previous else None
             delta = None if value is None or before is None else value - before
             figures[key] = {"value": value, "delta": delta}
-        rows.append({"name": row["name"], "figures": figures})
+        rows.append({"name": row["name"], "label": ablation_label(row["name"]), "figures": figures})
         previous = row
     return {
         "run": run.pk,

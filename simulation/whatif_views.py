@@ -14,6 +14,7 @@ from cluster_portal.web import units
 from cluster_portal.web.csv import csv_writer
 from cost import charts
 from simulation.engine.ablation import STEPS as ABLATION_STEPS
+from simulation.labels import ABLATION_NAMES, feature_label
 from simulation.models import WhatIfRun
 from simulation.services.whatif import whatif_create
 from simulation.services.whatif_run import FEATURE_NAMES, POLICIES
@@ -52,13 +53,6 @@ ABLATION_COLUMNS = (
     ("slo_attainment", gettext_lazy("SLO attainment"), "pct"),
     ("energy_mwh", gettext_lazy("energy (MWh)"), "num"),
 )
-ABLATION_NAMES = {
-    "split": gettext_lazy("split"),
-    "+time-sharing": gettext_lazy("+time-sharing"),
-    "+preemption/elastic": gettext_lazy("+preemption/elastic"),
-    "+pooled memory": gettext_lazy("+pooled memory"),
-    "unified": gettext_lazy("unified"),
-}
 POLICY_LABELS = {"split": gettext_lazy("split"), "unified": gettext_lazy("unified")}
 CHARTS = (
     ("cluster_utilization_allocated_ratio", gettext_lazy("Allocated utilization"), True),
@@ -161,7 +155,9 @@ def _ablation(result: dict) -> list[dict]:
             {
                 "name": row["name"],
                 "label": ABLATION_NAMES.get(row["name"], row["name"]),
-                "features": [k for k in FEATURE_NAMES if row.get("features", {}).get(k)],
+                "features": [
+                    feature_label(k) for k in FEATURE_NAMES if row.get("features", {}).get(k)
+                ],
                 "cells": cells,
             }
         )

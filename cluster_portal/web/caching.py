@@ -30,6 +30,7 @@ from typing import TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
+from django.utils.translation import get_language
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 
@@ -50,7 +51,9 @@ POLL_SECONDS = 0.02
 def _scope_key(request: Request, name: str, extra: dict) -> str:
     scope = "staff" if principal_sees_all(request.user) else f"tenant:{request.user.tenant_id}"
     params = sorted((k, v) for k, v in request.query_params.items() if k != "format")
-    digest = hashlib.sha256(repr((name, scope, params, sorted(extra.items()))).encode())
+    # Payloads carry translated labels (KPIs, chart titles, table headings): one per language.
+    language = get_language() or ""
+    digest = hashlib.sha256(repr((name, scope, language, params, sorted(extra.items()))).encode())
     return "payload:" + digest.hexdigest()
 
 

@@ -92,6 +92,9 @@ DashboardPayload = inline_serializer(
         "tables": serializers.DictField(),
         "range": serializers.DictField(),
         "updated": serializers.DateTimeField(),
+        "updated_display": serializers.CharField(
+            help_text="``updated`` in the portal's time zone, formatted for the request's language"
+        ),
         "cluster": serializers.CharField(required=False),
         "workload": serializers.DictField(required=False),
         # Present when the range reaches back before the first data: {"ts", "note"}.

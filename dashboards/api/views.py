@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.formats import date_format
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
@@ -125,7 +127,13 @@ class DashboardView(APIView):
         def build() -> dict:
             payload = mark_data_start(self.build(request, tr, **kwargs), tr.start, tr.end)
             payload["range"] = tr.as_json()
-            payload["updated"] = datetime.now(tz=UTC).isoformat()
+            now = datetime.now(tz=UTC)
+            payload["updated"] = now.isoformat()
+            # The page's "Last updated" line: Django's date format of the reader's language
+            # (not the browser's default locale, which wrote US dates on Chinese pages). The
+            # cache keeps one payload per language, so this is formatted once per build.
+            stamp = timezone.localtime(now)
+            payload["updated_display"] = date_format(stamp, "DATETIME_FORMAT")
             return payload
 
         return build

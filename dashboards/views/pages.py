@@ -10,7 +10,7 @@ from django.shortcuts import render
 
 from accounts.access import staff_page
 from accounts.models import Tenant
-from cluster_portal.web.readiness import readiness
+from cluster_portal.web.readiness import broker_description, readiness
 from dashboards.selectors.workloads import workload_rows, workloads_visible_to
 from telemetry.read import any_alive, heartbeat_statuses, recent_data_gaps
 
@@ -45,7 +45,7 @@ def status(request: HttpRequest) -> HttpResponse:
         "checks": checks,
         "broker_down": any(c.name == "broker" and not c.ok for c in checks),
         "data_gaps": recent_data_gaps(),
-        "broker": settings.BROKER_DESCRIPTION,
+        "broker": broker_description(),
         "database": f"{connection.vendor} ({connection.settings_dict['NAME']})",
         "stale_after": settings.HEARTBEAT_STALE_AFTER_SECONDS,
         "worker_alive": any_alive(statuses, "worker"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from rollout.labels import reason_text
 from rollout.models.gates import Criterion, Gate
 
 
@@ -28,6 +29,8 @@ class AnalysisRun(models.Model):
         _("status"), max_length=20, choices=Outcome.choices, default=Outcome.RUNNING
     )
     message = models.CharField(_("message"), max_length=500, blank=True)
+    # The message as a code and parameters (rollout/labels.py), translated when shown.
+    message_data = models.JSONField(_("message code"), null=True, blank=True, editable=False)
     started_at = models.DateTimeField(_("started at"))
     # When the step's traffic took effect: only data stamped after it counts (Argo semantics).
     traffic_at = models.DateTimeField(_("step traffic since"), null=True, blank=True)
@@ -41,6 +44,10 @@ class AnalysisRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.gate} r{self.gate_revision}: {self.status}"
+
+    @property
+    def message_display(self) -> str:
+        return reason_text(self.message_data, self.message, outcomes=dict(Outcome.choices))
 
 
 class MetricResult(models.Model):
@@ -89,6 +96,8 @@ class Measurement(models.Model):
     window_start = models.DateTimeField(_("window start"))
     window_end = models.DateTimeField(_("window end"))
     reason = models.CharField(_("why"), max_length=500)
+    # The reason as a code and parameters (rollout/labels.py), translated when shown.
+    reason_data = models.JSONField(_("reason code"), null=True, blank=True, editable=False)
     taken_at = models.DateTimeField(_("taken at"))
 
     class Meta:
@@ -101,3 +110,7 @@ class Measurement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.result.name} #{self.seq}: {self.outcome}"
+
+    @property
+    def reason_display(self) -> str:
+        return reason_text(self.reason_data, self.reason, outcomes=dict(Outcome.choices))

@@ -6,6 +6,11 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from rollout.labels import action_label, actor_label, object_type_label, reason_text, state_label
+from rollout.models.analysis import Outcome
+from rollout.models.gates import GateState
+from rollout.models.plans import PlanState
+
 
 class AuditImmutable(Exception):
     """Raised when code tries to change or delete an audit row."""
@@ -46,6 +51,10 @@ class AuditEntry(models.Model):
     from_state = models.CharField(_("from"), max_length=40, blank=True)
     to_state = models.CharField(_("to"), max_length=40, blank=True)
     reason = models.TextField(_("reason"), blank=True)
+    # A reason the workflow wrote, as a code and parameters (rollout/labels.py), translated
+    # when shown; null for reasons people typed. Nullable without a default so that adding it
+    # is a plain ADD COLUMN on SQLite too (a table rebuild would drop the append-only triggers).
+    reason_data = models.JSONField(_("reason code"), null=True, blank=True, editable=False)
     source_ip = models.GenericIPAddressField(_("source IP"), null=True, blank=True)
 
     class Meta:
@@ -63,3 +72,33 @@ class AuditEntry(models.Model):
 
     def delete(self, *args, **kwargs):
         raise AuditImmutable("audit entries are append-only")
+
+    # Labels for people; the stored codes stay the machine interface (API, CSV, filters).
+    @property
+    def action_display(self) -> str:
+        return action_label(self.action)
+
+    @property
+    def object_type_display(self) -> str:
+        return object_type_label(self.object_type)
+
+    @property
+    def from_state_display(self) -> str:
+        return state_label(self.from_state, *self._state_vocabularies())
+
+    @property
+    def to_state_display(self) -> str:
+        return state_label(self.to_state, *self._state_vocabularies())
+
+    @property
+    def actor_display(self) -> str:
+        return actor_label(self.actor_label)
+
+    @property
+    def reason_display(self) -> str:
+        return reason_text(self.reason_data, self.reason, outcomes=dict(Outcome.choices))
+
+    def _state_vocabularies(self) -> tuple[dict, dict]:
+        # A gate's row speaks of gate states first ("passed" is the analysis verdict).
+        gate, plan = dict(GateState.choices), dict(PlanState.choices)
+        return (gate, plan) if self.object_type == "gate" else (plan, gate)

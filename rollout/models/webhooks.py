@@ -86,3 +86,8 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subscription} {self.event} {self.status}"
+
+    @property
+    def event_display(self) -> str:
+        """The event's description in the reader's language (``event`` stays the wire name)."""
+        return str(dict(WEBHOOK_EVENTS).get(self.event, self.event))

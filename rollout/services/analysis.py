@@ -34,6 +34,7 @@ from django.forms.models import model_to_dict
 from django.utils import timezone
 
 from rollout.analysis import semantics as S
+from rollout.labels import reason_data
 from rollout.models import (
     AnalysisRun,
     Gate,
@@ -109,12 +110,16 @@ def analysis_start(*, gate: Gate, now: datetime, traffic_at: datetime | None = N
     if not any(not c.dry_run for c in criteria):
         if gate.phase.manual_gate:
             # Chosen explicitly (and audited) by an operator: approvers alone decide.
-            run.message = "manual gate: no criteria, approvers decide"
+            _say(run, "manual gate: no criteria, approvers decide", reason_data("manual_gate"))
             _finish(run, S.SUCCESSFUL, now)
             _gate_passed(gate, run)
         else:
             # Never "passes at once": nothing measured is nothing proven.
-            run.message = "no decisive criteria and no manual gate: nothing can pass"
+            _say(
+                run,
+                "no decisive criteria and no manual gate: nothing can pass",
+                reason_data("nothing_can_pass"),
+            )
             _finish(run, S.INCONCLUSIVE, now)
             _act_on(gate.plan, gate, run, S.INCONCLUSIVE)
     return run
@@ -138,7 +143,8 @@ def _traffic_committed(run_id: int) -> None:
 def analysis_terminate(*, gate: Gate, now: datetime) -> None:
     """Stop the gate's running analysis (abort, skip, force-promote, retry)."""
     for run in gate.runs.filter(status=Outcome.RUNNING):
-        run.message = run.message or "terminated"
+        if not run.message:
+            _say(run, "terminated", reason_data("terminated"))
         _finish(run, Outcome.TERMINATED, now)
 
 
@@ -172,7 +178,7 @@ def analysis_run_step(*, run_id: int, now: datetime | None = None) -> str:
     gate = run.gate
     if gate.revision != run.gate_revision:
         # The criteria changed under the run: measure what approvers will now approve.
-        run.message = "superseded: the gate's criteria changed"
+        _say(run, "superseded: the gate's criteria changed", reason_data("superseded"))
         _finish(run, Outcome.TERMINATED, now)
         return analysis_start(gate=gate, now=now, traffic_at=run.traffic_at).status
     metrics = list(run.metrics.all())
@@ -189,16 +195,27 @@ def analysis_run_step(*, run_id: int, now: datetime | None = None) -> str:
             metric.next_at = None
             metric.save(update_fields=["status", "stopped_early", "next_at"])
     worst = [m for m in metrics if m.status == phase and not m.dry_run]
-    run.message = f"{phase}: {worst[0].name}" if worst and phase != S.SUCCESSFUL else phase
+    criterion = worst[0].name if worst and phase != S.SUCCESSFUL else ""
+    _say(
+        run,
+        f"{phase}: {criterion}" if criterion else phase,
+        reason_data("phase", phase=phase, criterion=criterion),
+    )
     _finish(run, phase, now)
     _act_on(plan, gate, run, phase)
     return phase
 
 
+def _say(run: AnalysisRun, message: str, data: dict) -> None:
+    """Set the run's message: English text for the API and logs, the code for pages."""
+    run.message = message
+    run.message_data = data
+
+
 def _finish(run: AnalysisRun, status: str, now: datetime) -> None:
     run.status = status
     run.finished_at = now
-    run.save(update_fields=["status", "finished_at", "message"])
+    run.save(update_fields=["status", "finished_at", "message", "message_data"])
     if status != S.RUNNING:
         run.metrics.filter(status=Outcome.RUNNING).update(
             status=Outcome.TERMINATED, stopped_early=True, next_at=None
@@ -217,6 +234,7 @@ def _gate_passed(gate: Gate, run: AnalysisRun) -> None:
         from_state=before,
         to_state=gate.state,
         reason=run.message,
+        reason_data=run.message_data,
     )
 
 
@@ -234,6 +252,7 @@ def _act_on(plan: MigrationPlan, gate: Gate, run: AnalysisRun, phase: str) -> No
             action="analysis_inconclusive",
             actor=SYSTEM,
             reason=run.message,
+            reason_data=run.message_data,
             events=("awaiting_approval",),
             obj=gate,
         )
@@ -248,6 +267,7 @@ def _act_on(plan: MigrationPlan, gate: Gate, run: AnalysisRun, phase: str) -> No
         action="rollback",
         actor=SYSTEM,
         reason=run.message,
+        reason_data=run.message_data,
         events=("analysis_failed", "aborted"),
         obj=gate,
     )
@@ -263,17 +283,22 @@ def _measure(
         start = since + timedelta(microseconds=1)
     value = baseline = threshold = None
     samples = 0
+    data: dict | None = None
     try:
         with transaction.atomic():  # a failed read must not poison the step's transaction
-            outcome, value, baseline, threshold, samples, reason = _evaluate(spec, plan, start, now)
+            outcome, value, baseline, threshold, samples, (reason, data) = _evaluate(
+                spec, plan, start, now
+            )
     except DataSourceUnavailable as exc:
         # The cluster's PromQL server is down or slow: nothing is known about the migration,
         # which is Inconclusive (never a pass), not an Error retried without counting.
         outcome, reason = S.INCONCLUSIVE, str(exc)[:500]
     except MeasurementError as exc:
         outcome, reason = S.ERROR, f"error: {exc}"
+        data = reason_data("error", detail=str(exc))
     except Exception as exc:  # noqa: BLE001 - any failure to read is an Error measurement
         outcome, reason = S.ERROR, f"error: {type(exc).__name__}: {exc}"[:500]
+        data = reason_data("error", detail=f"{type(exc).__name__}: {exc}"[:400])
     counters = S.MetricCounters(
         **{k: getattr(metric, k) for k in _COUNTER_FIELDS},
         count=spec["count"],
@@ -299,6 +324,7 @@ def _measure(
         window_start=start,
         window_end=now,
         reason=reason[:500],
+        reason_data=data,
         taken_at=now,
     )
 
@@ -337,17 +363,24 @@ def _evaluate(spec: dict, plan: MigrationPlan, start: datetime, end: datetime) -
     result = _aggregate(cluster_id=plan.target_cluster_id, **where)
     label = f"{spec['aggregation']}({spec['metric']})"
     if result.value is None:
-        return S.INCONCLUSIVE, None, None, None, 0, f"no data in the window for {label}"
+        reason = (f"no data in the window for {label}", reason_data("no_data", label=label))
+        return S.INCONCLUSIVE, None, None, None, 0, reason
     needed = spec.get("min_samples") or 1
     if result.samples < needed:
-        reason = f"too few values in the step for {label}: {result.samples} of {needed}"
+        reason = (
+            f"too few values in the step for {label}: {result.samples} of {needed}",
+            reason_data("too_few", label=label, samples=result.samples, needed=needed),
+        )
         return S.INCONCLUSIVE, result.value, None, None, result.samples, reason
     threshold = float(spec["threshold"])
     baseline = None
     if spec["compare_to_baseline"]:
         base = _aggregate(cluster_id=plan.source_cluster_id, **where)
         if base.value is None:
-            reason = f"no source-cluster baseline data in the window for {label}"
+            reason = (
+                f"no source-cluster baseline data in the window for {label}",
+                reason_data("no_baseline", label=label),
+            )
             return S.INCONCLUSIVE, result.value, None, None, result.samples, reason
         baseline = base.value
         threshold = threshold * baseline
@@ -355,8 +388,16 @@ def _evaluate(spec: dict, plan: MigrationPlan, start: datetime, end: datetime) -
     holds = S.compare(result.value, spec["comparator"], threshold)
     verdict = "holds" if holds else "does not hold"
     reason = f"{label} = {result.value:.4g} {symbol} {threshold:.4g} {verdict}"
+    compared = {"label": label, "symbol": symbol}
+    compared.update(value=f"{result.value:.4g}", threshold=f"{threshold:.4g}")
+    parts = [reason_data("holds" if holds else "does_not_hold", **compared)]
     if baseline is not None:
         reason += f" (threshold {spec['threshold']:g} × source {baseline:.4g})"
+        factor, source = f"{spec['threshold']:g}", f"{baseline:.4g}"
+        parts.append(reason_data("baseline", factor=factor, baseline=source))
     reason += f"; {result.samples} values"
+    # Shown as "<comparison> <baseline>; <n values>" in the reader's language.
+    data = {"parts": [{"parts": parts}, reason_data("values", samples=result.samples)]}
+    data["joiner"] = "; "
     outcome = S.SUCCESSFUL if holds else S.FAILED
-    return outcome, result.value, baseline, threshold, result.samples, reason
+    return outcome, result.value, baseline, threshold, result.samples, (reason, data)

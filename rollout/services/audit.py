@@ -95,8 +95,13 @@ def audit_record(
     from_state: str = "",
     to_state: str = "",
     reason: str = "",
+    reason_data: dict | None = None,
 ) -> AuditEntry:
-    """Append one audit row (the only way rows are written)."""
+    """Append one audit row (the only way rows are written).
+
+    ``reason_data``: the reason as a code and parameters (rollout/labels.py) when the
+    workflow wrote it, so pages can show it in the reader's language.
+    """
     target = obj if obj is not None else plan
     return AuditEntry.objects.create(
         actor=actor.user,
@@ -108,5 +113,6 @@ def audit_record(
         from_state=from_state,
         to_state=to_state,
         reason=reason,
+        reason_data=reason_data,
         source_ip=actor.ip,
     )

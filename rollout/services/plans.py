@@ -26,9 +26,11 @@ from datetime import date, timedelta
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from accounts.models import Tenant
 from inventory.models import Cluster, Workload
+from rollout.labels import action_label_lazy, state_label_lazy
 from rollout.models import (
     DEFAULT_PHASE_DAYS,
     PHASE_ORDER,
@@ -86,7 +88,7 @@ def plan_create(
     workload of another tenant or cluster, bad steps or clusters.
     """
     if not actor.can_operate():
-        raise NotPermitted("creating a migration plan needs the operate permission")
+        raise NotPermitted(gettext_noop("creating a migration plan needs the operate permission"))
     plan = MigrationPlan(
         tenant=tenant,
         name=name,
@@ -174,11 +176,13 @@ def criterion_save(*, criterion: Criterion, actor: Actor) -> Criterion:
     decisive criterion into a dry run is refused (the gate would then measure nothing).
     """
     if not actor.can_operate():
-        raise NotPermitted("editing gate criteria needs the operate permission")
+        raise NotPermitted(gettext_noop("editing gate criteria needs the operate permission"))
     criterion.full_clean()
     created = criterion.pk is None
     if criterion.dry_run and not _keeps_a_gate(criterion.phase, without=criterion):
-        raise WorkflowConflict("a started plan's gate needs at least one decisive criterion")
+        raise WorkflowConflict(
+            gettext_noop("a started plan's gate needs at least one decisive criterion")
+        )
     criterion.save()
     gates = _gate_revise(phase=criterion.phase)
     audit_record(
@@ -199,12 +203,14 @@ def criterion_delete(*, criterion: Criterion, actor: Actor) -> None:
     not an explicit manual gate: a gate with nothing to measure must not pass by itself.
     """
     if not actor.can_operate():
-        raise NotPermitted("editing gate criteria needs the operate permission")
+        raise NotPermitted(gettext_noop("editing gate criteria needs the operate permission"))
     phase = criterion.phase
     if not _keeps_a_gate(phase, without=criterion):
         raise WorkflowConflict(
-            "this is the gate's last decisive criterion: add another first, or make the "
-            "phase an explicit manual gate"
+            gettext_noop(
+                "this is the gate's last decisive criterion: add another first, or make the "
+                "phase an explicit manual gate"
+            )
         )
     described, pk = criterion.describe(), criterion.pk
     criterion.delete()
@@ -222,14 +228,16 @@ def criterion_delete(*, criterion: Criterion, actor: Actor) -> None:
 def phase_manual_gate_set(*, phase: Phase, manual: bool, actor: Actor, reason: str) -> Phase:
     """Explicitly choose (or drop) a manual gate for ``phase``: audited, with a reason."""
     if not actor.can_operate():
-        raise NotPermitted("choosing a manual gate needs the operate permission")
+        raise NotPermitted(gettext_noop("choosing a manual gate needs the operate permission"))
     if not (reason or "").strip():
-        raise WorkflowConflict("choosing a manual gate needs a reason")
+        raise WorkflowConflict(gettext_noop("choosing a manual gate needs a reason"))
     if phase.manual_gate == manual:
         return phase
     phase.manual_gate = manual
     if not manual and not _keeps_a_gate(phase):
-        raise WorkflowConflict("the phase has no decisive criteria: it must stay a manual gate")
+        raise WorkflowConflict(
+            gettext_noop("the phase has no decisive criteria: it must stay a manual gate")
+        )
     phase.save(update_fields=["manual_gate"])
     gates = _gate_revise(phase=phase)
     audit_record(
@@ -249,14 +257,20 @@ def plan_lock(plan_id: int, *, expected_version: int | None = None) -> Migration
     plan = MigrationPlan.objects.select_for_update().select_related("tenant").get(pk=plan_id)
     if expected_version is not None and plan.version != expected_version:
         raise WorkflowConflict(
-            f"the plan changed (version {plan.version}, you sent {expected_version}); reload"
+            gettext_noop("the plan changed (version %(version)s, you sent %(sent)s); reload"),
+            version=plan.version,
+            sent=expected_version,
         )
     return plan
 
 
 def require_state(plan: MigrationPlan, action: str) -> None:
     if plan.state not in LEGAL_FROM[action]:
-        raise WorkflowConflict(f"cannot {action.replace('_', ' ')} a plan that is {plan.state}")
+        raise WorkflowConflict(
+            gettext_noop("cannot %(action)s a plan that is %(state)s"),
+            action=action_label_lazy(action),
+            state=state_label_lazy(plan.state, dict(PlanState.choices)),
+        )
 
 
 def plan_move(
@@ -266,10 +280,14 @@ def plan_move(
     action: str,
     actor: Actor,
     reason: str = "",
+    reason_data: dict | None = None,
     events: tuple[str, ...] = (),
     obj=None,
 ) -> None:
-    """Set the state, bump the version, write the one audit row, queue the webhooks."""
+    """Set the state, bump the version, write the one audit row, queue the webhooks.
+
+    ``reason_data`` is the reason as a code and parameters when the workflow wrote it.
+    """
     require_state(plan, action)
     before = plan.state
     plan.state = to
@@ -283,6 +301,7 @@ def plan_move(
         from_state=before,
         to_state=to,
         reason=reason,
+        reason_data=reason_data,
     )
     data = {"action": action, "from": before, "to": to, "by": actor.label, "reason": reason}
     for event in ("transition", *events):

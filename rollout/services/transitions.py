@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
+from rollout.labels import reason_data, state_label_lazy
 from rollout.models import (
     PHASE_ORDER,
     Approval,
-    AuditEntry,
     Gate,
     GateState,
     MigrationPlan,
@@ -36,7 +37,14 @@ from rollout.models import (
 )
 from rollout.services.analysis import analysis_start, analysis_terminate
 from rollout.services.audit import Actor, audit_record
-from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
+from rollout.services.errors import (
+    FourEyesViolation,
+    WorkflowConflict,
+)
+from rollout.services.guards import deny as _deny
+from rollout.services.guards import need as _need
+from rollout.services.guards import need_reason as _need_reason
+from rollout.services.guards import need_revision as _need_revision
 from rollout.services.plans import (
     gate_open,
     phase_of,
@@ -50,49 +58,6 @@ from rollout.services.plans import (
 )
 
 
-def _deny(*, actor: Actor, action: str, plan_id: int, reason: str) -> AuditEntry:
-    # Outside the failed command's transaction so the row survives the error.
-    plan = MigrationPlan.objects.filter(pk=plan_id).first()
-    with transaction.atomic():
-        return audit_record(
-            actor=actor,
-            action=f"{action}_denied",
-            plan=plan,
-            from_state=plan.state if plan else "",
-            to_state=plan.state if plan else "",
-            reason=reason,
-        )
-
-
-def _need(actor: Actor, *, capability: str, action: str, plan_id: int) -> None:
-    checks = {"approve": actor.can_approve, "force": actor.can_force, "operate": actor.can_operate}
-    if not checks[capability]():
-        if capability == "approve" and actor.token is not None and actor.user is None:
-            reason = "the token acts for nobody who may approve"
-        elif actor.token is not None and capability != "approve":
-            reason = f"tokens cannot {action.replace('_', ' ')}: sign in"
-        else:
-            reason = f"lacks the {capability} permission"
-        _deny(actor=actor, action=action, plan_id=plan_id, reason=reason)
-        raise NotPermitted(reason)
-
-
-def _need_revision(gate: Gate, revision: int | None) -> None:
-    if revision is None:
-        raise WorkflowConflict("name the gate revision you are deciding on")
-    if revision != gate.revision:
-        raise WorkflowConflict(
-            f"the gate is at revision {gate.revision}, you decided on {revision}; reload"
-        )
-
-
-def _need_reason(reason: str, action: str) -> str:
-    reason = (reason or "").strip()
-    if not reason:
-        raise WorkflowConflict(f"{action.replace('_', ' ')} needs a reason")
-    return reason
-
-
 def plan_start(*, plan_id: int, actor: Actor, expected_version: int | None = None) -> MigrationPlan:
     _need(actor, capability="operate", action="start", plan_id=plan_id)
     with transaction.atomic():
@@ -101,8 +66,10 @@ def plan_start(*, plan_id: int, actor: Actor, expected_version: int | None = Non
         ungated = phases_without_gate(plan)
         if ungated:
             raise WorkflowConflict(
-                "these phases have no decisive criteria and no explicit manual gate: "
-                + ", ".join(ungated)
+                gettext_noop(
+                    "these phases have no decisive criteria and no explicit manual gate: %(phases)s"
+                ),
+                phases=", ".join(ungated),
             )
         now = timezone.now()
         plan.current_phase = PhaseKind.PILOT
@@ -127,8 +94,11 @@ def plan_promote(
         wanted = GateState.PASSED if plan.state == PlanState.RUNNING else GateState.INCONCLUSIVE
         if gate.state != wanted:
             raise WorkflowConflict(
-                f"the gate is {gate.state}: promotion needs a passed analysis "
-                "(or an inconclusive one, while paused)"
+                gettext_noop(
+                    "the gate is %(state)s: promotion needs a passed analysis "
+                    "(or an inconclusive one, while paused)"
+                ),
+                state=state_label_lazy(gate.state, dict(GateState.choices)),
             )
         gate.state = GateState.AWAITING_APPROVAL
         gate.requested_by = actor.user
@@ -173,9 +143,11 @@ def gate_approve(
             decision__in=(Approval.Decision.APPROVE, Approval.Decision.REJECT),
         )
         if gate.requested_by_id == user.pk:
-            denial = "four-eyes: the requester of a promotion cannot approve it"
+            denial = FourEyesViolation(
+                gettext_noop("four-eyes: the requester of a promotion cannot approve it")
+            )
         elif decided.exists():
-            raise WorkflowConflict("you already decided on this revision of the gate")
+            raise WorkflowConflict(gettext_noop("you already decided on this revision of the gate"))
         else:
             Approval.objects.create(
                 gate=gate,
@@ -203,10 +175,13 @@ def gate_approve(
                     from_state=plan.state,
                     to_state=plan.state,
                     reason=f"{approvals}/{plan.required_approvals}: {comment}".strip(),
+                    reason_data=reason_data(
+                        "vote", count=approvals, required=plan.required_approvals, comment=comment
+                    ),
                 )
     if denial:
-        _deny(actor=actor, action="approve", plan_id=plan_id, reason=denial)
-        raise FourEyesViolation(denial)
+        _deny(actor=actor, action="approve", plan_id=plan_id, refusal=denial)
+        raise denial
     return plan
 
 
@@ -275,7 +250,10 @@ def plan_resume(
         require_state(plan, "resume")
         if not plan.resume_state:
             raise WorkflowConflict(
-                "this pause is a gate decision (inconclusive or rejected): promote, retry or abort"
+                gettext_noop(
+                    "this pause is a gate decision (inconclusive or rejected): "
+                    "promote, retry or abort"
+                )
             )
         to = plan.resume_state
         plan.resume_state = ""
@@ -296,7 +274,9 @@ def plan_retry(
             GateState.INCONCLUSIVE,
             GateState.REJECTED,
         ):
-            raise WorkflowConflict("only an inconclusive or rejected gate can be retried; resume")
+            raise WorkflowConflict(
+                gettext_noop("only an inconclusive or rejected gate can be retried; resume")
+            )
         now = timezone.now()
         analysis_terminate(gate=gate, now=now)
         gate.revision += 1
@@ -363,9 +343,13 @@ def plan_force_promote(
         user = actor.user
         votes = gate.approvals.filter(revision=gate.revision, decision=Approval.Decision.FORCE)
         if gate.requested_by_id == user.pk:
-            denial = "four-eyes: the requester of a promotion cannot force it"
+            denial = FourEyesViolation(
+                gettext_noop("four-eyes: the requester of a promotion cannot force it")
+            )
         elif votes.filter(user=user).exists():
-            raise WorkflowConflict("you already voted to force this revision of the gate")
+            raise WorkflowConflict(
+                gettext_noop("you already voted to force this revision of the gate")
+            )
         else:
             Approval.objects.create(
                 gate=gate,
@@ -396,10 +380,13 @@ def plan_force_promote(
                     from_state=plan.state,
                     to_state=plan.state,
                     reason=f"break-glass {count}/{plan.required_approvals}: {reason}",
+                    reason_data=reason_data(
+                        "break_glass", count=count, required=plan.required_approvals, comment=reason
+                    ),
                 )
     if denial:
-        _deny(actor=actor, action="force_promote", plan_id=plan_id, reason=denial)
-        raise FourEyesViolation(denial)
+        _deny(actor=actor, action="force_promote", plan_id=plan_id, refusal=denial)
+        raise denial
     return plan
 
 
@@ -414,7 +401,10 @@ def gate_skip(
         require_state(plan, "skip")
         gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
         if gate.state != GateState.ANALYSING:
-            raise WorkflowConflict(f"the gate is {gate.state}: only a running analysis is skipped")
+            raise WorkflowConflict(
+                gettext_noop("the gate is %(state)s: only a running analysis is skipped"),
+                state=state_label_lazy(gate.state, dict(GateState.choices)),
+            )
         analysis_terminate(gate=gate, now=timezone.now())
         gate.state = GateState.PASSED
         gate.save(update_fields=["state"])

@@ -8,6 +8,8 @@
   const REFRESH_MS = 15000;
   const RANGE_KEYS = ["range", "start", "end", "cluster", "kind"];
   const errorBox = root.querySelector("[data-error]");
+  // Numbers in tables follow the page's language, not the browser's default locale.
+  const PAGE_LANG = document.documentElement.lang || undefined;
   let timer = null;
   let generation = 0;
 
@@ -192,7 +194,8 @@
       const stamp = root.querySelector("[data-updated]");
       if (stamp) {
         stamp.dateTime = payload.updated;
-        stamp.textContent = new Date(payload.updated).toLocaleString();
+        // Formatted by the server in the page's language (Django's DATETIME_FORMAT).
+        stamp.textContent = payload.updated_display || payload.updated;
       }
       errorBox.hidden = true;
       root.dataset.loaded = String(Number(root.dataset.loaded || 0) + 1);

@@ -26,6 +26,11 @@ class ProcessStatus:
         """``alive``, ``paused`` or ``down``."""
         return "alive" if self.alive else "paused" if self.paused else "down"
 
+    @property
+    def kind_label(self) -> str:
+        """The kind in the reader's language (``kind`` stays the code)."""
+        return str(dict(Heartbeat.Kind.choices).get(self.kind, self.kind))
+
 
 def heartbeat_statuses(*, now: datetime | None = None) -> list[ProcessStatus]:
     now = now or timezone.now()

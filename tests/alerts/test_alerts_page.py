@@ -8,6 +8,8 @@ from datetime import timedelta
 
 import pytest
 from django.test import Client
+from django.utils import translation
+from django.utils.html import escape
 
 from alerts.evaluate import alerts_evaluate
 from alerts.models import Alert, AlertRule
@@ -224,3 +226,19 @@ def test_api_filters_and_describes_alerts(client_as, triage):
     assert row["threshold"] == 85.0 and "cooling" in row["runbook"]
     bad = client.get("/api/v1/alerts/?state=sleeping&severity=loud")
     assert bad.status_code == 400 and set(bad.json()["errors"]) == {"state", "severity"}
+
+
+@pytest.mark.django_db
+def test_an_alert_written_by_an_english_worker_reads_in_chinese_on_a_chinese_page(
+    rules, cards, client_as, settings
+):
+    write("accelerator_temperature_celsius", cards[0], every_30s(97.0))
+    alerts_evaluate(now=NOW)
+    alert = alerts_of("accelerator-temperature-high", cards[0]).get()
+    assert " over " in alert.message  # stored in the worker's (default) language
+    client = client_as("operator")
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
+    page = client.get("/alerts/").content.decode()
+    assert escape(alert.message) not in page
+    with translation.override("zh-hans"):
+        assert "阈值" in alert.message_display and escape(alert.message_display) in page

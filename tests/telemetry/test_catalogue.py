@@ -9,7 +9,11 @@ LOCALE = Path(__file__).resolve().parents[2] / "locale" / "zh_Hans" / "LC_MESSAG
 
 
 def po_entries() -> list[tuple[str, str]]:
-    """``(msgid, msgstr)`` pairs of the .po file (obsolete entries and the header left out)."""
+    """``(msgid, msgstr)`` pairs of the .po file (obsolete entries and the header left out).
+
+    A message with a context (``pgettext``) is keyed as gettext compiles it:
+    ``context + "\x04" + msgid``.
+    """
     entries = []
     for block in (LOCALE / "django.po").read_text().split("\n\n"):
         lines = [ln for ln in block.splitlines() if not ln.startswith("#")]
@@ -18,12 +22,14 @@ def po_entries() -> list[tuple[str, str]]:
         fields: dict[str, str] = {}
         current = None
         for line in lines:
-            if line.startswith(("msgid ", "msgid_plural ", "msgstr ", "msgstr[0] ")):
+            if line.startswith(("msgctxt ", "msgid ", "msgid_plural ", "msgstr ", "msgstr[0] ")):
                 current, _, rest = line.partition(" ")
                 fields[current] = rest.strip()[1:-1]
             elif line.startswith('"') and current:
                 fields[current] += line.strip()[1:-1]
         msgid = fields.get("msgid", "")
+        if msgid and "msgctxt" in fields:
+            msgid = fields["msgctxt"] + "\x04" + msgid
         if msgid:
             entries.append((msgid, fields.get("msgstr", fields.get("msgstr[0]", ""))))
     return entries
@@ -32,6 +38,13 @@ def po_entries() -> list[tuple[str, str]]:
 def test_every_message_has_a_chinese_translation():
     missing = [msgid for msgid, msgstr in po_entries() if not msgstr]
     assert missing == [], f"{len(missing)} untranslated, e.g. {missing[:3]}"
+
+
+def test_no_translation_is_left_fuzzy():
+    # gettext ignores fuzzy entries: a fuzzy msgstr shows English (or a wrong guess) on pages.
+    blocks = (LOCALE / "django.po").read_text().split("\n\n")[1:]  # the header is fuzzy
+    fuzzy = [b.split("msgid ", 1)[-1][:60] for b in blocks if "#, fuzzy" in b]
+    assert fuzzy == [], f"{len(fuzzy)} fuzzy, e.g. {fuzzy[:3]}"
 
 
 def test_the_compiled_catalogue_is_up_to_date_with_the_source():

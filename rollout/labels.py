@@ -1,0 +1,130 @@
+"""Human labels for the workflow's stored codes, rendered in the reader's language.
+
+Imports no model (models use it for their ``*_display`` properties): vocabularies that live on
+the models (states, outcomes) are passed in by the caller.
+
+The audit trail and the analysis results store machine codes (``approve``, ``awaiting_approval``,
+``gate``) and, for reasons the portal itself writes, a code with parameters
+(``{"code": "compare", "params": {...}}``) next to the English sentence. Pages translate at
+display time from those codes, so one stored row reads in English and in Chinese; rows written
+before the codes existed, and reasons people typed, show their stored text unchanged.
+"""
+
+from __future__ import annotations
+
+from django.utils.functional import lazy
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, pgettext_lazy
+
+ACTIONS = {
+    "create": pgettext_lazy("audit action", "create"),
+    "start": pgettext_lazy("audit action", "start"),
+    "promote": pgettext_lazy("audit action", "request promotion"),
+    "approve": pgettext_lazy("audit action", "approve"),
+    "reject": pgettext_lazy("audit action", "reject"),
+    "pause": pgettext_lazy("audit action", "pause"),
+    "resume": pgettext_lazy("audit action", "resume"),
+    "abort": pgettext_lazy("audit action", "abort"),
+    "retry": pgettext_lazy("audit action", "retry analysis"),
+    "skip": pgettext_lazy("audit action", "skip analysis"),
+    "force_promote": pgettext_lazy("audit action", "force-promote"),
+    "force_promote_vote": pgettext_lazy("audit action", "force-promote vote"),
+    "rollback": pgettext_lazy("audit action", "roll back"),
+    "analysis_successful": pgettext_lazy("audit action", "analysis successful"),
+    "analysis_inconclusive": pgettext_lazy("audit action", "analysis inconclusive"),
+    "criterion_add": pgettext_lazy("audit action", "add criterion"),
+    "criterion_delete": pgettext_lazy("audit action", "delete criterion"),
+    "manual_gate_on": pgettext_lazy("audit action", "make gate manual"),
+}
+OBJECT_TYPES = {
+    "migrationplan": gettext_lazy("migration plan"),
+    "gate": gettext_lazy("gate"),
+    "criterion": gettext_lazy("criterion"),
+    "phase": gettext_lazy("phase"),
+    "approval": gettext_lazy("approval"),
+}
+# The analysis reasons the services write; the params fill the placeholders.
+REASONS = {
+    "manual_gate": gettext_lazy("manual gate: no criteria, approvers decide"),
+    "nothing_can_pass": gettext_lazy("no decisive criteria and no manual gate: nothing can pass"),
+    "terminated": gettext_lazy("terminated"),
+    "superseded": gettext_lazy("superseded: the gate's criteria changed"),
+    "no_data": gettext_lazy("no data in the window for %(label)s"),
+    "too_few": gettext_lazy("too few values in the step for %(label)s: %(samples)s of %(needed)s"),
+    "no_baseline": gettext_lazy("no source-cluster baseline data in the window for %(label)s"),
+    "holds": gettext_lazy("%(label)s = %(value)s %(symbol)s %(threshold)s holds"),
+    "does_not_hold": gettext_lazy("%(label)s = %(value)s %(symbol)s %(threshold)s does not hold"),
+    "baseline": gettext_lazy("(threshold %(factor)s × source %(baseline)s)"),
+    "values": gettext_lazy("%(samples)s values"),
+    "error": gettext_lazy("error: %(detail)s"),
+    "vote": gettext_lazy("%(count)s/%(required)s: %(comment)s"),
+    "break_glass": gettext_lazy("break-glass %(count)s/%(required)s: %(comment)s"),
+}
+
+
+def reason_data(code: str, **params: object) -> dict:
+    """What the services store next to the English text: a code and its parameters."""
+    return {"code": code, "params": params}
+
+
+def reason_text(data: dict | None, fallback: str, *, outcomes: dict | None = None) -> str:
+    """The stored reason in the active language; the stored text when no code is known.
+
+    A reason may be a list of parts (``{"parts": [...]}``), joined the way the English was.
+    ``outcomes``: the analysis outcomes' labels, for a run's verdict (``Outcome.choices``).
+    """
+    if not isinstance(data, dict):
+        return fallback
+    try:
+        if "parts" in data:
+            parts = [reason_text(part, "", outcomes=outcomes) for part in data["parts"]]
+            if not all(parts):
+                return fallback
+            return data.get("joiner", " ").join(parts)
+        code, params = data["code"], dict(data.get("params") or {})
+        if code == "message":
+            # A refused command's reason (rollout/services/errors.py): its own template.
+            return _(params["message"]) % params.get("values", {})
+        if code == "phase":
+            # A run's outcome, optionally naming the criterion that decided it.
+            label = str((outcomes or {}).get(params["phase"], params["phase"]))
+            if not params.get("criterion"):
+                return label
+            return _("%(phase)s: %(criterion)s") % {
+                "phase": label,
+                "criterion": params["criterion"],
+            }
+        return str(REASONS[code]) % params
+    except (KeyError, TypeError, ValueError):
+        return fallback
+
+
+def action_label(code: str) -> str:
+    """An audit action's label; a refused command reads "<action> (denied)"."""
+    if code.endswith("_denied"):
+        base = code.removesuffix("_denied")
+        return _("%(action)s (denied)") % {"action": action_label(base)}
+    return str(ACTIONS.get(code, code))
+
+
+def state_label(code: str, *vocabularies: dict) -> str:
+    """A state's label from the first vocabulary (``dict(GateState.choices)``, ...) that has it;
+    the caller orders them by the object (a gate's "passed" is not a plan's)."""
+    for labels in vocabularies:
+        if code in labels:
+            return str(labels[code])
+    return code
+
+
+def object_type_label(code: str) -> str:
+    return str(OBJECT_TYPES.get(code, code))
+
+
+# The same, evaluated when shown: for messages built before the reader's language is known.
+action_label_lazy = lazy(action_label, str)
+state_label_lazy = lazy(state_label, str)
+
+
+def actor_label(label: str) -> str:
+    """The workflow's own actor reads in the reader's language; people keep their names."""
+    return _("system") if label == "system" else label

@@ -1,0 +1,63 @@
+"""Checks every workflow command makes before it acts: permission (a refusal is audited as
+``<action>_denied`` and committed even though the command fails), the gate revision decided on,
+and a reason where one is required. Split out of ``transitions`` to keep it readable."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils.translation import gettext_noop
+
+from rollout.labels import action_label_lazy
+from rollout.models import AuditEntry, Gate, MigrationPlan
+from rollout.services.audit import Actor, audit_record
+from rollout.services.errors import NotPermitted, WorkflowConflict, WorkflowError
+
+
+def deny(*, actor: Actor, action: str, plan_id: int, refusal: WorkflowError) -> AuditEntry:
+    # Outside the failed command's transaction so the row survives the error.
+    plan = MigrationPlan.objects.filter(pk=plan_id).first()
+    with transaction.atomic():
+        return audit_record(
+            actor=actor,
+            action=f"{action}_denied",
+            plan=plan,
+            from_state=plan.state if plan else "",
+            to_state=plan.state if plan else "",
+            reason=refusal.english,
+            reason_data=refusal.reason_data,
+        )
+
+
+def need(actor: Actor, *, capability: str, action: str, plan_id: int) -> None:
+    checks = {"approve": actor.can_approve, "force": actor.can_force, "operate": actor.can_operate}
+    if not checks[capability]():
+        if capability == "approve" and actor.token is not None and actor.user is None:
+            refusal = NotPermitted(gettext_noop("the token acts for nobody who may approve"))
+        elif actor.token is not None and capability != "approve":
+            refusal = NotPermitted(gettext_noop("tokens cannot %(action)s: sign in"), action=action)
+        else:
+            refusal = NotPermitted(
+                gettext_noop("lacks the %(capability)s permission"), capability=capability
+            )
+        deny(actor=actor, action=action, plan_id=plan_id, refusal=refusal)
+        raise refusal
+
+
+def need_revision(gate: Gate, revision: int | None) -> None:
+    if revision is None:
+        raise WorkflowConflict(gettext_noop("name the gate revision you are deciding on"))
+    if revision != gate.revision:
+        raise WorkflowConflict(
+            gettext_noop("the gate is at revision %(revision)s, you decided on %(sent)s; reload"),
+            revision=gate.revision,
+            sent=revision,
+        )
+
+
+def need_reason(reason: str, action: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise WorkflowConflict(
+            gettext_noop("%(action)s needs a reason"), action=action_label_lazy(action)
+        )
+    return reason
