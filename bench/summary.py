@@ -68,7 +68,8 @@ def rows() -> list[tuple[str, str, str, str, str]]:
         )
         for mode, label, target in (
             ("cache_10s", "cache 10 s", 200),
-            ("cache_0s", "no cache (unique ranges)", 500),
+            ("unique_ranges", "unique ranges (cache on)", 500),
+            ("cache_0s", "no cache at all", 500),
         ):
             entries = dash.get("concurrent", {}).get(mode)
             if entries:

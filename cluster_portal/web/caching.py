@@ -48,9 +48,15 @@ WAIT_SECONDS = 10.0
 POLL_SECONDS = 0.02
 
 
-def _scope_key(request: Request, name: str, extra: dict) -> str:
+# The time range's parameters: a payload that does not depend on the range (a fleet
+# snapshot) is shared across ranges by leaving them out of its key.
+RANGE_PARAMS = frozenset({"range", "start", "end"})
+
+
+def _scope_key(request: Request, name: str, extra: dict, ignore: frozenset = frozenset()) -> str:
     scope = "staff" if principal_sees_all(request.user) else f"tenant:{request.user.tenant_id}"
-    params = sorted((k, v) for k, v in request.query_params.items() if k != "format")
+    skip = ignore | {"format"}
+    params = sorted((k, v) for k, v in request.query_params.items() if k not in skip)
     # Payloads carry translated labels (KPIs, chart titles, table headings): one per language.
     language = get_language() or ""
     digest = hashlib.sha256(repr((name, scope, language, params, sorted(extra.items()))).encode())
@@ -79,9 +85,19 @@ def _build_and_store(
             pass
 
 
-def cached_payload(request: Request, name: str, build: Callable[[], dict], **extra) -> dict:
-    """``build()``'s result, shared for ``DASHBOARD_CACHE_SECONDS`` within one scope."""
-    return _cached(request, name, build, extra)
+def cached_payload(
+    request: Request,
+    name: str,
+    build: Callable[[], dict],
+    *,
+    ignore_params: frozenset = frozenset(),
+    **extra,
+) -> dict:
+    """``build()``'s result, shared for ``DASHBOARD_CACHE_SECONDS`` within one scope.
+
+    ``ignore_params`` are query parameters the payload does not depend on (e.g.
+    :data:`RANGE_PARAMS` for a snapshot): requests differing only in them share an entry."""
+    return _cached(request, name, build, extra, ignore_params)
 
 
 def cached_json(request: Request, name: str, build: Callable[[], dict], **extra) -> bytes:
@@ -92,12 +108,18 @@ def cached_json(request: Request, name: str, build: Callable[[], dict], **extra)
     return _cached(request, f"{name}:json", lambda: JSONRenderer().render(build()), extra)
 
 
-def _cached(request: Request, name: str, build: Callable[[], T], extra: dict) -> T:
+def _cached(
+    request: Request,
+    name: str,
+    build: Callable[[], T],
+    extra: dict,
+    ignore_params: frozenset = frozenset(),
+) -> T:
     fresh_seconds = settings.DASHBOARD_CACHE_SECONDS
     if not fresh_seconds:
         return build()
     stale_seconds = getattr(settings, "DASHBOARD_CACHE_STALE_SECONDS", 2 * fresh_seconds)
-    key = _scope_key(request, name, extra)
+    key = _scope_key(request, name, extra, ignore_params)
     try:
         entry = cache.get(key)
         if entry is not None and entry["fresh_until"] > time.time():

@@ -26,11 +26,12 @@ from rest_framework.exceptions import NotFound, PermissionDenied, ValidationErro
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.api.permissions import HasRequiredScope
 from accounts.selectors.scoping import principal_sees_all
-from cluster_portal.web.caching import cached_json, cached_payload
+from cluster_portal.web.caching import RANGE_PARAMS, cached_json, cached_payload
 from cluster_portal.web.csv import csv_writer, table_csv
 from cluster_portal.web.schema import (
     CLUSTER_PARAMETER,
@@ -96,18 +97,30 @@ class DashboardView(APIView):
     required_scope = "read"
     renderer_classes = [JSONRenderer, CSVRenderer]
     customers_allowed = False
+    # True for pages that show the newest values only (no time axis): they ignore the range.
+    range_independent = False
 
     def build(self, request: Request, tr: TimeRange, **kwargs) -> dict:
         raise NotImplementedError
 
     @extend_schema(responses=DASHBOARD_RESPONSES, parameters=TIME_RANGE_PARAMETERS + CSV_PARAMETERS)
-    def get(self, request: Request, **kwargs) -> HttpResponse:
+    def get(self, request: Request, **kwargs) -> Response | HttpResponse:
         if not self.customers_allowed and not principal_sees_all(request.user):
             raise PermissionDenied("This dashboard is visible to cluster staff only.")
         try:
             tr = parse_timerange(request.query_params)
         except TimeRangeError as error:
             raise ValidationError(error.errors) from None
+        if self.range_independent and request.accepted_renderer.format != "csv":
+            # A snapshot: one entry serves every range; only the echoed range differs.
+            payload = cached_payload(
+                request,
+                type(self).__name__,
+                self.builder(request, tr, **kwargs),
+                ignore_params=RANGE_PARAMS,
+                **kwargs,
+            )
+            return Response({**payload, "range": tr.as_json()})
         if request.accepted_renderer.format != "csv":
             # JSON: the rendered bytes are what is shared, so a hit does not re-encode them.
             body = cached_json(
@@ -174,6 +187,8 @@ class OverviewDataView(ClusterDashboardView):
 
 
 class HardwareDataView(ClusterDashboardView):
+    range_independent = True
+
     def cluster_payload(self, cluster: Cluster, tr: TimeRange) -> dict:
         # One reverse() for every rack link (a 10,240-card cluster has hundreds of racks).
         template = reverse("dashboard-rack", args=[987654321])
@@ -240,6 +255,7 @@ class WorkloadListDataView(DashboardView):
     """Workloads the caller may see (customers: their tenant's only) with key figures."""
 
     customers_allowed = True
+    range_independent = True
 
     def build(self, request: Request, tr: TimeRange, **kwargs) -> dict:
         workloads = workloads_visible_to(request.user)

@@ -10,10 +10,10 @@ from django.db.models import Count
 
 from cluster_portal.web.sorting import natural_key
 from cluster_portal.web.timerange import TimeRange
-from dashboards.selectors.common import finite, metric_defs
+from dashboards.selectors.common import finite, latest_snapshot, metric_defs
 from inventory.models import Accelerator, Cluster, Node, Rack
 from telemetry.models import Entity
-from telemetry.read import Points, latest_kind, series_points_many
+from telemetry.read import Points, series_points_many
 
 CARD_METRICS = (
     "accelerator_utilization_ratio",
@@ -73,7 +73,7 @@ def hardware(cluster: Cluster) -> HardwareData:
     per card: ~10k small rows at full scale) and one for the racks.
     """
     data = HardwareData(cluster=cluster)
-    snap = latest_kind(cluster.pk, "accelerator", CARD_METRICS)
+    snap = latest_snapshot(cluster.pk, "accelerator", CARD_METRICS)
     data.ts = snap.ts
     racks = list(
         Rack.objects.filter(supernode__cluster=cluster).values_list("pk", "name", "supernode__name")
@@ -148,7 +148,7 @@ class MemberRow:
 
 def _card_values(cluster_id: int, card_entities: dict[int, int]) -> dict[int, dict[str, float]]:
     """Newest card values for ``{entity id: accelerator id}`` keyed by accelerator id."""
-    snap = latest_kind(cluster_id, "accelerator", CARD_METRICS).by_entity()
+    snap = latest_snapshot(cluster_id, "accelerator", CARD_METRICS).by_entity()
     return {acc: snap.get(entity_id, {}) for entity_id, acc in card_entities.items()}
 
 

@@ -6,14 +6,13 @@ from dataclasses import dataclass, field
 
 from cluster_portal.web.sorting import natural_key
 from cluster_portal.web.timerange import TimeRange
-from dashboards.selectors.common import finite, metric_defs
+from dashboards.selectors.common import finite, latest_snapshot, metric_defs
 from inventory.models import Cluster
 from telemetry.models import Entity, MetricDefinition
 from telemetry.read import (
     Points,
     cluster_entity,
     kind_series,
-    latest_kind,
     series_points_many,
 )
 
@@ -92,7 +91,7 @@ def memory(cluster: Cluster, tr: TimeRange) -> MemoryData:
     """
     data = MemoryData(cluster=cluster)
     names = POOL_METRICS + (LRU_BASELINE_METRIC,)
-    snap = latest_kind(cluster.pk, "memory_pool", names).by_entity()
+    snap = latest_snapshot(cluster.pk, "memory_pool", names).by_entity()
     keys = dict(
         Entity.objects.filter(pk__in=list(snap), kind="memory_pool").values_list("pk", "key")
     )

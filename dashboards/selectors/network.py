@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cluster_portal.web.timerange import TimeRange
-from dashboards.selectors.common import finite, metric_defs
+from dashboards.selectors.common import finite, latest_snapshot, metric_defs
 from dashboards.selectors.overview import workload_entity_ids
 from inventory.models import Cluster, Link
 from telemetry.models import Entity
-from telemetry.read import Points, cluster_entity, kind_series, latest_kind, series_points
+from telemetry.read import Points, cluster_entity, kind_series, series_points
 
 LINK_METRICS = ("link_status", "link_utilization_ratio", "link_rerouting_status")
 UTILIZATION_BINS = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0001)
@@ -53,7 +53,7 @@ def network(cluster: Cluster, tr: TimeRange) -> NetworkData:
     """Queries: link snapshot (2 + 3), one for the inventory links, one for link entities,
     a few series reads (cluster scalars and whole-layout link/workload frames)."""
     data = NetworkData(cluster=cluster)
-    snap = latest_kind(cluster.pk, "link", LINK_METRICS)
+    snap = latest_snapshot(cluster.pk, "link", LINK_METRICS)
     entity_link = dict(
         Entity.objects.filter(cluster=cluster, kind="link", link__isnull=False).values_list(
             "pk", "link_id"
@@ -146,7 +146,7 @@ def network(cluster: Cluster, tr: TimeRange) -> NetworkData:
         if training
         else []
     )
-    jobs = latest_kind(cluster.pk, "workload", ("training_communication_ratio",))
+    jobs = latest_snapshot(cluster.pk, "workload", ("training_communication_ratio",))
     comm = jobs.get("training_communication_ratio")[np.isin(jobs.ids, list(training))]
     data.communication_ratio = finite(np.nanmean(comm)) if np.isfinite(comm).any() else None
     return data

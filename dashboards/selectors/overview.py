@@ -8,14 +8,13 @@ import numpy as np
 
 from alerts.models import Alert
 from cluster_portal.web.timerange import TimeRange
-from dashboards.selectors.common import finite, metric_defs
+from dashboards.selectors.common import finite, latest_snapshot, metric_defs
 from inventory.models import Cluster, Workload
 from telemetry.models import Entity
 from telemetry.read import (
     Points,
     cluster_entity,
     kind_series,
-    latest_kind,
     latest_scalars,
     series_points_many,
 )
@@ -93,7 +92,7 @@ def latency_kpis(cluster: Cluster) -> dict[str, float | None]:
     The worst service is the honest single figure (a mean would hide the one service missing
     its SLO); the cluster's request-weighted figures are shown beside it.
     """
-    snap = latest_kind(cluster.pk, "workload", WORST_SERVICE)
+    snap = latest_snapshot(cluster.pk, "workload", WORST_SERVICE)
     out: dict[str, float | None] = {}
     for name in WORST_SERVICE:
         values = snap.get(name)

@@ -14,10 +14,10 @@ from django.db.models import QuerySet
 
 from accounts.selectors.scoping import principal_sees_all
 from cluster_portal.web.timerange import TimeRange
-from dashboards.selectors.common import finite, metric_defs
+from dashboards.selectors.common import finite, latest_snapshot, metric_defs
 from inventory.models import Workload
 from telemetry.models import Entity
-from telemetry.read import Points, entities_visible_to, latest_kind, series_points_many
+from telemetry.read import Points, entities_visible_to, series_points_many
 
 TRAINING_METRICS = (
     "workload_allocated_cards",
@@ -129,7 +129,7 @@ def workload_rows(workloads: QuerySet[Workload]) -> list[WorkloadRow]:
     )
     columns: dict[int, dict[str, list[float | None]]] = {}
     for cluster_id in {w.cluster_id for w in summaries}:
-        snap = latest_kind(cluster_id, "workload", LIST_METRICS)
+        snap = latest_snapshot(cluster_id, "workload", LIST_METRICS)
         position = {entity_id: i for i, entity_id in enumerate(snap.ids.tolist())}
         # NaN (no value) and ±inf become None once per column, not once per cell.
         cells = {}
@@ -164,7 +164,9 @@ def workload_detail(workload: Workload, tr: TimeRange) -> WorkloadDetail:
     names = TRAINING_METRICS if training else INFERENCE_METRICS
     values: dict[str, float | None] = {n: None for n in names}
     if entity is not None:
-        latest = latest_kind(workload.cluster_id, "workload", names).by_entity().get(entity.pk, {})
+        latest = (
+            latest_snapshot(workload.cluster_id, "workload", names).by_entity().get(entity.pk, {})
+        )
         values.update({n: finite(latest.get(n)) for n in names})
     wanted = TRAINING_SERIES if training else INFERENCE_SERIES
     metrics = metric_defs(wanted)
