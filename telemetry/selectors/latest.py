@@ -201,11 +201,17 @@ def kind_series(
         return []
     _, resolution, step = choose_source(tr.start, tr.end)
     layouts = {}
-    for layout in FrameLayout.objects.filter(cluster_id=cluster_id, kind=kind):
-        ids = layout_entity_ids(layout)
-        mask = np.ones(ids.size, bool) if entity_ids is None else np.isin(ids, list(entity_ids))
-        if mask.any():
-            layouts[layout.pk] = (layout.size, mask)
+    found = FrameLayout.objects.filter(cluster_id=cluster_id, kind=kind)
+    if entity_ids is None:
+        # The whole kind: every position counts, so the entity-id blob need not be read.
+        for layout_id, size in found.values_list("pk", "size"):
+            if size:
+                layouts[layout_id] = (size, np.ones(size, bool))
+    else:
+        for layout in found:
+            mask = np.isin(layout_entity_ids(layout), list(entity_ids))
+            if mask.any():
+                layouts[layout.pk] = (layout.size, mask)
     segments = frame_segments(
         metric_id=metric.pk,
         layout_ids=list(layouts),
