@@ -60,7 +60,7 @@ format: install-dev
 
 # Regenerate and compile the translation catalogues (needs GNU gettext).
 messages: install
-	$(BIN)/python manage.py makemessages -l zh_Hans --ignore=.venv --ignore=var
+	$(BIN)/python manage.py makemessages -l zh_Hans --no-obsolete --ignore=.venv --ignore=var --ignore=tests --ignore=bench
 	$(BIN)/python manage.py compilemessages --ignore=.venv
 
 # Every benchmark, then the summary table at the top of BENCHMARKS.md. Needs PostgreSQL and
