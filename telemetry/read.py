@@ -8,7 +8,7 @@ three rollup tiers; a reader never cares which one answered.
 
 - **series**: ``series_read`` (one entity, automatic resolution), ``series_read_many`` /
   ``series_points_many`` (several metrics of one entity, one query per tier), ``series_points``,
-  ``kind_series`` (a whole kind as one array per time), ``cluster_series``.
+  ``kind_series`` / ``kind_series_many`` (a whole kind reduced per time), ``cluster_series``.
 - **window aggregates**: ``window_values`` (every entity of a kind — alert rules),
   ``window_aggregate`` (one entity, percentiles from raw values — gates), ``cluster_stat(s)``,
   ``entity_sums``, ``stat_of_series``, ``data_span``.
@@ -58,6 +58,7 @@ from telemetry.selectors.latest import (
     KindSnapshot,
     Points,
     kind_series,
+    kind_series_many,
 )
 from telemetry.selectors.scoping import entities_visible_to
 from telemetry.selectors.series import Series, SeriesPoint, aggregate_by
@@ -105,6 +106,7 @@ __all__ = [
     "frame_means",
     "heartbeat_statuses",
     "kind_series",
+    "kind_series_many",
     "latest_frame_values",
     "latest_kind",
     "latest_scalars",

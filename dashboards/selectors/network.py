@@ -12,7 +12,7 @@ from dashboards.selectors.common import finite, latest_snapshot, metric_defs
 from dashboards.selectors.overview import workload_entity_ids
 from inventory.models import Cluster, Link
 from telemetry.models import Entity
-from telemetry.read import Points, cluster_entity, kind_series, series_points
+from telemetry.read import Points, cluster_entity, kind_series, kind_series_many, series_points
 
 LINK_METRICS = ("link_status", "link_utilization_ratio", "link_rerouting_status")
 UTILIZATION_BINS = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0001)
@@ -118,18 +118,21 @@ def network(cluster: Cluster, tr: TimeRange) -> NetworkData:
     if failures:
         data.link_failures_in_range = max(0.0, failures[-1][1] - failures[0][1])
     data.series["cluster_link_failures_total"] = failures
-    data.series["links_rerouting"] = kind_series(
-        cluster_id=cluster.pk, kind="link", metric=metrics.get("link_rerouting_status"), tr=tr
-    )
-    up = kind_series(cluster_id=cluster.pk, kind="link", metric=metrics.get("link_status"), tr=tr)
-    data.series["links_down"] = [(ts, max(0.0, len(snap.ids) - v)) for ts, v in up]
-    data.series["link_utilization_mean"] = kind_series(
+    # The three link curves in one grouped read (one fold per tier for all of them).
+    curves = kind_series_many(
         cluster_id=cluster.pk,
         kind="link",
-        metric=metrics.get("link_utilization_ratio"),
+        metrics={
+            "link_rerouting_status": "sum",
+            "link_status": "sum",
+            "link_utilization_ratio": "mean",
+        },
         tr=tr,
-        reduce="mean",
     )
+    data.series["links_rerouting"] = curves["link_rerouting_status"]
+    up = curves["link_status"]
+    data.series["links_down"] = [(ts, max(0.0, len(snap.ids) - v)) for ts, v in up]
+    data.series["link_utilization_mean"] = curves["link_utilization_ratio"]
     if data.series["links_rerouting"]:
         data.rerouting_link_seconds = link_seconds(data.series["links_rerouting"])
     training = workload_entity_ids(cluster).get("training", set())

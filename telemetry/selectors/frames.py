@@ -237,44 +237,59 @@ def frame_segments(
 
     One query (the oldest frame of each tier and layout in the range), whatever the range.
     """
+    many = frame_segments_many(
+        metric_ids=[metric_id], layout_ids=layout_ids, resolution=resolution, start=start, end=end
+    )
+    return many.get(metric_id, {})
+
+
+def frame_segments_many(
+    *, metric_ids: list[int], layout_ids: list[int], resolution: int, start: datetime, end: datetime
+) -> dict[int, dict[int, list[tuple[int, datetime, datetime]]]]:
+    """:func:`frame_segments` of several metrics in one query: ``{metric id: {resolution:
+    [(layout id, lo, hi), …]}}``."""
     tiers = tier_preference(resolution)
-    if not layout_ids:
+    if not layout_ids or not metric_ids:
         return {}
     if tiers == [0]:
-        return {0: [(layout_id, start, end) for layout_id in layout_ids]}
-    firsts: dict[tuple[int, int], datetime] = {}
+        whole = [(layout_id, start, end) for layout_id in layout_ids]
+        return {metric_id: {0: list(whole)} for metric_id in metric_ids}
+    firsts: dict[tuple[int, int, int], datetime] = {}
     rows = (
         Frame.objects.filter(
-            metric_id=metric_id,
+            metric_id__in=metric_ids,
             layout_id__in=layout_ids,
             resolution__in=tiers,
             ts__gte=start,
             ts__lt=end,
         )
-        .values("layout_id", "resolution")
+        .values("metric_id", "layout_id", "resolution")
         .annotate(first=Min("ts"))
-        .values_list("layout_id", "resolution", "first")
+        .values_list("metric_id", "layout_id", "resolution", "first")
     )
-    for layout_id, tier, first in rows:
-        firsts[(layout_id, tier)] = first
-    out: dict[int, list[tuple[int, datetime, datetime]]] = {}
-    for layout_id in layout_ids:
-        hi = end
-        for tier in tiers:
-            first = firsts.get((layout_id, tier))
-            if first is None or first >= hi:
-                continue
-            lo = start
-            if first > start + timedelta(seconds=tier):
-                # Partial cover: start at the next hour so the next tier fills whole buckets.
-                aligned = -(-first.timestamp() // _ALIGN) * _ALIGN
-                lo = datetime.fromtimestamp(aligned, tz=UTC)
-                if lo >= hi:
+    for metric_id, layout_id, tier, first in rows:
+        firsts[(metric_id, layout_id, tier)] = first
+    out: dict[int, dict[int, list[tuple[int, datetime, datetime]]]] = {}
+    for metric_id in metric_ids:
+        per_tier: dict[int, list[tuple[int, datetime, datetime]]] = {}
+        for layout_id in layout_ids:
+            hi = end
+            for tier in tiers:
+                first = firsts.get((metric_id, layout_id, tier))
+                if first is None or first >= hi:
                     continue
-            out.setdefault(tier, []).append((layout_id, lo, hi))
-            hi = lo
-            if hi <= start:
-                break
+                lo = start
+                if first > start + timedelta(seconds=tier):
+                    # Partial cover: start at the next hour so the next tier fills whole buckets.
+                    aligned = -(-first.timestamp() // _ALIGN) * _ALIGN
+                    lo = datetime.fromtimestamp(aligned, tz=UTC)
+                    if lo >= hi:
+                        continue
+                per_tier.setdefault(tier, []).append((layout_id, lo, hi))
+                hi = lo
+                if hi <= start:
+                    break
+        out[metric_id] = per_tier
     return out
 
 

@@ -14,13 +14,19 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from django.db import connection
-from django.db.models import Count, F, FloatField, Func, Q, Sum
+from django.db.models import Case, Count, F, FloatField, Func, Q, Sum, When
 
 from cluster_portal.web.timerange import TimeRange
 from telemetry.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, layout_entity_ids
 from telemetry.models import Entity, Frame, FrameLayout, MetricDefinition, Sample
 from telemetry.registry import metrics_by_name
-from telemetry.selectors.frames import frame_segments, latest_frames, segments_filter, stacked
+from telemetry.selectors.frames import (
+    frame_segments,
+    frame_segments_many,
+    latest_frames,
+    segments_filter,
+    stacked,
+)
 from telemetry.selectors.series import choose_source, series_read, series_read_many
 
 Points = list[tuple[datetime, float]]
@@ -252,6 +258,93 @@ def kind_series(
     ]
 
 
+def kind_series_many(
+    *, cluster_id: int, kind: str, metrics: dict[str, str], tr: TimeRange
+) -> dict[str, Points]:
+    """Several whole-kind curves at once: ``{metric name: "sum" | "mean"}`` →
+    ``{metric name: points}``, the same points :func:`kind_series` gives for each.
+
+    On PostgreSQL three queries for all of them (layouts, tiers, one grouped fold of the
+    stored reductions); metrics with frames from before reductions were stored, and other
+    databases, read each curve on its own."""
+    defs = metrics_by_name(metrics)
+    out: dict[str, Points] = {name: [] for name in metrics}
+    if connection.vendor != "postgresql" or not defs:
+        for name, metric in defs.items():
+            out[name] = kind_series(
+                cluster_id=cluster_id, kind=kind, metric=metric, tr=tr, reduce=metrics[name]
+            )
+        return out
+    _, resolution, step = choose_source(tr.start, tr.end)
+    layout_ids = [
+        pk
+        for pk, size in FrameLayout.objects.filter(cluster_id=cluster_id, kind=kind).values_list(
+            "pk", "size"
+        )
+        if size
+    ]
+    segments = frame_segments_many(
+        metric_ids=[m.pk for m in defs.values()],
+        layout_ids=layout_ids,
+        resolution=resolution,
+        start=tr.start,
+        end=tr.end,
+    )
+    # Metrics whose tiers cover the same spans (the usual case: written together) share one
+    # condition, so PostgreSQL walks the unique index once per span with ``metric_id IN``.
+    by_span: dict[tuple, list[int]] = {}
+    for metric_id, tiers in segments.items():
+        for tier, parts in tiers.items():
+            by_span.setdefault((tier, tuple(parts)), []).append(metric_id)
+    where = Q(pk__in=[])
+    for (tier, parts), metric_ids in by_span.items():
+        where |= Q(segments_filter(list(parts)), metric_id__in=metric_ids, resolution=tier)
+    means = [m.pk for name, m in defs.items() if metrics[name] == "mean"]
+    value = Case(
+        When(metric_id__in=means, then=F("entities_sum") / F("entities_count")),
+        default=F("entities_sum"),
+        output_field=FloatField(),
+    )
+    bucket = Func(
+        F("ts"),
+        # ``step`` is an int chosen by choose_source, never user text.
+        template=f"floor(date_part('epoch', %(expressions)s) / {int(step)}) * {int(step)}",
+        output_field=FloatField(),
+    )
+    rows = (
+        Frame.objects.filter(where)
+        .order_by()
+        .annotate(bucket=bucket)
+        .values("metric_id", "bucket")
+        .annotate(
+            total=Sum(value, filter=Q(entities_count__gt=0)),
+            n=Count("pk", filter=Q(entities_count__gt=0)),
+            legacy=Count("pk", filter=Q(entities_count__isnull=True)),
+        )
+        .values_list("metric_id", "bucket", "total", "n", "legacy")
+    )
+    buckets: dict[int, dict[int, list[float]]] = {}
+    legacy: set[int] = set()
+    for metric_id, at, total, n, old in rows:
+        if old:
+            legacy.add(metric_id)
+        if n:
+            agg = buckets.setdefault(metric_id, {}).setdefault(int(float(at)), [0.0, 0])
+            agg[0] += float(total)
+            agg[1] += int(n)
+    for name, metric in defs.items():
+        if metric.pk in legacy:
+            out[name] = kind_series(
+                cluster_id=cluster_id, kind=kind, metric=metric, tr=tr, reduce=metrics[name]
+            )
+            continue
+        out[name] = [
+            (datetime.fromtimestamp(key, tz=UTC), total / n)
+            for key, (total, n) in sorted(buckets.get(metric.pk, {}).items())
+        ]
+    return out
+
+
 def _kind_series_from_reductions_in_sql(frames, step: int, reduce: str, add) -> bool:
     """Fold the frames' stored reductions into ``step`` buckets inside PostgreSQL: one row per
     plotted point instead of one per frame (a 24-hour curve reads 288 rows, not 1,440, and
@@ -260,7 +353,7 @@ def _kind_series_from_reductions_in_sql(frames, step: int, reduce: str, add) -> 
     bucket = Func(
         F("ts"),
         # ``step`` is an int chosen by choose_source, never user text.
-        template=f"floor(EXTRACT(EPOCH FROM %(expressions)s) / {int(step)}) * {int(step)}",
+        template=f"floor(date_part('epoch', %(expressions)s) / {int(step)}) * {int(step)}",
         output_field=FloatField(),
     )
     rows = (

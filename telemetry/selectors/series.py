@@ -101,13 +101,13 @@ FINER = {86400: 3600, 3600: 900, 900: 60, 60: 0}
 # On PostgreSQL the re-bucketing to the plotted step happens in the database, so a 7-day
 # range ships ~600 grouped rows instead of 10,080 minute rollups.
 _PG_RAW = """
-SELECT floor(extract(epoch FROM ts) / %s) * %s AS k, count(*), sum(value), min(value),
+SELECT floor(date_part('epoch', ts) / %s) * %s AS k, count(*), sum(value), min(value),
        max(value)
 FROM monitoring_sample WHERE metric_id = %s AND entity_id = %s AND ts >= %s AND ts < %s
 GROUP BY k
 """
 _PG_ROLLUP = """
-SELECT floor(extract(epoch FROM bucket) / %s) * %s AS k, sum(count), sum(sum), min(min),
+SELECT floor(date_part('epoch', bucket) / %s) * %s AS k, sum(count), sum(sum), min(min),
        max(max)
 FROM monitoring_rollup
 WHERE metric_id = %s AND entity_id = %s AND resolution = %s AND bucket >= %s AND bucket < %s
@@ -211,14 +211,14 @@ def series_read_many(
 
 
 _PG_RAW_MANY = """
-SELECT metric_id, floor(extract(epoch FROM ts) / %s) * %s AS k, count(*), sum(value),
+SELECT metric_id, floor(date_part('epoch', ts) / %s) * %s AS k, count(*), sum(value),
        min(value), max(value)
 FROM monitoring_sample
 WHERE metric_id = ANY(%s) AND entity_id = %s AND ts >= %s AND ts < %s
 GROUP BY metric_id, k
 """
 _PG_ROLLUP_MANY = """
-SELECT metric_id, floor(extract(epoch FROM bucket) / %s) * %s AS k, sum(count), sum(sum),
+SELECT metric_id, floor(date_part('epoch', bucket) / %s) * %s AS k, sum(count), sum(sum),
        min(min), max(max)
 FROM monitoring_rollup
 WHERE metric_id = ANY(%s) AND entity_id = %s AND resolution = %s AND bucket >= %s

@@ -213,3 +213,47 @@ def test_month_windows_sum_whole_days_from_daily_frames_and_the_edges_from_hourl
         cluster=cluster, metric_name=util.name, kind="accelerator", start=start, end=end
     )
     assert [fallback[i][1] for i in ids] == [expected_count - 24] * 4
+
+
+@pytest.mark.django_db
+def test_several_kind_curves_read_together_equal_each_read_alone(cluster, layout):
+    from telemetry.read import kind_series_many
+
+    util = MetricDefinition.objects.get(name="accelerator_utilization_ratio")
+    power = MetricDefinition.objects.get(name="accelerator_power_watts")
+    now = time.time() // 60 * 60
+    with transaction.atomic():
+        for m in range(90):
+            scale = 1 + m / 30
+            frames_write(
+                layout=layout,
+                values={
+                    util.pk: np.array([0.1, 0.2, np.nan, 0.4]) * scale,
+                    power.pk: np.array([300.0, np.nan, 310.0, 320.0]) * scale,
+                },
+                ts=now - 60 * (m + 1),
+            )
+    wanted = {util.name: "mean", power.name: "sum"}
+    for period, hours in (("1h", 1), ("6h", 6), ("7d", 168)):
+        tr = TimeRange(start=at(now - 3600 * hours), end=at(now), preset=period)
+        together = kind_series_many(
+            cluster_id=cluster.pk, kind="accelerator", metrics=wanted, tr=tr
+        )
+        for metric, reduce in ((util, "mean"), (power, "sum")):
+            alone = kind_series(
+                cluster_id=cluster.pk, kind="accelerator", metric=metric, tr=tr, reduce=reduce
+            )
+            assert alone, (period, metric.name)
+            assert [t for t, _ in together[metric.name]] == [t for t, _ in alone]
+            assert [v for _, v in together[metric.name]] == pytest.approx(
+                [v for _, v in alone], rel=1e-9
+            )
+    # A metric with frames from before reductions were stored is read on its own, alike.
+    Frame.objects.filter(metric=power).update(entities_sum=None, entities_count=None)
+    tr = TimeRange(start=at(now - 6 * 3600), end=at(now), preset="6h")
+    together = kind_series_many(cluster_id=cluster.pk, kind="accelerator", metrics=wanted, tr=tr)
+    alone = kind_series(cluster_id=cluster.pk, kind="accelerator", metric=power, tr=tr)
+    assert [v for _, v in together[power.name]] == pytest.approx([v for _, v in alone], rel=1e-5)
+    assert kind_series_many(
+        cluster_id=cluster.pk, kind="accelerator", metrics={"no_such_metric": "sum"}, tr=tr
+    ) == {"no_such_metric": []}
