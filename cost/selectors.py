@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import QuerySet
-
+from cluster_portal.web.caching import shared_read
 from cost import model as cm
 from cost.coverage import cluster_covered_hours
 from cost.models import CostAssumptions
@@ -106,34 +105,56 @@ class ClusterCost:
         return cm.cost_per_thousand_samples(cost, self.samples.mean) if cost else None
 
 
+@dataclass(frozen=True)
+class Roster:
+    """A cluster's workloads as cost reads them (``(pk, name, tenant id, tenant slug, kind,
+    cards requested)``), their telemetry entities and its card count: what does not depend
+    on the window, read once per few seconds for every window asked."""
+
+    workloads: list[tuple[int, str, int, str, str, float]]
+    entity_of: dict[int, int]
+    cards: int
+
+
+def roster(cluster: Cluster) -> Roster:
+    def read() -> Roster:
+        rows = Workload.objects.filter(cluster=cluster).values_list(
+            "pk", "name", "tenant_id", "tenant__slug", "kind", "cards_requested"
+        )
+        entity_of = dict(
+            cluster.entities.filter(kind=EntityKind.WORKLOAD, workload__isnull=False).values_list(
+                "workload_id", "pk"
+            )
+        )
+        workloads = [(pk, n, t, slug, k, float(c)) for pk, n, t, slug, k, c in rows]
+        return Roster(workloads=workloads, entity_of=entity_of, cards=card_count(cluster))
+
+    return shared_read("cost-roster", cluster.pk, read)
+
+
 def workload_uses(
     cluster: Cluster, start: datetime, end: datetime, *, tenant_id: int | None = None
 ) -> list[cm.WorkloadUse]:
     """Requested and measured cards of the cluster's workloads (one tenant's, if given).
 
-    Plain rows (``values_list``), not model instances: a 10,240-card cluster runs a few
-    thousand workloads and building each with its tenant was most of a cost request."""
-    workloads: QuerySet[Workload] = Workload.objects.filter(cluster=cluster)
-    if tenant_id is not None:
-        workloads = workloads.filter(tenant_id=tenant_id)
+    Plain rows from the cluster's :func:`roster`, not model instances: a 10,240-card cluster
+    runs a few thousand workloads and building each with its tenant was most of a cost
+    request."""
     sums = entity_sums(
         cluster=cluster, metric_name=ALLOCATED_CARDS, kind=EntityKind.WORKLOAD, start=start, end=end
     )
-    entity_of = dict(
-        cluster.entities.filter(kind=EntityKind.WORKLOAD, workload__isnull=False).values_list(
-            "workload_id", "pk"
-        )
-    )
+    found = roster(cluster)
     uses = []
-    rows = workloads.values_list("pk", "name", "tenant__slug", "kind", "cards_requested")
-    for pk, name, tenant_slug, kind, cards_requested in rows:
-        agg = sums.get(entity_of.get(pk, -1))
+    for pk, name, owner, tenant_slug, kind, cards_requested in found.workloads:
+        if tenant_id is not None and owner != tenant_id:
+            continue
+        agg = sums.get(found.entity_of.get(pk, -1))
         uses.append(
             cm.WorkloadUse(
                 name=name,
                 tenant=tenant_slug,
                 kind=kind,
-                cards_requested=float(cards_requested),
+                cards_requested=cards_requested,
                 cards_used_mean=agg[0] / agg[1] if agg else None,
             )
         )
@@ -144,7 +165,7 @@ def cluster_cost(cluster: Cluster, start: datetime, end: datetime) -> ClusterCos
     """Asset, workload and idle cost rates of one cluster over ``[start, end)``."""
     row = assumptions_for(cluster)
     inputs = inputs_of(row)
-    cards = card_count(cluster)
+    cards = roster(cluster).cards
     tdp = cluster.hardware_model.tdp_watts if cluster.hardware_model_id else None
     stats = cluster_stats(cluster, list(CLUSTER_FIGURES), start, end)
     power = stats["cluster_power_watts"]
@@ -299,7 +320,7 @@ def tenant_showback(tenant_id: int, start: datetime, end: datetime) -> list[Show
         hours = cluster_covered_hours(cluster, start, end)
         inputs = inputs_of(assumptions_for(cluster))
         power = cluster_stat(cluster, "cluster_power_watts", start, end)
-        cards = card_count(cluster)
+        cards = roster(cluster).cards
         tdp = cluster.hardware_model.tdp_watts if cluster.hardware_model_id else None
         asset = cm.asset_cost(
             inputs, cards=cards, measured_it_watts=power.mean if power else None, tdp_watts=tdp

@@ -143,3 +143,28 @@ def _cached(
         if entry is not None:
             return entry["payload"]
     return build()
+
+
+def shared_read(name: str, identity: object, compute: Callable[[], T]) -> T:
+    """``compute()``'s result shared by every caller for ``DASHBOARD_CACHE_SECONDS``.
+
+    For reads that do not depend on who asks or on the time range (the fleet's newest values,
+    a cluster's workload roster): requests for ranges no one asked before still read them once
+    per few seconds. Callers apply tenant scoping to the result, exactly as without the cache.
+    A cache that is down only means computing."""
+    seconds = settings.DASHBOARD_CACHE_SECONDS
+    if not seconds:
+        return compute()
+    key = f"shared:{name}:" + hashlib.sha256(repr(identity).encode()).hexdigest()
+    try:
+        value = cache.get(key)
+    except Exception as exc:  # noqa: BLE001 - any cache failure means "no cache"
+        logger.warning("cache unavailable, computing %s: %s", name, exc)
+        return compute()
+    if value is None:
+        value = compute()
+        try:
+            cache.set(key, value, seconds)
+        except Exception as exc:  # noqa: BLE001
+            logger.warning("cache unavailable, not storing %s: %s", name, exc)
+    return value

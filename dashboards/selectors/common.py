@@ -4,20 +4,15 @@ Telemetry itself is read through :mod:`telemetry.read`."""
 
 from __future__ import annotations
 
-import hashlib
-import logging
 from collections.abc import Iterable
 
 import numpy as np
-from django.conf import settings
-from django.core.cache import cache
 
+from cluster_portal.web.caching import shared_read
 from inventory.models import Cluster
 from inventory.selectors import default_cluster
 from telemetry.models import MetricDefinition
 from telemetry.read import KindSnapshot, latest_kind, metrics_by_name
-
-logger = logging.getLogger(__name__)
 
 
 def clusters() -> list[Cluster]:
@@ -46,29 +41,16 @@ def finite(value: float | None) -> float | None:
 
 def latest_snapshot(cluster_id: int, kind: str, names: Iterable[str]) -> KindSnapshot:
     """:func:`telemetry.read.latest_kind`, shared for ``DASHBOARD_CACHE_SECONDS`` by every
-    page and every time range that shows it.
+    page and every time range that shows it (see ``cluster_portal.web.caching.shared_read``).
 
     The newest values do not depend on the range a reader picked, so a reader choosing custom
     ranges (whose payloads are never shared) still reads the fleet snapshot once per few
     seconds, not once per request. The snapshot is raw telemetry of the whole kind: callers
-    apply tenant scoping after reading it, exactly as without the cache. A cache that is
-    down only means reading the store.
+    apply tenant scoping after reading it, exactly as without the cache.
     """
     names = tuple(sorted(set(names)))
-    seconds = settings.DASHBOARD_CACHE_SECONDS
-    if not seconds:
-        return latest_kind(cluster_id, kind, names)
-    digest = hashlib.sha256(repr((cluster_id, kind, names)).encode()).hexdigest()
-    key = f"latest-snapshot:{digest}"
-    try:
-        snapshot = cache.get(key)
-    except Exception as exc:  # noqa: BLE001 - any cache failure means "no cache"
-        logger.warning("dashboard cache unavailable, reading the snapshot: %s", exc)
-        return latest_kind(cluster_id, kind, names)
-    if snapshot is None:
-        snapshot = latest_kind(cluster_id, kind, names)
-        try:
-            cache.set(key, snapshot, seconds)
-        except Exception as exc:  # noqa: BLE001
-            logger.warning("dashboard cache unavailable, not storing the snapshot: %s", exc)
-    return snapshot
+    return shared_read(
+        "latest-snapshot",
+        (cluster_id, kind, names),
+        lambda: latest_kind(cluster_id, kind, names),
+    )
