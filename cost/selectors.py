@@ -133,7 +133,12 @@ def roster(cluster: Cluster) -> Roster:
 
 
 def workload_uses(
-    cluster: Cluster, start: datetime, end: datetime, *, tenant_id: int | None = None
+    cluster: Cluster,
+    start: datetime,
+    end: datetime,
+    *,
+    tenant_id: int | None = None,
+    found: Roster | None = None,
 ) -> list[cm.WorkloadUse]:
     """Requested and measured cards of the cluster's workloads (one tenant's, if given).
 
@@ -143,7 +148,7 @@ def workload_uses(
     sums = entity_sums(
         cluster=cluster, metric_name=ALLOCATED_CARDS, kind=EntityKind.WORKLOAD, start=start, end=end
     )
-    found = roster(cluster)
+    found = found or roster(cluster)
     uses = []
     for pk, name, owner, tenant_slug, kind, cards_requested in found.workloads:
         if tenant_id is not None and owner != tenant_id:
@@ -165,7 +170,8 @@ def cluster_cost(cluster: Cluster, start: datetime, end: datetime) -> ClusterCos
     """Asset, workload and idle cost rates of one cluster over ``[start, end)``."""
     row = assumptions_for(cluster)
     inputs = inputs_of(row)
-    cards = roster(cluster).cards
+    found = roster(cluster)
+    cards = found.cards
     tdp = cluster.hardware_model.tdp_watts if cluster.hardware_model_id else None
     stats = cluster_stats(cluster, list(CLUSTER_FIGURES), start, end)
     power = stats["cluster_power_watts"]
@@ -191,7 +197,7 @@ def cluster_cost(cluster: Cluster, start: datetime, end: datetime) -> ClusterCos
         if cards
         else None,
     )
-    result.workloads = workload_uses(cluster, start, end)
+    result.workloads = workload_uses(cluster, start, end, found=found)
     if result.asset is not None:
         result.allocation = cm.allocate(result.asset, result.workloads)
     return result
@@ -320,12 +326,13 @@ def tenant_showback(tenant_id: int, start: datetime, end: datetime) -> list[Show
         hours = cluster_covered_hours(cluster, start, end)
         inputs = inputs_of(assumptions_for(cluster))
         power = cluster_stat(cluster, "cluster_power_watts", start, end)
-        cards = roster(cluster).cards
+        found = roster(cluster)
+        cards = found.cards
         tdp = cluster.hardware_model.tdp_watts if cluster.hardware_model_id else None
         asset = cm.asset_cost(
             inputs, cards=cards, measured_it_watts=power.mean if power else None, tdp_watts=tdp
         )
-        for use in workload_uses(cluster, start, end, tenant_id=tenant_id):
+        for use in workload_uses(cluster, start, end, tenant_id=tenant_id, found=found):
             per_hour = cm.workload_cost_per_hour(asset, use) if asset and cards else 0.0
             rows.append(
                 ShowbackRow(
