@@ -12,7 +12,7 @@ from telemetry.models import Entity, MetricDefinition
 from telemetry.read import (
     Points,
     cluster_entity,
-    kind_series,
+    kind_series_many,
     series_points_many,
 )
 
@@ -86,8 +86,8 @@ def offload_rate(points: Points, sim_seconds: Points | None = None) -> Points:
 def memory(cluster: Cluster, tr: TimeRange) -> MemoryData:
     """Newest pool figures per supernode plus the range's cluster-wide memory series.
 
-    Queries: pool snapshot (2 + one per metric), one for pool keys, one per cluster series,
-    one layout read each for the pool-wide failure and eviction curves.
+    Queries: the pool snapshot (shared for a few seconds), one for pool keys, a grouped read
+    of the cluster series, one grouped read of the pool-wide failure and eviction curves.
     """
     data = MemoryData(cluster=cluster)
     names = POOL_METRICS + (LRU_BASELINE_METRIC,)
@@ -125,11 +125,16 @@ def memory(cluster: Cluster, tr: TimeRange) -> MemoryData:
     data.series["offload_bytes_per_second"] = offload_rate(
         curves.get("cluster_kv_offload_bytes_total", []), curves.get(SIM_SECONDS)
     )
-    for name in (
-        "memory_pool_allocation_failures_per_second",
-        "memory_pool_kv_evictions_per_second",
-    ):
-        data.series[name] = kind_series(
-            cluster_id=cluster.pk, kind="memory_pool", metric=metrics.get(name), tr=tr
+    # Both pool-wide curves in one grouped read.
+    data.series.update(
+        kind_series_many(
+            cluster_id=cluster.pk,
+            kind="memory_pool",
+            metrics={
+                "memory_pool_allocation_failures_per_second": "sum",
+                "memory_pool_kv_evictions_per_second": "sum",
+            },
+            tr=tr,
         )
+    )
     return data
