@@ -120,13 +120,21 @@ def _cached(
         return build()
     stale_seconds = getattr(settings, "DASHBOARD_CACHE_STALE_SECONDS", 2 * fresh_seconds)
     key = _scope_key(request, name, extra, ignore_params)
+    return _cached_by_key(key, build, fresh_seconds, stale_seconds)
+
+
+def _cached_by_key(
+    key: str, build: Callable[[], T], fresh_seconds: float, stale_seconds: float
+) -> T:
+    """One builder per key; a stale entry answers while it rebuilds; waiters without one wait
+    briefly for the builder (see the module docstring)."""
     try:
         entry = cache.get(key)
         if entry is not None and entry["fresh_until"] > time.time():
             return entry["payload"]
         got_lock = cache.add(key + ":lock", 1, LOCK_SECONDS)
     except Exception as exc:  # noqa: BLE001 - any cache failure means "no cache"
-        logger.warning("dashboard cache unavailable, computing %s uncached: %s", name, exc)
+        logger.warning("dashboard cache unavailable, computing %s uncached: %s", key, exc)
         return build()
     if got_lock:
         return _build_and_store(key, build, fresh_seconds, stale_seconds)
@@ -151,20 +159,11 @@ def shared_read(name: str, identity: object, compute: Callable[[], T]) -> T:
     For reads that do not depend on who asks or on the time range (the fleet's newest values,
     a cluster's workload roster): requests for ranges no one asked before still read them once
     per few seconds. Callers apply tenant scoping to the result, exactly as without the cache.
-    A cache that is down only means computing."""
+    Same machinery as the payloads (one builder per key), but never served stale: the newest
+    values are at most ``DASHBOARD_CACHE_SECONDS`` old. A cache that is down only means
+    computing."""
     seconds = settings.DASHBOARD_CACHE_SECONDS
     if not seconds:
         return compute()
     key = f"shared:{name}:" + hashlib.sha256(repr(identity).encode()).hexdigest()
-    try:
-        value = cache.get(key)
-    except Exception as exc:  # noqa: BLE001 - any cache failure means "no cache"
-        logger.warning("cache unavailable, computing %s: %s", name, exc)
-        return compute()
-    if value is None:
-        value = compute()
-        try:
-            cache.set(key, value, seconds)
-        except Exception as exc:  # noqa: BLE001
-            logger.warning("cache unavailable, not storing %s: %s", name, exc)
-    return value
+    return _cached_by_key(key, compute, seconds, 0)
