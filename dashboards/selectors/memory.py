@@ -102,15 +102,7 @@ def memory(cluster: Cluster, tr: TimeRange) -> MemoryData:
         )
     data.lru_baseline_reported = MetricDefinition.objects.filter(name=LRU_BASELINE_METRIC).exists()
     entity = cluster_entity(cluster)
-    metrics = metric_defs(
-        CLUSTER_SERIES
-        + (
-            "cluster_kv_offload_bytes_total",
-            SIM_SECONDS,
-            "memory_pool_allocation_failures_per_second",
-            "memory_pool_kv_evictions_per_second",
-        )
-    )
+    metrics = metric_defs(CLUSTER_SERIES + ("cluster_kv_offload_bytes_total", SIM_SECONDS))
     curves = series_points_many(
         [
             metrics.get(name)

@@ -104,15 +104,8 @@ def network(cluster: Cluster, tr: TimeRange) -> NetworkData:
     rows.sort(key=lambda r: (order.get(r.status, 4), -(r.utilization or 0.0), r.key))
     data.links = rows[:TABLE_LIMIT]
 
-    metrics = metric_defs(
-        (
-            "cluster_link_failures_total",
-            "link_rerouting_status",
-            "link_status",
-            "link_utilization_ratio",
-            "training_communication_ratio",
-        )
-    )
+    # The link curves are looked up by kind_series_many; these two are read one by one.
+    metrics = metric_defs(("cluster_link_failures_total", "training_communication_ratio"))
     entity = cluster_entity(cluster)
     failures = series_points(metrics.get("cluster_link_failures_total"), entity, tr)
     if failures:
