@@ -89,6 +89,17 @@ def no_dashboard_cache(settings):
     settings.DASHBOARD_CACHE_SECONDS = 0
 
 
+@pytest.fixture
+def dashboard_cache(settings):
+    """The payload cache on (30 s), emptied before and after: for tests of what it shares."""
+    from django.core.cache import cache
+
+    settings.DASHBOARD_CACHE_SECONDS = 30
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture(autouse=True)
 def no_stale_promql_sources():
     # The read API caches which clusters have a PromQL data source for a few seconds; a

@@ -5,18 +5,9 @@ cluster's workload roster and card count are read once per few seconds."""
 from __future__ import annotations
 
 import pytest
-from django.core.cache import cache
 
 from cost import selectors
 from tests.cost.test_cost_page import priced  # noqa: F401
-
-
-@pytest.fixture
-def shared_cache(settings):
-    settings.DASHBOARD_CACHE_SECONDS = 30
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def count_roster_reads(monkeypatch) -> list[int]:
@@ -33,7 +24,7 @@ def count_roster_reads(monkeypatch) -> list[int]:
 
 @pytest.mark.django_db
 def test_unique_windows_read_each_roster_once_and_compute_the_same_figures(
-    priced, client_as, shared_cache, monkeypatch, settings
+    priced, client_as, dashboard_cache, monkeypatch, settings
 ):
     reads = count_roster_reads(monkeypatch)
     client = client_as("operator")
@@ -50,7 +41,7 @@ def test_unique_windows_read_each_roster_once_and_compute_the_same_figures(
 
 @pytest.mark.django_db
 def test_a_tenants_showback_reads_only_its_workloads_from_the_shared_roster(
-    priced, client_as, shared_cache
+    priced, client_as, dashboard_cache
 ):
     client_as("operator").get("/api/v1/cost/clusters/?hours=24")  # fills the roster
     rows = client_as("customer").get("/api/v1/cost/showback/?hours=24").json()["results"]

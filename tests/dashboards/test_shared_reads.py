@@ -5,7 +5,6 @@ values are read once per few seconds, however many custom ranges are asked for."
 from __future__ import annotations
 
 import pytest
-from django.core.cache import cache
 
 from dashboards.api import views as dashboards
 from dashboards.selectors import common
@@ -16,14 +15,6 @@ RANGES = (
     "range=7d",
     "start=2026-11-01T00:00:00%2B00:00&end=2026-11-02T00:00:00%2B00:00",
 )
-
-
-@pytest.fixture
-def payload_cache(settings):
-    settings.DASHBOARD_CACHE_SECONDS = 30
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def count_builds(monkeypatch, view) -> list[int]:
@@ -47,7 +38,7 @@ def count_builds(monkeypatch, view) -> list[int]:
     ],
 )
 def test_a_snapshot_page_is_built_once_for_every_range_and_echoes_each_range(
-    client_as, twin_cluster, payload_cache, monkeypatch, view, path
+    client_as, twin_cluster, dashboard_cache, monkeypatch, view, path
 ):
     calls = count_builds(monkeypatch, view)
     client = client_as("operator")
@@ -63,7 +54,7 @@ def test_a_snapshot_page_is_built_once_for_every_range_and_echoes_each_range(
 
 @pytest.mark.django_db
 def test_a_page_with_time_charts_is_built_per_range(
-    client_as, twin_cluster, payload_cache, monkeypatch
+    client_as, twin_cluster, dashboard_cache, monkeypatch
 ):
     calls = count_builds(monkeypatch, dashboards.OverviewDataView)
     client = client_as("operator")
@@ -75,7 +66,7 @@ def test_a_page_with_time_charts_is_built_per_range(
 
 
 @pytest.mark.django_db
-def test_snapshot_pages_still_keep_tenants_apart(client_as, twin_cluster, payload_cache):
+def test_snapshot_pages_still_keep_tenants_apart(client_as, twin_cluster, dashboard_cache):
     acme = client_as("customer").get("/api/v1/dashboards/workloads/?range=6h").json()
     panda = client_as("other_customer").get("/api/v1/dashboards/workloads/?range=7d").json()
     tenant_column = acme["tables"]["workloads"]["columns"].index("tenant")
@@ -85,7 +76,7 @@ def test_snapshot_pages_still_keep_tenants_apart(client_as, twin_cluster, payloa
 
 @pytest.mark.django_db
 def test_the_fleet_snapshot_is_read_once_for_pages_and_ranges_while_fresh(
-    client_as, twin_cluster, payload_cache, monkeypatch
+    client_as, twin_cluster, dashboard_cache, monkeypatch
 ):
     reads: list[tuple] = []
     original = common.latest_kind
