@@ -11,6 +11,7 @@ from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 
 from cluster_portal.web.units import format_value, unit_for_metric
+from dashboards.charts import iso_time
 
 Points = list[tuple[datetime, float]]
 
@@ -45,8 +46,12 @@ def table(columns: Sequence[str], labels: Sequence[str], rows: list[list[Any]]) 
 def series_table(series: dict[str, Points], labels: dict[str, str] | None = None) -> dict:
     """Several series on one time axis, one column each (empty cell where one has no point)."""
     stamps = sorted({ts for points in series.values() for ts, _ in points})
-    lookup = {name: dict(points) for name, points in series.items()}
-    rows = [[ts.isoformat()] + [lookup[name].get(ts) for name in series] for ts in stamps]
+    # Column by column, then zipped into rows: a 24-hour overview table has ~5,000 cells.
+    columns = [[iso_time(ts) for ts in stamps]]
+    for points in series.values():
+        values = dict(points)
+        columns.append([values.get(ts) for ts in stamps])
+    rows = [list(row) for row in zip(*columns, strict=True)]
     labels = labels or {}
     return table(["ts", *series], [_("time"), *(labels.get(n, n) for n in series)], rows)
 
@@ -67,11 +72,19 @@ def _first_time(figures: dict) -> datetime | None:
         if figure.get("layout", {}).get("xaxis", {}).get("type") != "date":
             continue
         for trace in figure.get("data", []):
-            for x, y in zip(trace.get("x", []), trace.get("y", []), strict=False):
-                if y is None:
-                    continue
-                ts = datetime.fromisoformat(x) if isinstance(x, str) else x
-                first = ts if first is None or ts < first else first
+            # Points are in time order: the trace's first present value is its earliest.
+            x = next(
+                (
+                    x
+                    for x, y in zip(trace.get("x", []), trace.get("y", []), strict=False)
+                    if y is not None
+                ),
+                None,
+            )
+            if x is None:
+                continue
+            ts = datetime.fromisoformat(x) if isinstance(x, str) else x
+            first = ts if first is None or ts < first else first
     return first
 
 

@@ -59,6 +59,7 @@ def add_simulated_clock(figures: dict, hours: Points, night: Points) -> bool:
     bands = night_bands(night)
     sim_label = chart_text(_("simulated"))
     night_label = chart_text(_("simulated night"))
+    label_at: dict[str | datetime, str] = {}
     for figure in figures.values():
         layout = figure.get("layout", {})
         if layout.get("xaxis", {}).get("type") != "date":
@@ -67,9 +68,13 @@ def add_simulated_clock(figures: dict, hours: Points, night: Points) -> bool:
         for trace in figure.get("data", []):
             custom = []
             for x in trace.get("x", []):
-                ts = datetime.fromisoformat(x) if isinstance(x, str) else x
-                i = bisect_right(stamps, ts) - 1
-                custom.append(labels[i] if i >= 0 else "")
+                # The charts share their time axis: each stamp is looked up once per page.
+                label = label_at.get(x)
+                if label is None:
+                    ts = datetime.fromisoformat(x) if isinstance(x, str) else x
+                    i = bisect_right(stamps, ts) - 1
+                    label = label_at[x] = labels[i] if i >= 0 else ""
+                custom.append(label)
             trace["customdata"] = custom
             trace["hovertemplate"] = (
                 f"{trace.get('name', '')}: {value} · {sim_label} %{{customdata}}<extra></extra>"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import Case, Count, F, FloatField, Func, Q, Sum, When
 
@@ -27,7 +28,7 @@ from telemetry.selectors.frames import (
     segments_filter,
     stacked,
 )
-from telemetry.selectors.series import choose_source, series_read, series_read_many
+from telemetry.selectors.series import choose_source, series_means_many, series_read, utc_at
 
 Points = list[tuple[datetime, float]]
 # Latest values older than this are not "current": a stopped twin shows "no data", not a
@@ -90,8 +91,7 @@ def series_points_many(
     known = [m for m in metrics if m is not None]
     if entity is None or not known:
         return {}
-    many = series_read_many(metrics=known, entity=entity, start=tr.start, end=tr.end)
-    return {name: [(p.ts, p.mean) for p in series.points] for name, series in many.items()}
+    return series_means_many(metrics=known, entity=entity, start=tr.start, end=tr.end)
 
 
 @dataclass(frozen=True)
@@ -257,10 +257,7 @@ def kind_series(
         if legacy:
             old = frames.filter(entities_count__isnull=True)
             _kind_series_from_arrays(old, tier, layouts, reduce, add)
-    return [
-        (datetime.fromtimestamp(key, tz=UTC), total / n)
-        for key, (total, n) in sorted(buckets.items())
-    ]
+    return [(utc_at(key), total / n) for key, (total, n) in sorted(buckets.items())]
 
 
 def kind_series_many(
@@ -323,7 +320,7 @@ def kind_series_many(
             )
             continue
         out[name] = [
-            (datetime.fromtimestamp(key, tz=UTC), total / n)
+            (utc_at(key), total / n)
             for key, (total, n) in sorted(buckets.get(metric.pk, {}).items())
         ]
     return out
@@ -360,7 +357,15 @@ def _reduction_buckets(frames, step: int, mean_metric_ids: set[int]):
         )
         .values_list("metric_id", "bucket", "total", "n", "legacy")
     )
-    for metric_id, at, total, n, old in rows:
+    # Straight off the cursor: Django's per-row converters were a sixth of a page's reads.
+    try:
+        sql, params = rows.query.sql_with_params()
+    except EmptyResultSet:  # no frames in range (an empty ``IN``)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        fetched = cursor.fetchall()
+    for metric_id, at, total, n, old in fetched:
         yield metric_id, float(at), float(total or 0.0), int(n), int(old)
 
 

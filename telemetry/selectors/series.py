@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 
 from django.db import connection
 from django.db.models import Count, Max, Q, QuerySet, Sum
@@ -49,6 +50,14 @@ class Series:
     points: list[SeriesPoint]
 
 
+@lru_cache(maxsize=16384)
+def utc_at(seconds: int) -> datetime:
+    """The UTC time ``seconds`` after the epoch, one shared object per plotted step: a page's
+    curves share their time axis, and building a datetime per point of every curve was a
+    tenth of a page's time (``datetime`` is immutable, so sharing is safe)."""
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
 def choose_source(start: datetime, end: datetime) -> tuple[str, int, int]:
     """Pick ``(source, stored_resolution, step)`` for a range.
 
@@ -83,7 +92,7 @@ def series_read(
     )
     points = [
         SeriesPoint(
-            ts=datetime.fromtimestamp(key, tz=UTC),
+            ts=utc_at(key),
             mean=agg[1] / agg[0],
             min=agg[2],
             max=agg[3],
@@ -177,15 +186,57 @@ def series_read_many(
     a few queries however many it draws."""
     if connection.vendor != "postgresql":
         return {m.name: series_read(metric=m, entity=entity, start=start, end=end) for m in metrics}
+    source, step, buckets = _buckets_many(metrics, entity, start, end)
+    return {
+        metric.name: Series(
+            metric.name,
+            entity.key,
+            source,
+            step,
+            [
+                SeriesPoint(
+                    ts=utc_at(key), mean=agg[1] / agg[0], min=agg[2], max=agg[3], count=int(agg[0])
+                )
+                for key, agg in sorted(buckets[metric.pk].items())
+            ],
+        )
+        for metric in metrics
+    }
+
+
+def series_means_many(
+    *, metrics: list[MetricDefinition], entity: Entity, start: datetime, end: datetime
+) -> dict[str, list[tuple[datetime, float]]]:
+    """``{metric name: [(time, mean), …]}``: what :func:`series_read_many` gives, without the
+    min/max/count a chart does not draw (the dashboards' curves)."""
+    if connection.vendor != "postgresql":
+        return {
+            name: [(p.ts, p.mean) for p in series.points]
+            for name, series in series_read_many(
+                metrics=metrics, entity=entity, start=start, end=end
+            ).items()
+        }
+    _, _, buckets = _buckets_many(metrics, entity, start, end)
+    return {
+        metric.name: [
+            (utc_at(key), agg[1] / agg[0]) for key, agg in sorted(buckets[metric.pk].items())
+        ]
+        for metric in metrics
+    }
+
+
+def _buckets_many(
+    metrics: list[MetricDefinition], entity: Entity, start: datetime, end: datetime
+) -> tuple[str, int, dict[int, dict[int, list[float]]]]:
+    """``(source, step, {metric id: {bucket start: [count, sum, min, max]}})`` (PostgreSQL)."""
     source, resolution, step = choose_source(start, end)
     buckets: dict[int, dict[int, list[float]]] = {m.pk: {} for m in metrics}
     _fold_tiered_many(
         [m.pk for m in metrics], entity.pk, start, end, resolution, step, buckets, watermarks()
     )
     positions = entity_positions(entity)
-    out = {}
-    for metric in metrics:
-        if positions:
+    if positions:
+        for metric in metrics:
             frame_buckets(
                 metric=metric,
                 entity=entity,
@@ -196,18 +247,7 @@ def series_read_many(
                 buckets=buckets[metric.pk],
                 positions=positions,
             )
-        points = [
-            SeriesPoint(
-                ts=datetime.fromtimestamp(key, tz=UTC),
-                mean=agg[1] / agg[0],
-                min=agg[2],
-                max=agg[3],
-                count=int(agg[0]),
-            )
-            for key, agg in sorted(buckets[metric.pk].items())
-        ]
-        out[metric.name] = Series(metric.name, entity.key, source, step, points)
-    return out
+    return source, step, buckets
 
 
 _PG_RAW_MANY = """
@@ -251,7 +291,11 @@ def _fold_tiered_many(
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             for metric_id, key, count, total, low, high in cursor.fetchall():
-                fold_bucket(buckets[metric_id], int(key), int(count), total, low, high)
+                into, key = buckets[metric_id], int(key)
+                if key in into:  # the same step fed by two tiers: merge
+                    fold_bucket(into, key, int(count), total, low, high)
+                else:
+                    into[key] = [int(count), total, low, high]
     if resolution:
         _fold_tiered_many(
             metric_ids, entity_id, max(start, upto), end, FINER[resolution], step, buckets, marks
