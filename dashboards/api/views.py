@@ -66,8 +66,8 @@ from dashboards.selectors.memory import memory
 from dashboards.selectors.network import network
 from dashboards.selectors.overview import overview
 from dashboards.selectors.workloads import (
+    workload_columns,
     workload_detail,
-    workload_rows,
     workloads_visible_to,
 )
 from inventory.models import Accelerator, Cluster, Node, Rack, Workload
@@ -271,7 +271,7 @@ class WorkloadListDataView(DashboardView):
         return {
             "kpis": [],
             "figures": {},
-            "tables": {"workloads": workload_list_table(workload_rows(workloads))},
+            "tables": {"workloads": workload_list_table(workload_columns(workloads))},
         }
 
     def csv_prefix(self, payload: dict) -> str:

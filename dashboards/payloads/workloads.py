@@ -7,7 +7,7 @@ from django.utils.translation import gettext as _
 from cluster_portal.web.units import duration
 from dashboards import charts
 from dashboards.payloads.common import kpi, series_table, table
-from dashboards.selectors.workloads import WorkloadDetail, WorkloadRow
+from dashboards.selectors.workloads import WorkloadColumns, WorkloadDetail, cells
 from inventory.models import Workload
 
 LIST_COLUMNS = (
@@ -33,11 +33,7 @@ LIST_COLUMNS = (
 )
 
 
-def _ms(value: float | None) -> float | None:
-    return None if value is None else value * 1000
-
-
-def workload_list_table(rows: list[WorkloadRow]) -> dict:
+def workload_list_table(columns: WorkloadColumns) -> dict:
     labels = [
         _("id"),
         _("workload"),
@@ -59,32 +55,30 @@ def workload_list_table(rows: list[WorkloadRow]) -> dict:
         _("queued requests"),
         _("timed out"),
     ]
-    body = []
-    for row in rows:
-        w, v = row.workload, row.values
-        body.append(
-            [
-                w.pk,
-                w.name,
-                w.tenant_slug,
-                w.kind,
-                w.criticality,
-                w.cluster_name,
-                v.get("workload_allocated_cards"),
-                v.get("training_samples_per_second"),
-                v.get("training_mfu_ratio"),
-                v.get("training_progress_ratio"),
-                v.get("inference_request_rate_per_second"),
-                _ms(v.get("inference_ttft_p99_seconds")),
-                w.slo_ttft_ms,
-                _ms(v.get("inference_tpot_p99_seconds")),
-                w.slo_tpot_ms,
-                _ms(v.get("inference_latency_p99_seconds")),
-                v.get("inference_slo_attainment_ratio"),
-                v.get("inference_queue_backlog_requests"),
-                v.get("inference_timeouts_total"),
-            ]
-        )
+    w, v = columns.workloads, columns.values
+    # Column by column (a fleet lists a few thousand workloads), then zipped into rows.
+    body_columns = [
+        [x.pk for x in w],
+        [x.name for x in w],
+        [x.tenant_slug for x in w],
+        [x.kind for x in w],
+        [x.criticality for x in w],
+        [x.cluster_name for x in w],
+        cells(v["workload_allocated_cards"]),
+        cells(v["training_samples_per_second"]),
+        cells(v["training_mfu_ratio"]),
+        cells(v["training_progress_ratio"]),
+        cells(v["inference_request_rate_per_second"]),
+        cells(v["inference_ttft_p99_seconds"] * 1000),
+        [x.slo_ttft_ms for x in w],
+        cells(v["inference_tpot_p99_seconds"] * 1000),
+        [x.slo_tpot_ms for x in w],
+        cells(v["inference_latency_p99_seconds"] * 1000),
+        cells(v["inference_slo_attainment_ratio"]),
+        cells(v["inference_queue_backlog_requests"]),
+        cells(v["inference_timeouts_total"]),
+    ]
+    body = [list(row) for row in zip(*body_columns, strict=True)]
     return table(LIST_COLUMNS, labels, body)
 
 

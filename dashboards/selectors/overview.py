@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from alerts.models import Alert
+from cluster_portal.web.rows import plain_rows
 from cluster_portal.web.timerange import TimeRange
 from dashboards.selectors.common import finite, latest_snapshot, metric_defs
 from inventory.models import Cluster, Workload
@@ -73,7 +74,7 @@ def workload_entity_ids(cluster: Cluster) -> dict[str, set[int]]:
     """Workload entity ids of the cluster by workload kind (training / inference)."""
     out: dict[str, set[int]] = {kind: set() for kind in Workload.Kind.values}
     rows = Entity.objects.filter(cluster=cluster, kind="workload", workload__isnull=False)
-    for entity_id, kind in rows.values_list("pk", "workload__kind"):
+    for entity_id, kind in plain_rows(rows.values_list("pk", "workload__kind")):
         out[kind].add(entity_id)
     return out
 

@@ -16,7 +16,7 @@ from cluster_portal.web.units import format_value, unit_for_metric
 from dashboards.payloads.workloads import workload_list_table
 from dashboards.selectors.common import cluster_pick, clusters
 from dashboards.selectors.hardware import node_detail, rack_detail
-from dashboards.selectors.workloads import workload_rows, workloads_visible_to
+from dashboards.selectors.workloads import workload_columns, workloads_visible_to
 from inventory.models import Accelerator, Node, Rack, Workload
 
 
@@ -134,7 +134,7 @@ def workload_list_page(request: HttpRequest) -> HttpResponse:
     kind = request.GET.get("kind", "")
     if kind in ("training", "inference"):
         workloads = workloads.filter(kind=kind)
-    table = workload_list_table(workload_rows(workloads))
+    table = workload_list_table(workload_columns(workloads))
     return _frame(
         request,
         "monitoring/dashboards/workloads.html",

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import Case, Count, F, FloatField, Func, Q, Sum, When
 
+from cluster_portal.web.rows import plain_rows
 from cluster_portal.web.timerange import TimeRange
 from telemetry.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, layout_entity_ids
 from telemetry.models import Entity, Frame, FrameLayout, MetricDefinition, Sample
@@ -358,14 +358,7 @@ def _reduction_buckets(frames, step: int, mean_metric_ids: set[int]):
         .values_list("metric_id", "bucket", "total", "n", "legacy")
     )
     # Straight off the cursor: Django's per-row converters were a sixth of a page's reads.
-    try:
-        sql, params = rows.query.sql_with_params()
-    except EmptyResultSet:  # no frames in range (an empty ``IN``)
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        fetched = cursor.fetchall()
-    for metric_id, at, total, n, old in fetched:
+    for metric_id, at, total, n, old in plain_rows(rows):
         yield metric_id, float(at), float(total or 0.0), int(n), int(old)
 
 
