@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from cluster_portal.web.caching import shared_read
+from cluster_portal.web.rows import plain_rows
 from cost import model as cm
 from cost.coverage import cluster_covered_hours
 from cost.models import CostAssumptions
@@ -118,15 +119,14 @@ class Roster:
 
 def roster(cluster: Cluster) -> Roster:
     def read() -> Roster:
-        rows = Workload.objects.filter(cluster=cluster).values_list(
-            "pk", "name", "tenant_id", "tenant__slug", "kind", "cards_requested"
-        )
-        entity_of = dict(
-            cluster.entities.filter(kind=EntityKind.WORKLOAD, workload__isnull=False).values_list(
-                "workload_id", "pk"
+        # One query for the workloads with their telemetry entity, as plain rows.
+        rows = plain_rows(
+            Workload.objects.filter(cluster=cluster).values_list(
+                "pk", "name", "tenant_id", "tenant__slug", "kind", "cards_requested", "entity__pk"
             )
         )
-        workloads = [(pk, n, t, slug, k, float(c)) for pk, n, t, slug, k, c in rows]
+        workloads = [(pk, n, t, slug, k, float(c)) for pk, n, t, slug, k, c, _e in rows]
+        entity_of = {row[0]: row[6] for row in rows if row[6] is not None}
         return Roster(workloads=workloads, entity_of=entity_of, cards=card_count(cluster))
 
     return shared_read("cost-roster", cluster.pk, read)

@@ -15,6 +15,7 @@ from datetime import datetime
 import numpy as np
 from django.db.models import Count, Max, Min, Q, Sum
 
+from cluster_portal.web.rows import plain_rows
 from inventory.models import Cluster
 from telemetry.frames import COUNT_DTYPE, SUM_DTYPE, layout_entity_ids
 from telemetry.models import (
@@ -117,6 +118,24 @@ def cluster_stats(
 _FINER = {3600: 900, 900: 60, 60: 0}
 
 
+def _tier_plan(
+    start: datetime, end: datetime, resolution: int, marks: dict
+) -> list[tuple[int, datetime, datetime]]:
+    """``(resolution, from, to)`` spans covering the window: rollups of ``resolution`` up to
+    their watermark, then the next finer tier for the rest, raw samples last."""
+    plan: list[tuple[int, datetime, datetime]] = []
+    while start < end:
+        if resolution == 0:
+            plan.append((0, start, end))
+            break
+        complete = marks.get(resolution)
+        upto = min(end, complete) if complete else start
+        if upto > start:
+            plan.append((resolution, start, upto))
+        start, resolution = max(start, upto), _FINER[resolution]
+    return plan
+
+
 def _tier_sums(
     entity_id: int,
     metric_ids: list[int],
@@ -127,41 +146,43 @@ def _tier_sums(
     names: dict[int, str],
     found: dict[str, list[float]],
 ) -> None:
-    if start >= end:
-        return
-    if resolution == 0:
-        rows = (
-            Sample.objects.filter(
-                entity_id=entity_id, metric_id__in=metric_ids, ts__gte=start, ts__lt=end
+    """``found[name] = [count, sum, min, max]`` over the window's tiers, in one query (one
+    ``UNION ALL`` branch per tier) instead of one round trip per tier."""
+    parts = []
+    for tier, lo, hi in _tier_plan(start, end, resolution, marks):
+        if tier == 0:
+            parts.append(
+                Sample.objects.filter(
+                    entity_id=entity_id, metric_id__in=metric_ids, ts__gte=lo, ts__lt=hi
+                )
+                .order_by()
+                .values("metric_id")
+                .annotate(n=Count("id"), total=Sum("value"), low=Min("value"), high=Max("value"))
+                .values_list("metric_id", "n", "total", "low", "high")
             )
-            .values("metric_id")
-            .annotate(n=Count("id"), total=Sum("value"), low=Min("value"), high=Max("value"))
-        )
-    else:
-        complete = marks.get(resolution)
-        upto = min(end, complete) if complete else start
-        rows = []
-        if upto > start:
-            rows = (
+        else:
+            parts.append(
                 Rollup.objects.filter(
                     entity_id=entity_id,
                     metric_id__in=metric_ids,
-                    resolution=resolution,
-                    bucket__gte=start,
-                    bucket__lt=upto,
+                    resolution=tier,
+                    bucket__gte=lo,
+                    bucket__lt=hi,
                 )
+                .order_by()
                 .values("metric_id")
                 .annotate(n=Sum("count"), total=Sum("sum"), low=Min("min"), high=Max("max"))
+                .values_list("metric_id", "n", "total", "low", "high")
             )
-        _tier_sums(
-            entity_id, metric_ids, max(start, upto), end, _FINER[resolution], marks, names, found
-        )
-    for row in rows:
-        agg = found.setdefault(names[row["metric_id"]], [0, 0.0, float("inf"), float("-inf")])
-        agg[0] += row["n"]
-        agg[1] += row["total"]
-        agg[2] = min(agg[2], row["low"])
-        agg[3] = max(agg[3], row["high"])
+    if not parts:
+        return
+    rows = parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]
+    for metric_id, n, total, low, high in rows:
+        agg = found.setdefault(names[metric_id], [0, 0.0, float("inf"), float("-inf")])
+        agg[0] += n
+        agg[1] += total
+        agg[2] = min(agg[2], low)
+        agg[3] = max(agg[3], high)
 
 
 def entity_sums(
@@ -171,50 +192,64 @@ def entity_sums(
     metric = MetricDefinition.objects.filter(name=metric_name).first()
     if metric is None:
         return {}
-    sums: dict[int, list[float]] = {}
+    # (entity ids, sums, counts) arrays from each source, added up per entity at the end.
+    ids: list[np.ndarray] = []
+    totals: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
 
-    def add(entity_id: int, total: float, count: int) -> None:
-        agg = sums.setdefault(entity_id, [0.0, 0])
-        agg[0] += total
-        agg[1] += count
+    def rows_in(found) -> None:
+        rows = list(found)
+        if rows:
+            ids.append(np.array([r[0] for r in rows], np.int64))
+            totals.append(np.array([r[1] for r in rows], np.float64))
+            counts.append(np.array([r[2] for r in rows], np.int64))
 
     entity_filter = {"entity__cluster": cluster, "entity__kind": kind}
     complete = watermarks().get(60)
     raw_from = start
     if complete and complete > start:
         upto = min(complete, end)
-        rollups = (
+        rows_in(
             Rollup.objects.filter(
                 metric=metric, resolution=60, bucket__gte=start, bucket__lt=upto, **entity_filter
             )
+            .order_by()
             .values("entity_id")
             .annotate(total=Sum("sum"), n=Sum("count"))
+            .values_list("entity_id", "total", "n")
         )
-        for row in rollups:
-            add(row["entity_id"], row["total"], row["n"])
         raw_from = max(start, upto)
     if raw_from < end:
-        raw = (
+        rows_in(
             Sample.objects.filter(metric=metric, ts__gte=raw_from, ts__lt=end, **entity_filter)
+            .order_by()
             .values("entity_id")
             .annotate(total=Sum("value"), n=Count("id"))
+            .values_list("entity_id", "total", "n")
         )
-        for row in raw:
-            add(row["entity_id"], row["total"], row["n"])
     # Frames keep their own rollups, merged as they are written: no watermark needed.
     layouts = {
         layout.pk: layout for layout in FrameLayout.objects.filter(cluster=cluster, kind=kind)
     }
     for layout_id, count, total in _frame_window_sums(metric, layouts, start, end):
-        for entity_id, t, n in zip(
-            layout_entity_ids(layouts[layout_id]).tolist(),
-            total.tolist(),
-            count.tolist(),
+        ids.append(np.asarray(layout_entity_ids(layouts[layout_id]), np.int64))
+        totals.append(total.astype(np.float64))
+        counts.append(count.astype(np.int64))
+    if not ids:
+        return {}
+    every, total, count = np.concatenate(ids), np.concatenate(totals), np.concatenate(counts)
+    if len(ids) > 1:  # one entity may be in several sources: add them up
+        every, where = np.unique(every, return_inverse=True)
+        total = np.bincount(where, weights=total, minlength=every.size)
+        count = np.bincount(where, weights=count, minlength=every.size).astype(np.int64)
+    has = count > 0
+    return dict(
+        zip(
+            every[has].tolist(),
+            zip(total[has].tolist(), count[has].tolist(), strict=True),
             strict=True,
-        ):
-            if n:
-                add(entity_id, t, n)
-    return {entity_id: (agg[0], int(agg[1])) for entity_id, agg in sums.items() if agg[1]}
+        )
+    )
 
 
 DAY, HOUR, MINUTE = 86400, 3600, 60
@@ -241,7 +276,7 @@ def _frame_window_sums(
     daily: dict[int, list[tuple]] = {}
     if resolution == HOUR and day_hi - day_lo >= DAY:
         lo, hi = (datetime.fromtimestamp(t, tz=start.tzinfo) for t in (day_lo, day_hi))
-        rows = (
+        rows = plain_rows(
             Frame.objects.filter(
                 metric=metric, layout_id__in=list(layouts), resolution=DAY, ts__gte=lo, ts__lt=hi
             )
@@ -261,7 +296,7 @@ def _frame_window_sums(
             finer |= Q(layout_id=layout_id, ts__gte=frame_start, ts__lt=end)
     grouped: dict[int, list[tuple]] = {k: list(rows) for k, rows in daily.items()}
     if layouts:
-        rows = (
+        rows = plain_rows(
             Frame.objects.filter(finer, metric=metric, resolution=resolution)
             .order_by()
             .values_list("layout_id", "count", "sum")
