@@ -207,6 +207,12 @@ def main() -> None:
             ("cost comparison 24h", "/api/v1/cost/comparison/?hours=24"),
         ]
         results = []
+        # As the web process does (cluster_portal.wsgi): freeze the start-up heap, and again
+        # after the first request, so full GC passes do not walk it (cluster_portal.web.heap).
+        from cluster_portal.web.heap import settle_after_first_request, settle_heap
+
+        settle_heap()
+        settle_after_first_request()
         with override_settings(DEBUG=False, DASHBOARD_CACHE_SECONDS=0):
             for label, path in endpoints:
                 response = client.get(path)

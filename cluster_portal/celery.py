@@ -11,7 +11,13 @@ import os
 import socket
 
 from celery import Celery
-from celery.signals import beat_init, before_task_publish, task_postrun, worker_ready
+from celery.signals import (
+    beat_init,
+    before_task_publish,
+    task_postrun,
+    worker_process_init,
+    worker_ready,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cluster_portal.settings")
 
@@ -50,6 +56,14 @@ def _forget_queries(**_: object) -> None:
     from django.db import reset_queries
 
     reset_queries()
+
+
+@worker_process_init.connect
+def _settle_heap(**_: object) -> None:
+    # A pool process starts with the parent's whole heap: keep full collections off it.
+    from cluster_portal.web.heap import settle_heap
+
+    settle_heap()
 
 
 @worker_ready.connect
