@@ -10,11 +10,12 @@ frames alike), raw samples after the compaction watermark.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
 from django.db.models import Count, Max, Min, Q, Sum
 
+from cluster_portal.web.caching import shared_read
 from cluster_portal.web.rows import plain_rows
 from inventory.models import Cluster
 from telemetry.frames import COUNT_DTYPE, SUM_DTYPE, layout_entity_ids
@@ -188,7 +189,11 @@ def _tier_sums(
 def entity_sums(
     *, cluster: Cluster, metric_name: str, kind: str, start: datetime, end: datetime
 ) -> dict[int, tuple[float, int]]:
-    """``{entity_id: (sum, count)}`` of ``metric`` for entities of ``kind`` in the window."""
+    """``{entity_id: (sum, count)}`` of ``metric`` for entities of ``kind`` in the window.
+
+    The frames' part is shared for ``DASHBOARD_CACHE_SECONDS`` by windows that read the same
+    frames (see :func:`_frame_window_sums`); rollups and raw samples are read for the exact
+    window."""
     metric = MetricDefinition.objects.filter(name=metric_name).first()
     if metric is None:
         return {}
@@ -266,16 +271,44 @@ def _frame_window_sums(
     one of them is there (30 frames for a month instead of 720: ~20 MB fewer bytes per
     10,240-card cluster); a layout missing any such day reads hourly frames throughout.
     Two queries (daily, then the rest); each layout's rows summed as one array.
+    Returns a list of those triples (shared, see below).
     """
     resolution = HOUR if (end - start).total_seconds() >= 6 * HOUR else MINUTE
-    frame_start = datetime.fromtimestamp(
-        start.timestamp() // resolution * resolution, tz=start.tzinfo
-    )
-    day_lo = -(-frame_start.timestamp() // DAY) * DAY
+    frame_start = start.timestamp() // resolution * resolution
+    # Rollup frames sit on whole multiples of their resolution, so "before ``end``" is
+    # "before ``end`` rounded up": windows that differ inside one bucket read the same frames
+    # and share the result for the cache's few seconds (custom ranges in the time picker).
+    frame_end = -(-end.timestamp() // resolution) * resolution
     day_hi = end.timestamp() // DAY * DAY
+    return shared_read(
+        "frame-window-sums",
+        (metric.pk, tuple(sorted(layouts)), resolution, frame_start, frame_end, day_hi),
+        lambda: list(
+            _frame_sums(
+                metric,
+                layouts,
+                resolution,
+                *(datetime.fromtimestamp(t, tz=UTC) for t in (frame_start, frame_end, day_hi)),
+            )
+        ),
+    )
+
+
+def _frame_sums(
+    metric: MetricDefinition,
+    layouts: dict[int, FrameLayout],
+    resolution: int,
+    frame_start: datetime,
+    end: datetime,
+    day_end: datetime,
+):
+    """:func:`_frame_window_sums` for aligned bounds: frames in ``[frame_start, end)``, whole
+    days before ``day_end`` from daily frames."""
+    day_lo = -(-frame_start.timestamp() // DAY) * DAY
+    day_hi = day_end.timestamp()
     daily: dict[int, list[tuple]] = {}
     if resolution == HOUR and day_hi - day_lo >= DAY:
-        lo, hi = (datetime.fromtimestamp(t, tz=start.tzinfo) for t in (day_lo, day_hi))
+        lo, hi = (datetime.fromtimestamp(t, tz=UTC) for t in (day_lo, day_hi))
         rows = plain_rows(
             Frame.objects.filter(
                 metric=metric, layout_id__in=list(layouts), resolution=DAY, ts__gte=lo, ts__lt=hi

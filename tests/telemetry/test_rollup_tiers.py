@@ -216,6 +216,42 @@ def test_month_windows_sum_whole_days_from_daily_frames_and_the_edges_from_hourl
 
 
 @pytest.mark.django_db
+def test_windows_reading_the_same_frames_share_one_read_and_others_do_not(
+    cluster, layout, util, dashboard_cache
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from telemetry.read import entity_sums
+
+    t0 = 1_780_012_800 - 5 * 3600
+    with transaction.atomic():
+        frames_write_many(
+            layout=layout,
+            batches=[(t0 + i * 3600, {util.id: np.full(4, 1.0 + i)}) for i in range(30)],
+        )
+
+    def sums(start: int, end: int) -> dict:
+        return entity_sums(
+            cluster=cluster,
+            metric_name=util.name,
+            kind="accelerator",
+            start=at(start),
+            end=at(end),
+        )
+
+    first = sums(t0 + 60, t0 + 20 * 3600 - 60)
+    # Inside the same hourly buckets at both ends: the same frames, read once.
+    with CaptureQueriesContext(connection) as queries:
+        assert sums(t0 + 1200, t0 + 20 * 3600 - 1) == first
+    assert not [q for q in queries.captured_queries if 'FROM "monitoring_frame"' in q["sql"]]
+    # One more hour at the end is another read, with one more hour in it.
+    longer = sums(t0 + 60, t0 + 21 * 3600 - 60)
+    assert {n for _, n in longer.values()} == {21}
+    assert {n for _, n in first.values()} == {20}
+
+
+@pytest.mark.django_db
 def test_several_kind_curves_read_together_equal_each_read_alone(cluster, layout):
     from telemetry.read import kind_series_many
 
