@@ -29,3 +29,22 @@ def test_the_heap_is_settled_again_once_after_the_first_request(monkeypatch):
     request_finished.send(sender=None)
     request_finished.send(sender=None)
     assert calls == [1]
+
+
+def test_freed_memory_is_handed_back_where_the_c_library_can(monkeypatch):
+    calls = []
+    monkeypatch.setattr(heap, "_MALLOC_TRIM", lambda pad: calls.append(pad))
+    assert heap.release_free_memory() is True
+    assert calls == [0]
+    monkeypatch.setattr(heap, "_MALLOC_TRIM", None)
+    assert heap.release_free_memory() is False
+
+
+@pytest.mark.django_db
+def test_every_celery_task_ends_by_releasing_free_memory(monkeypatch):
+    from celery.signals import task_postrun
+
+    calls = []
+    monkeypatch.setattr(heap, "release_free_memory", lambda: calls.append(1) or True)
+    task_postrun.send(sender=None)
+    assert calls == [1]
