@@ -83,7 +83,7 @@ def alert_list(request: HttpRequest) -> HttpResponse:
         "csv_query": urlencode({**filters, "format": "csv"}),
         "can_operate": request.user.has_perm("monitoring.operate_cluster"),
     }
-    return render(request, "monitoring/alerts.html", context)
+    return render(request, "alerts/alerts.html", context)
 
 
 def _csv_response(alerts: QuerySet[Alert]) -> HttpResponse:

@@ -112,7 +112,7 @@ def cost_page(request: HttpRequest) -> HttpResponse:
         context["total"] = sum(r.cost_window for r in rows)
         context["currency"] = rows[0].currency if rows else ""
         context["coverage"] = coverage_notes(rows)
-        return render(request, "monitoring/cost_customer.html", context)
+        return render(request, "cost/cost_customer.html", context)
     costs = clusters_cost(start, end)
     comparison = _pick(costs, request)
     table = request.GET.get("table")
@@ -138,7 +138,7 @@ def cost_page(request: HttpRequest) -> HttpResponse:
         "tco_figure": _tco_figure(comparison),
     }
     return render(
-        request, "monitoring/cost.html", context, status=400 if form and form.errors else 200
+        request, "cost/cost.html", context, status=400 if form and form.errors else 200
     )
 
 

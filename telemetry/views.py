@@ -18,4 +18,4 @@ def exporter_list(request: HttpRequest) -> HttpResponse:
         "remote_write": RemoteWriteStatus.objects.select_related("cluster"),
         "promql_sources": PromQLDataSource.objects.select_related("cluster"),
     }
-    return render(request, "monitoring/exporters.html", context)
+    return render(request, "telemetry/exporters.html", context)

@@ -40,7 +40,7 @@ def _frame(request: HttpRequest, template: str, data_url: str, **context) -> Htt
         tr = parse_timerange(request.GET)
     except TimeRangeError as error:
         return render(
-            request, "monitoring/dashboards/bad_range.html", {"errors": error.errors}, status=400
+            request, "dashboards/bad_range.html", {"errors": error.errors}, status=400
         )
     keep = {k: v for k, v in request.GET.items() if k in ("cluster", "kind")}
     presets = [
@@ -72,22 +72,22 @@ def _cluster_page(request: HttpRequest, template: str, api_name: str) -> HttpRes
 
 @staff_page
 def overview_page(request: HttpRequest) -> HttpResponse:
-    return _cluster_page(request, "monitoring/dashboards/overview.html", "dashboard-overview")
+    return _cluster_page(request, "dashboards/overview.html", "dashboard-overview")
 
 
 @staff_page
 def hardware_page(request: HttpRequest) -> HttpResponse:
-    return _cluster_page(request, "monitoring/dashboards/hardware.html", "dashboard-hardware")
+    return _cluster_page(request, "dashboards/hardware.html", "dashboard-hardware")
 
 
 @staff_page
 def memory_page(request: HttpRequest) -> HttpResponse:
-    return _cluster_page(request, "monitoring/dashboards/memory.html", "dashboard-memory")
+    return _cluster_page(request, "dashboards/memory.html", "dashboard-memory")
 
 
 @staff_page
 def network_page(request: HttpRequest) -> HttpResponse:
-    return _cluster_page(request, "monitoring/dashboards/network.html", "dashboard-network")
+    return _cluster_page(request, "dashboards/network.html", "dashboard-network")
 
 
 @staff_page
@@ -95,7 +95,7 @@ def rack_page(request: HttpRequest, pk: int) -> HttpResponse:
     rack = get_object_or_404(Rack.objects.select_related("supernode__cluster"), pk=pk)
     return _frame(
         request,
-        "monitoring/dashboards/rack.html",
+        "dashboards/rack.html",
         reverse("api:dashboard-rack", args=[pk]),
         rack=rack,
         rows=rack_detail(rack),
@@ -107,7 +107,7 @@ def node_page(request: HttpRequest, pk: int) -> HttpResponse:
     node = get_object_or_404(Node.objects.select_related("cluster", "rack__supernode"), pk=pk)
     return _frame(
         request,
-        "monitoring/dashboards/node.html",
+        "dashboards/node.html",
         reverse("api:dashboard-node", args=[pk]),
         node=node,
         rows=node_detail(node),
@@ -121,7 +121,7 @@ def accelerator_page(request: HttpRequest, pk: int) -> HttpResponse:
     )
     return _frame(
         request,
-        "monitoring/dashboards/accelerator.html",
+        "dashboards/accelerator.html",
         reverse("api:dashboard-accelerator", args=[pk]),
         card=card,
     )
@@ -137,7 +137,7 @@ def workload_list_page(request: HttpRequest) -> HttpResponse:
     table = workload_list_table(workload_columns(workloads))
     return _frame(
         request,
-        "monitoring/dashboards/workloads.html",
+        "dashboards/workloads.html",
         reverse("api:dashboard-workloads"),
         table=table,
         display_rows=[
@@ -159,7 +159,7 @@ def workload_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("no such workload")
     return _frame(
         request,
-        "monitoring/dashboards/workload_detail.html",
+        "dashboards/workload_detail.html",
         reverse("api:dashboard-workload", args=[pk]),
         workload=workload,
     )

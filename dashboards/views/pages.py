@@ -24,7 +24,7 @@ def home(request: HttpRequest) -> HttpResponse:
             "worker_alive": any_alive(statuses, "worker"),
             "beat_alive": any_alive(statuses, "beat"),
         }
-        return render(request, "monitoring/home_staff.html", context)
+        return render(request, "dashboards/home_staff.html", context)
     tenant = request.user.tenant
     # The customer's own workloads, scoped by the same selector as /workloads/.
     rows = workload_rows(workloads_visible_to(request.user))
@@ -33,7 +33,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "members": tenant.users.order_by("username") if tenant else [],
         "workloads": rows,
     }
-    return render(request, "monitoring/home_customer.html", context)
+    return render(request, "dashboards/home_customer.html", context)
 
 
 @staff_page
@@ -52,6 +52,6 @@ def status(request: HttpRequest) -> HttpResponse:
         "beat_alive": any_alive(statuses, "beat"),
     }
     template = (
-        "monitoring/_status_body.html" if request.GET.get("partial") else "monitoring/status.html"
+        "dashboards/_status_body.html" if request.GET.get("partial") else "dashboards/status.html"
     )
     return render(request, template, context)

@@ -50,11 +50,11 @@ def validation_report(request: HttpRequest) -> HttpResponse:
         window = parse_timerange(params)
     except TimeRangeError as error:
         context["range_errors"] = error.errors
-        return render(request, "monitoring/report.html", context, status=400)
+        return render(request, "dashboards/report.html", context, status=400)
     baseline, unified = _choose(request)
     context.update({"window": window, "baseline": baseline, "unified": unified})
     if baseline is None or unified is None:
-        return render(request, "monitoring/report.html", context)
+        return render(request, "dashboards/report.html", context)
     base = cluster_figures(baseline, window.start, window.end)
     uni = cluster_figures(unified, window.start, window.end)
     if request.GET.get("format") == "csv":
@@ -90,7 +90,7 @@ def validation_report(request: HttpRequest) -> HttpResponse:
             "hbm_metric": HBM_METRIC,
         }
     )
-    return render(request, "monitoring/report.html", context)
+    return render(request, "dashboards/report.html", context)
 
 
 def _points(series) -> tuple[list, list]:

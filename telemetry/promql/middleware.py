@@ -19,4 +19,4 @@ class DataSourceUnavailableMiddleware:
         if not isinstance(exception, DataSourceUnavailable):
             return None
         context = {"cluster": exception.cluster, "reason": exception.reason}
-        return render(request, "monitoring/data_source_unavailable.html", context, status=503)
+        return render(request, "telemetry/data_source_unavailable.html", context, status=503)
