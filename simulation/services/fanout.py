@@ -11,15 +11,14 @@ commit is harmless. Part 0 also carries the new engine state and the tick-wide r
 
 from __future__ import annotations
 
-import pickle
 import time
-import zlib
 
 import numpy as np
 from django.db import transaction
 
 from simulation.engine import Engine
 from simulation.models import StagedPart, TwinRun
+from simulation.services.staged_format import UnreadablePart, part_bytes, part_from_bytes
 from simulation.services.tickdata import StepData, engine_steps, step_data_write
 from simulation.services.ticks import TickOutcome, UnreadableState, load_engine, tick_finish
 
@@ -66,7 +65,7 @@ def tick_stage_part(*, run_id: int, expected_seq: int, part: int, tick_time: flo
     if part == GLOBAL_PART:
         payload["state"] = engine.save_state()
         payload["keys"] = {kind: keys for kind, (keys, _) in steps[0].dense.items()}
-    blob = zlib.compress(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL), 1)
+    blob = part_bytes(payload)
     with transaction.atomic():
         StagedPart.objects.filter(run=run, seq=expected_seq, part=part).delete()
         StagedPart.objects.create(run=run, seq=expected_seq, part=part, payload=blob)
@@ -74,7 +73,6 @@ def tick_stage_part(*, run_id: int, expected_seq: int, part: int, tick_time: flo
 
 
 def _assemble(parts: list[dict]) -> tuple[list[StepData], bytes]:
-    # Staged payloads are written by this code only (trusted): pickle is safe here.
     base = next(p for p in parts if "state" in p)
     steps = []
     for i, first in enumerate(base["steps"]):
@@ -102,7 +100,13 @@ def tick_commit_staged(*, run_id: int, expected_seq: int, parts: int) -> TickOut
         staged = list(StagedPart.objects.filter(run=run, seq=expected_seq))
         if len(staged) < parts:
             return TickOutcome(False, run.tick_seq, reason="parts missing")
-        payloads = [pickle.loads(zlib.decompress(bytes(p.payload))) for p in staged]
+        try:
+            payloads = [part_from_bytes(bytes(p.payload)) for p in staged]
+        except UnreadablePart as error:
+            # Staged by an older version (a tick in flight across an upgrade): drop the parts;
+            # the sequence did not move, so the next scheduled tick stages them again.
+            StagedPart.objects.filter(run=run, seq=expected_seq).delete()
+            return TickOutcome(False, run.tick_seq, reason=f"staged parts unreadable: {error}")
         steps, state = _assemble(payloads)
         written = step_data_write(run.cluster, steps)
         StagedPart.objects.filter(run=run, seq__lte=expected_seq).delete()

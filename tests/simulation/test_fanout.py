@@ -69,3 +69,60 @@ def test_a_commit_waits_until_every_part_is_staged():
     outcome = tick_commit_staged(run_id=run.pk, expected_seq=0, parts=parts)
     assert outcome.reason == "parts missing"
     assert stored_values(run.cluster) == 0
+
+
+def test_a_staged_part_survives_its_byte_format_unchanged():
+    import numpy as np
+
+    from simulation.services.staged_format import part_bytes, part_from_bytes
+
+    payload = {
+        "parts": 3,
+        "steps": [
+            {
+                "ts": 1_780_000_000.25,
+                "rows": [("cluster_power_watts", "cluster", "cluster", float("nan"))],
+                "dense": {
+                    "accelerator": (
+                        5,
+                        np.array([1, 3]),
+                        {"util": np.array([0.5, 0.25]), "state": np.array([1.0, np.nan])},
+                    )
+                },
+            }
+        ],
+        "state": b"\x00engine\xff",
+        "keys": {"accelerator": ["sn0/a", "sn0/b", "sn1/c", "sn1/d", "sn2/e"]},
+    }
+    back = part_from_bytes(part_bytes(payload))
+    assert back["parts"] == 3 and back["state"] == payload["state"]
+    assert back["keys"] == payload["keys"]
+    step = back["steps"][0]
+    assert step["ts"] == payload["steps"][0]["ts"]
+    ((name, kind, key, value),) = step["rows"]
+    assert (name, kind, key) == ("cluster_power_watts", "cluster", "cluster") and value != value
+    size, positions, values = step["dense"]["accelerator"]
+    assert size == 5 and positions.tolist() == [1, 3]
+    assert values["util"].tolist() == [0.5, 0.25]
+    assert np.isnan(values["state"][1])
+
+
+@pytest.mark.django_db
+def test_a_part_staged_in_an_old_format_is_dropped_and_staged_again():
+    import pickle
+    import zlib
+
+    run = make_run("upgrade")
+    parts = run.cluster.supernodes.count()
+    for p in range(parts):
+        tick_stage_part(run_id=run.pk, expected_seq=0, part=p, tick_time=TICK_TIME)
+    # A part left by the previous version (a pickle): never unpickled, refused by name.
+    StagedPart.objects.filter(run=run, part=1).update(
+        payload=zlib.compress(pickle.dumps({"steps": []}), 1)
+    )
+    outcome = tick_commit_staged(run_id=run.pk, expected_seq=0, parts=parts)
+    assert not outcome.committed and "unreadable" in outcome.reason
+    assert not StagedPart.objects.filter(run=run).exists()
+    for p in range(parts):
+        tick_stage_part(run_id=run.pk, expected_seq=0, part=p, tick_time=TICK_TIME)
+    assert tick_commit_staged(run_id=run.pk, expected_seq=0, parts=parts).committed
