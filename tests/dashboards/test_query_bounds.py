@@ -13,10 +13,15 @@ from cluster_portal.web.timerange import PRESETS
 from inventory.models import Cluster
 
 PAGES = ("overview", "hardware", "memory", "network", "workloads")
-# Measured on PostgreSQL and SQLite (session and auth queries included); a range may add at
-# most a few tier queries, never one per point, card or frame.
-BUDGET = {"overview": 50, "hardware": 22, "memory": 52, "network": 44, "workloads": 32}
-COST_BUDGET = 45
+# Measured (session and auth queries included) and kept a few above: on PostgreSQL curves of
+# one entity are read together (one query per tier for all metrics); SQLite, the demo's
+# fallback, reads them one metric at a time. A range may add at most a few tier queries,
+# never one per point, card or frame.
+BUDGETS = {
+    "postgresql": {"overview": 24, "hardware": 16, "memory": 26, "network": 34, "workloads": 14},
+    "sqlite": {"overview": 72, "hardware": 20, "memory": 54, "network": 42, "workloads": 34},
+}
+COST_BUDGET = 38
 RANGE_SPREAD = 8  # most queries a long range may add over the 1-hour one
 
 
@@ -53,7 +58,7 @@ def test_dashboard_queries_do_not_grow_with_range_or_fleet(client_as, fleets, se
         for fleet in fleets
         for period in PRESETS
     }
-    assert max(counts.values()) <= BUDGET[page], counts
+    assert max(counts.values()) <= BUDGETS[connection.vendor][page], counts
     for fleet in fleets:
         per_range = [counts[(fleet, period)] for period in PRESETS]
         assert max(per_range) - min(per_range) <= RANGE_SPREAD, counts
