@@ -137,9 +137,7 @@ def cost_page(request: HttpRequest) -> HttpResponse:
         "tenant_ledgers": tenant_ledgers(comparison) if comparison else [],
         "tco_figure": _tco_figure(comparison),
     }
-    return render(
-        request, "cost/cost.html", context, status=400 if form and form.errors else 200
-    )
+    return render(request, "cost/cost.html", context, status=400 if form and form.errors else 200)
 
 
 def _cost_figure(costs: list[ClusterCost]) -> dict:

@@ -39,9 +39,7 @@ def _frame(request: HttpRequest, template: str, data_url: str, **context) -> Htt
     try:
         tr = parse_timerange(request.GET)
     except TimeRangeError as error:
-        return render(
-            request, "dashboards/bad_range.html", {"errors": error.errors}, status=400
-        )
+        return render(request, "dashboards/bad_range.html", {"errors": error.errors}, status=400)
     keep = {k: v for k, v in request.GET.items() if k in ("cluster", "kind")}
     presets = [
         (key, label, "?" + urlencode({**keep, "range": key}), key == tr.preset)
