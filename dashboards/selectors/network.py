@@ -50,7 +50,7 @@ def link_seconds(points: Points) -> float:
 
 
 def network(cluster: Cluster, tr: TimeRange) -> NetworkData:
-    """Queries: link snapshot (2 + 3), one for the inventory links, one for link entities,
+    """Queries: link snapshot (2 + 3), one for the inventory links with their entities,
     a few series reads (cluster scalars and whole-layout link/workload frames)."""
     data = NetworkData(cluster=cluster)
     snap = latest_snapshot(cluster.pk, "link", LINK_METRICS)
@@ -64,13 +64,7 @@ def network(cluster: Cluster, tr: TimeRange) -> NetworkData:
     data.links_total = len(links)
     entity_ids = np.array([row[0] if row[0] is not None else -1 for row in links], np.int64)
     # Each link's position in the snapshot (-1: no telemetry, the inventory's status holds).
-    order = np.argsort(snap.ids, kind="stable")
-    found = np.searchsorted(snap.ids, entity_ids, sorter=order) if snap.ids.size else None
-    at = np.full(entity_ids.size, -1, np.int64)
-    if found is not None:
-        found = np.minimum(found, snap.ids.size - 1)
-        hit = snap.ids[order[found]] == entity_ids
-        at[hit] = order[found[hit]]
+    at = snap.positions(entity_ids)
     status, util, rerouting = (snap.get(n) for n in LINK_METRICS)
     measured = at >= 0
     pick = np.where(measured, at, 0)

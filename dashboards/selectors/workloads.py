@@ -142,13 +142,8 @@ def workload_columns(workloads: QuerySet[Workload]) -> WorkloadColumns:
         if not snap.ids.size:
             continue
         mine = np.flatnonzero(cluster_ids == cluster_id)
-        # Each workload's position in its cluster's snapshot, if it is there.
-        order = np.argsort(snap.ids, kind="stable")
-        found = np.minimum(
-            np.searchsorted(snap.ids, entity_ids[mine], sorter=order), snap.ids.size - 1
-        )
-        at = order[found]
-        hit = snap.ids[at] == entity_ids[mine]
+        at = snap.positions(entity_ids[mine])  # -1: not in the snapshot
+        hit = at >= 0
         for name in LIST_METRICS:
             values[name][mine[hit]] = snap.get(name)[at[hit]]
     return WorkloadColumns(summaries, values)

@@ -105,6 +105,19 @@ class KindSnapshot:
     def get(self, name: str) -> np.ndarray:
         return self.values.get(name, np.full(self.ids.size, np.nan))
 
+    def positions(self, entity_ids: np.ndarray) -> np.ndarray:
+        """Where each of ``entity_ids`` sits in this snapshot (-1: not in it), by sorted
+        search rather than a per-id dictionary (a fleet has thousands)."""
+        entity_ids = np.asarray(entity_ids, np.int64)
+        out = np.full(entity_ids.size, -1, np.int64)
+        if not self.ids.size or not entity_ids.size:
+            return out
+        order = np.argsort(self.ids, kind="stable")
+        found = np.minimum(np.searchsorted(self.ids, entity_ids, sorter=order), self.ids.size - 1)
+        hit = self.ids[order[found]] == entity_ids
+        out[hit] = order[found[hit]]
+        return out
+
     def by_entity(self) -> dict[int, dict[str, float]]:
         out: dict[int, dict[str, float]] = {}
         for name, array in self.values.items():
