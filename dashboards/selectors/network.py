@@ -3,6 +3,7 @@ the communication share of training step time."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,18 +66,20 @@ def network(cluster: Cluster, tr: TimeRange) -> NetworkData:
     entity_ids = np.array([row[0] if row[0] is not None else -1 for row in links], np.int64)
     # Each link's position in the snapshot (-1: no telemetry, the inventory's status holds).
     at = snap.positions(entity_ids)
-    status, util, rerouting = (snap.get(n) for n in LINK_METRICS)
     measured = at >= 0
-    pick = np.where(measured, at, 0)
-    link_status = np.where(measured, status[pick] if status.size else np.nan, np.nan)
-    link_rerouting = np.where(measured, rerouting[pick] if rerouting.size else np.nan, np.nan)
-    link_util = np.where(measured, util[pick] if util.size else np.nan, np.nan)
+
+    def per_link(values: np.ndarray) -> np.ndarray:
+        out = np.full(at.size, np.nan)
+        out[measured] = values[at[measured]]
+        return out
+
+    status, util, rerouting = (snap.get(n) for n in LINK_METRICS)
+    link_status, link_util, link_rerouting = per_link(status), per_link(util), per_link(rerouting)
     states = np.array([row[3] for row in links], dtype=object)
     states[link_status == 1] = "up"
     states[link_status == 0] = "down"
     states[link_rerouting == 1] = "rerouting"
-    names, counts = np.unique(states.astype(str), return_counts=True) if links else ((), ())
-    data.status_counts = {str(n): int(c) for n, c in zip(names, counts, strict=True)}
+    data.status_counts = dict(Counter(states.tolist()))
     present = util[~np.isnan(util)]
     hist, _ = np.histogram(present, bins=UTILIZATION_BINS)
     labels = ("0–25%", "25–50%", "50–75%", "75–90%", "90–100%")
@@ -86,7 +89,7 @@ def network(cluster: Cluster, tr: TimeRange) -> NetworkData:
     state_rank = np.array([rank.get(state, 4) for state in states.tolist()], np.int64)
     keys = np.array([row[1] for row in links], dtype=str)
     busy = np.where(np.isnan(link_util), 0.0, link_util)
-    top = np.lexsort((keys, -busy, state_rank))[:TABLE_LIMIT] if links else []
+    top = np.lexsort((keys, -busy, state_rank))[:TABLE_LIMIT]
     data.links = [
         LinkRow(
             links[i][1],

@@ -108,7 +108,10 @@ def _fold_entity_frames(
 
 def fold_bucket(buckets: dict, key: int, count: int, total: float, low: float, high: float) -> None:
     """Merge ``(count, sum, min, max)`` into ``buckets[key]`` (the shape every series uses)."""
-    agg = buckets.setdefault(key, [0, 0.0, float("inf"), float("-inf")])
+    agg = buckets.get(key)
+    if agg is None:  # the usual case: one source per bucket, nothing to merge
+        buckets[key] = [count, total, low, high]
+        return
     agg[0] += count
     agg[1] += total
     agg[2] = min(agg[2], low)

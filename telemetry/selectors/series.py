@@ -291,11 +291,7 @@ def _fold_tiered_many(
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             for metric_id, key, count, total, low, high in cursor.fetchall():
-                into, key = buckets[metric_id], int(key)
-                if key in into:  # the same step fed by two tiers: merge
-                    fold_bucket(into, key, int(count), total, low, high)
-                else:
-                    into[key] = [int(count), total, low, high]
+                fold_bucket(buckets[metric_id], int(key), int(count), total, low, high)
     if resolution:
         _fold_tiered_many(
             metric_ids, entity_id, max(start, upto), end, FINER[resolution], step, buckets, marks

@@ -28,7 +28,7 @@ from telemetry.models import (
     Rollup,
     Sample,
 )
-from telemetry.selectors.frames import stacked
+from telemetry.selectors.frames import fold_bucket, stacked
 from telemetry.selectors.series import Series, series_read
 from telemetry.store import watermarks
 
@@ -179,11 +179,7 @@ def _tier_sums(
         return
     rows = parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]
     for metric_id, n, total, low, high in rows:
-        agg = found.setdefault(names[metric_id], [0, 0.0, float("inf"), float("-inf")])
-        agg[0] += n
-        agg[1] += total
-        agg[2] = min(agg[2], low)
-        agg[3] = max(agg[3], high)
+        fold_bucket(found, names[metric_id], n, total, low, high)
 
 
 def entity_sums(
