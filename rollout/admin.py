@@ -39,6 +39,7 @@ from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowCon
 from rollout.services.plans import (
     criterion_delete,
     criterion_save,
+    criterion_save_check,
     phase_manual_gate_set,
     phases_create_default,
     phases_without_gate,
@@ -141,8 +142,48 @@ class MigrationPlanAdmin(admin.ModelAdmin):
             )
 
 
+class CriterionAdminForm(forms.ModelForm):
+    """The admin's criterion form: the service's guards run as form validation, so an edit
+    that would strip a started gate (its last decisive criterion moved away or made a dry
+    run) shows the refusal on the form instead of failing in ``save_model``."""
+
+    class Meta:
+        model = Criterion
+        fields = [
+            "phase",
+            "name",
+            "metric",
+            "entity_kind",
+            "entity_key",
+            "aggregation",
+            "comparator",
+            "threshold",
+            "window_seconds",
+            "compare_to_baseline",
+            "dry_run",
+            "count",
+            "interval_seconds",
+            "initial_delay_seconds",
+            "min_samples",
+            "failure_limit",
+            "inconclusive_limit",
+            "consecutive_error_limit",
+            "error_retry_seconds",
+        ]
+
+    def _post_clean(self) -> None:
+        super()._post_clean()  # the instance now carries the submitted phase and dry-run flag
+        if self.errors or self.instance.phase_id is None:
+            return
+        try:
+            criterion_save_check(criterion=self.instance)
+        except WorkflowConflict as exc:
+            self.add_error(None, str(exc))
+
+
 @admin.register(Criterion)
 class CriterionAdmin(admin.ModelAdmin):
+    form = CriterionAdminForm
     list_display = ("name", "phase", "metric", "aggregation", "comparator", "threshold", "dry_run")
     list_filter = ("phase__kind", "dry_run")
 

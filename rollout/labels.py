@@ -34,6 +34,7 @@ ACTIONS = {
     "analysis_inconclusive": pgettext_lazy("audit action", "analysis inconclusive"),
     "criterion_add": pgettext_lazy("audit action", "add criterion"),
     "criterion_delete": pgettext_lazy("audit action", "delete criterion"),
+    "criterion_move": pgettext_lazy("audit action", "move criterion to another gate"),
     "manual_gate_on": pgettext_lazy("audit action", "make gate manual"),
 }
 OBJECT_TYPES = {

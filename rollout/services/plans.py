@@ -167,6 +167,37 @@ def _revisions(gates: list[Gate]) -> str:
     return "".join(f"; gate {g.pk} now at revision {g.revision}" for g in gates)
 
 
+def criterion_save_check(*, criterion: Criterion) -> Phase | None:
+    """Refuse an edit that would leave a started plan's gate measuring nothing.
+
+    Returns the phase the criterion leaves when the edit moves it to another phase (another
+    plan's, say), else ``None``. Shared by :func:`criterion_save` and the admin's form, so a
+    refused edit is a form error there, not a 500. Raises ``WorkflowConflict``.
+    """
+    left: Phase | None = None
+    if criterion.pk is not None:
+        old_phase_id = (
+            Criterion.objects.filter(pk=criterion.pk).values_list("phase_id", flat=True).first()
+        )
+        if old_phase_id is not None and old_phase_id != criterion.phase_id:
+            left = Phase.objects.select_related("plan").get(pk=old_phase_id)
+    if left is not None and not _keeps_a_gate(left, without=criterion):
+        # Moving it away strips the old gate exactly as deleting it would.
+        raise WorkflowConflict(
+            gettext_noop(
+                "this is the last decisive criterion of %(plan)s's %(phase)s gate: add another "
+                "there first, or make that phase an explicit manual gate"
+            ),
+            plan=left.plan.name,
+            phase=left.kind,
+        )
+    if criterion.dry_run and not _keeps_a_gate(criterion.phase, without=criterion):
+        raise WorkflowConflict(
+            gettext_noop("a started plan's gate needs at least one decisive criterion")
+        )
+    return left
+
+
 @transaction.atomic
 def criterion_save(*, criterion: Criterion, actor: Actor) -> Criterion:
     """Validate and save a criterion; an open gate of its phase moves to a new revision.
@@ -174,15 +205,15 @@ def criterion_save(*, criterion: Criterion, actor: Actor) -> Criterion:
     Changing what a gate measures changes what approvers approve, so approvals given so far
     stop counting (they are bound to the old revision). Turning a started plan's last
     decisive criterion into a dry run is refused (the gate would then measure nothing).
+    Moving a criterion to another phase changes **both** gates: each open gate of the phase
+    it leaves and of the phase it joins gets a new revision and its plan an audit row, and
+    moving a started plan's last decisive criterion away is refused like deleting it.
     """
     if not actor.can_operate():
         raise NotPermitted(gettext_noop("editing gate criteria needs the operate permission"))
     criterion.full_clean()
     created = criterion.pk is None
-    if criterion.dry_run and not _keeps_a_gate(criterion.phase, without=criterion):
-        raise WorkflowConflict(
-            gettext_noop("a started plan's gate needs at least one decisive criterion")
-        )
+    left = criterion_save_check(criterion=criterion)
     criterion.save()
     gates = _gate_revise(phase=criterion.phase)
     audit_record(
@@ -192,6 +223,17 @@ def criterion_save(*, criterion: Criterion, actor: Actor) -> Criterion:
         obj=criterion,
         reason=criterion.describe() + _revisions(gates),
     )
+    if left is not None:
+        left_gates = _gate_revise(phase=left)
+        destination = f"{criterion.phase.plan.name} / {criterion.phase.kind}"
+        audit_record(
+            actor=actor,
+            action="criterion_move",
+            plan=left.plan,
+            obj=criterion,
+            reason=f"criterion {criterion.pk} moved to {destination}: {criterion.describe()}"
+            + _revisions(left_gates),
+        )
     return criterion
 
 
