@@ -53,9 +53,30 @@ REASONS = {
     "no_data": gettext_lazy("no data in the window for %(label)s"),
     "too_few": gettext_lazy("too few values in the step for %(label)s: %(samples)s of %(needed)s"),
     "no_baseline": gettext_lazy("no source-cluster baseline data in the window for %(label)s"),
+    "no_baseline_premove": gettext_lazy(
+        "no source-cluster baseline data in the pre-move window for %(label)s"
+    ),
     "holds": gettext_lazy("%(label)s = %(value)s %(symbol)s %(threshold)s holds"),
     "does_not_hold": gettext_lazy("%(label)s = %(value)s %(symbol)s %(threshold)s does not hold"),
     "baseline": gettext_lazy("(threshold %(factor)s × source %(baseline)s)"),
+    "baseline_premove": gettext_lazy(
+        "(threshold %(factor)s × source %(baseline)s before the move)"
+    ),
+    "unbound": gettext_lazy(
+        "criterion not bound to a workload identity (%(name)s was ambiguous): edit it"
+    ),
+    "idle_inference": gettext_lazy(
+        "no traffic on the target in the window: nothing to judge %(label)s by"
+    ),
+    "idle_training": gettext_lazy(
+        "no throughput on the target in the window: nothing to judge %(label)s by"
+    ),
+    "idle_baseline": gettext_lazy(
+        "the source was idle in the pre-move window: no baseline for %(label)s"
+    ),
+    "zero_baseline": gettext_lazy(
+        "the source's pre-move %(label)s is %(value)s: a factor of it proves nothing"
+    ),
     "values": gettext_lazy("%(samples)s values"),
     "error": gettext_lazy("error: %(detail)s"),
     "vote": gettext_lazy("%(count)s/%(required)s: %(comment)s"),

@@ -6,7 +6,6 @@ from django.db.models import Q, QuerySet
 from django.utils.translation import gettext as _
 
 from accounts.selectors.scoping import scope_to_tenant
-from inventory.models import Workload
 from rollout.models import AuditEntry, MigrationPlan, PlanState, PlanWorkload
 
 
@@ -17,8 +16,11 @@ def traffic_shares_for_cluster(*, cluster_id: int) -> dict[str, float]:
     workloads 1 once the pilot starts, gray workloads the current step, later phases 0 until
     they begin; after an abort or rollback the last stable step). For the source cluster the
     complement (1 − share), so load moves between the two rather than being duplicated.
-    Draft plans change nothing. Only names that exist on ``cluster_id`` are returned (the
-    twin refuses unknown names); when several plans name one workload the newest wins.
+    Draft plans change nothing. Workloads are followed by identity: on the target the plan
+    workload's counterpart (``target_workload``, the same tenant's), never whatever workload
+    has the name there; a plan workload with no counterpart moves nothing onto the target.
+    The names returned are those of the workloads on ``cluster_id`` (what the twin knows);
+    when several plans name one workload the newest wins.
     """
     items = (
         PlanWorkload.objects.filter(
@@ -26,13 +28,20 @@ def traffic_shares_for_cluster(*, cluster_id: int) -> dict[str, float]:
         )
         .exclude(plan__state=PlanState.DRAFT)
         .order_by("plan__created_at", "plan_id")
-        .values_list("workload__name", "share", "plan__target_cluster_id")
+        .values_list(
+            "workload__name",
+            "workload__cluster_id",
+            "target_workload__name",
+            "target_workload__cluster_id",
+            "share",
+        )
     )
-    known = set(Workload.objects.filter(cluster_id=cluster_id).values_list("name", flat=True))
     shares: dict[str, float] = {}
-    for name, share, target_id in items:
-        if name in known:
-            shares[name] = float(share) if target_id == cluster_id else 1.0 - float(share)
+    for name, cluster, target_name, target_cluster, share in items:
+        if target_name is not None and target_cluster == cluster_id:
+            shares[target_name] = float(share)
+        elif cluster == cluster_id:
+            shares[name] = 1.0 - float(share)
     return shares
 
 

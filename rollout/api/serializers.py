@@ -208,13 +208,24 @@ class CommandSerializer(serializers.Serializer):
 
 
 class CriterionDraftSerializer(serializers.Serializer):
-    """One gate criterion of a new plan (see ``GET /api/v1/plans/criteria-templates/``)."""
+    """One gate criterion of a new plan.
+
+    A workload criterion names its workload on the target cluster by id (``workload``); a
+    name in ``entity_key`` is accepted only when it identifies the plan's tenant's workload
+    there, and refused as ambiguous when that name is another tenant's.
+    """
 
     phase = serializers.ChoiceField(choices=PhaseKind.choices)
     name = serializers.SlugField(max_length=80)
     metric = serializers.CharField(max_length=200)
     entity_kind = serializers.CharField(max_length=20, default="workload")
-    entity_key = serializers.CharField(max_length=300)
+    entity_key = serializers.CharField(max_length=300, required=False, default="")
+    workload = serializers.PrimaryKeyRelatedField(
+        queryset=Workload.objects.all(), required=False, allow_null=True
+    )
+    baseline_workload = serializers.PrimaryKeyRelatedField(
+        queryset=Workload.objects.all(), required=False, allow_null=True
+    )
     aggregation = serializers.ChoiceField(choices=Aggregation.choices)
     comparator = serializers.ChoiceField(choices=Comparator.choices)
     threshold = serializers.FloatField()

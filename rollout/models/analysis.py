@@ -55,6 +55,12 @@ class MetricResult(models.Model):
 
     ``spec`` snapshots the criterion as it was measured, so editing a criterion later does
     not rewrite history. ``taken`` counts measurements that use up ``count`` (not errors).
+
+    A relative criterion's **baseline** is captured when the run starts and stored here: the
+    criterion's aggregate on the source cluster over the pre-move window
+    ``[baseline_start, baseline_end]`` (``baseline_end``: when the workload's traffic first
+    left the source). Every measurement of the run compares with this one figure, never with
+    the source after its traffic left.
     """
 
     run = models.ForeignKey(AnalysisRun, on_delete=models.CASCADE, related_name="metrics")
@@ -72,6 +78,10 @@ class MetricResult(models.Model):
     errors = models.PositiveIntegerField(default=0)
     consecutive_errors = models.PositiveIntegerField(default=0)
     next_at = models.DateTimeField(_("next measurement"), null=True, blank=True)
+    baseline_value = models.FloatField(_("source baseline (pre-move)"), null=True, blank=True)
+    baseline_samples = models.PositiveIntegerField(_("values in the baseline window"), default=0)
+    baseline_start = models.DateTimeField(_("baseline window start"), null=True, blank=True)
+    baseline_end = models.DateTimeField(_("baseline window end"), null=True, blank=True)
     stopped_early = models.BooleanField(_("stopped early"), default=False)
 
     class Meta:

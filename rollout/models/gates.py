@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from rollout.models.binding import criterion_bind
 from rollout.models.plans import MigrationPlan, Phase
 
 MAX_WINDOW_SECONDS = 6 * 3600  # raw telemetry (what percentiles need) is kept at least 6 h
@@ -37,10 +38,17 @@ class Criterion(models.Model):
 
     The value is ``aggregation`` of ``metric`` for the entity ``entity_kind``/``entity_key``
     on the plan's target cluster over the last ``window_seconds``; the measurement succeeds
-    when ``value comparator threshold`` holds. With ``compare_to_baseline`` the same
-    aggregate is read on the source cluster and the threshold is a factor of it
-    (``TTFT p99 ≤ 1.2 × source TTFT p99``). The analysis settings follow Argo Rollouts'
-    metric fields.
+    when ``value comparator threshold`` holds. With ``compare_to_baseline`` the threshold is
+    a factor of the same aggregate on the source cluster over the **pre-move window** (the
+    ``window_seconds`` before the workload's traffic first left the source), captured when
+    the analysis run starts (``TTFT p99 ≤ 1.2 × source TTFT p99``). The analysis settings
+    follow Argo Rollouts' metric fields.
+
+    A workload criterion names its workload by **identity** (``workload``, on the target
+    cluster, and for a relative criterion ``baseline_workload`` on the source), never by
+    name: ``entity_key`` is only the name shown, copied from the workload. A name given
+    without an id (older API clients) is resolved once, when the criterion is saved, and
+    refused when it does not identify one of the plan's tenant's workloads on the target.
     """
 
     phase = models.ForeignKey(Phase, on_delete=models.CASCADE, related_name="criteria")
@@ -50,7 +58,32 @@ class Criterion(models.Model):
     entity_key = models.CharField(
         _("entity"),
         max_length=300,
-        help_text=_("A workload name, or 'cluster' for cluster-wide figures."),
+        blank=True,
+        help_text=_(
+            "'cluster' for cluster-wide figures; for a workload, its name (copied from the "
+            "workload chosen, or resolved once to the plan's tenant's workload of that name)."
+        ),
+    )
+    workload = models.ForeignKey(
+        "inventory.Workload",
+        verbose_name=_("workload"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text=_("The workload measured, on the plan's target cluster (by identity)."),
+    )
+    baseline_workload = models.ForeignKey(
+        "inventory.Workload",
+        verbose_name=_("baseline workload"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text=_(
+            "Relative criteria: the workload on the source cluster whose pre-move window is "
+            "the baseline (by default the one the plan moves onto the measured workload)."
+        ),
     )
     aggregation = models.CharField(_("aggregation"), max_length=4, choices=Aggregation.choices)
     comparator = models.CharField(_("comparator"), max_length=2, choices=Comparator.choices)
@@ -121,16 +154,22 @@ class Criterion(models.Model):
 
         if self.metric and not MetricDefinition.objects.filter(name=self.metric).exists():
             raise ValidationError({"metric": _("Unknown metric: not in the catalogue.")})
-        if self.compare_to_baseline and self.threshold <= 0:
+        if self.compare_to_baseline and self.threshold is not None and self.threshold <= 0:
             raise ValidationError(
                 {"threshold": _("Against the source baseline the threshold is a factor > 0.")}
             )
+        if self.entity_kind != "workload" and not self.entity_key:
+            raise ValidationError({"entity_key": _("Name the entity, e.g. 'cluster'.")})
+        if self.phase_id is not None:
+            criterion_bind(self)
 
     def describe(self) -> str:
-        """``p99(inference_ttft_p99_seconds) ≤ 1.2 × source`` — what the UI shows."""
+        """``p99(inference_ttft_p99_seconds[chat #12], 80s) ≤ 1.2 × source`` — what the UI
+        shows (the workload's id after its name: names are not identities)."""
         target = f"{self.threshold:g}" + (" × source" if self.compare_to_baseline else "")
+        entity = self.entity_key + (f" #{self.workload_id}" if self.workload_id else "")
         return (
-            f"{self.aggregation}({self.metric}[{self.entity_key}], {self.window_seconds}s) "
+            f"{self.aggregation}({self.metric}[{entity}], {self.window_seconds}s) "
             f"{self.get_comparator_display()} {target}"
         )
 

@@ -9,6 +9,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from rollout.models.binding import target_counterpart
+
 DEFAULT_GRAY_STEPS = (5, 25, 50, 100)
 # Planned windows from the reference plan (pilot 1–2 months, gray 3–4, full 1): the upper end,
 # because a migration that finishes early surprises nobody and one that overruns does.
@@ -198,11 +200,22 @@ class PlanWorkload(models.Model):
     ``share`` is what the twin (and a real router) sends to the unified cluster now;
     ``stable_share`` the share of the last step whose gate was approved, where an abort or an
     automatic rollback returns it. The source cluster carries the complement.
+    ``target_workload`` is the workload's identity on the target cluster (the same tenant's
+    workload of the same name there; empty while the target has none): traffic and gates
+    follow it, never the name (``rollout.models.binding``).
     """
 
     plan = models.ForeignKey(MigrationPlan, on_delete=models.CASCADE, related_name="workloads")
     workload = models.ForeignKey(
         "inventory.Workload", verbose_name=_("workload"), on_delete=models.PROTECT
+    )
+    target_workload = models.ForeignKey(
+        "inventory.Workload",
+        verbose_name=_("workload on the target"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
     phase = models.CharField(_("phase"), max_length=10, choices=PhaseKind.choices)
     share = models.FloatField(
@@ -245,4 +258,18 @@ class PlanWorkload(models.Model):
         if workload.cluster_id != self.plan.source_cluster_id:
             raise ValidationError(
                 {"workload": _("The workload does not run on the plan's source cluster.")}
+            )
+        if self.target_workload_id is None:
+            self.target_workload = target_counterpart(
+                workload=workload,
+                target_cluster_id=self.plan.target_cluster_id,
+                tenant_id=self.plan.tenant_id,
+            )
+            return
+        target = self.target_workload
+        if target.tenant_id != self.plan.tenant_id:
+            raise ValidationError({"target_workload": _("The workload belongs to another tenant.")})
+        if target.cluster_id != self.plan.target_cluster_id:
+            raise ValidationError(
+                {"target_workload": _("It must run on the plan's target cluster.")}
             )

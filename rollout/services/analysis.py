@@ -16,11 +16,16 @@ Successful.
 **No data in the window.** A criterion whose entity exists but has no value of the metric
 in ``[now - window, now]`` (or, against the baseline, whose source cluster has none) is
 measured **Inconclusive**: missing telemetry says nothing about the migration, so it must
-neither pass a gate nor roll a customer back by itself — with the default
-``inconclusive_limit`` of 0 it pauses the plan for a human. An unknown metric or entity is an
+neither pass a gate nor roll a customer back by itself — past its ``inconclusive_limit`` it
+pauses the plan for a human. An unknown metric or entity is an
 **Error** (the measurement could not be taken): retried after ``error_retry_seconds``,
 without using up ``count``. A cluster whose PromQL data source is down or too slow to answer
 is measured **Inconclusive** too ("data source unavailable"), never a pass.
+
+**Baselines and idle workloads** (:mod:`rollout.services.baselines`): a relative criterion
+compares with the source's pre-move window, captured when the run starts and stored on the
+metric result; a workload with no traffic or no throughput in the window, and a baseline that
+is missing, idle or not above 0, are Inconclusive — ``0 ≥ 0.9 × 0`` never holds.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from rollout.models import (
     PlanState,
 )
 from rollout.services.audit import SYSTEM, audit_record
+from rollout.services.baselines import baseline_capture, binding_spec, idle, unbound
 from rollout.services.plans import plan_lock, plan_move, traffic_rollback
 from telemetry.read import (
     DataSourceUnavailable,
@@ -97,7 +103,8 @@ def analysis_start(*, gate: Gate, now: datetime, traffic_at: datetime | None = N
     for criterion in criteria:
         spec = model_to_dict(criterion, fields=SPEC_FIELDS)
         spec["initial_delay_seconds"] = initial_delay(criterion.initial_delay_seconds)
-        MetricResult.objects.create(
+        spec.update(binding_spec(criterion))
+        metric = MetricResult.objects.create(
             run=run,
             criterion=criterion,
             name=criterion.name,
@@ -105,6 +112,7 @@ def analysis_start(*, gate: Gate, now: datetime, traffic_at: datetime | None = N
             dry_run=criterion.dry_run,
             next_at=max(now, traffic_at + timedelta(seconds=spec["initial_delay_seconds"])),
         )
+        _baseline_at_start(metric, gate.plan, now)
     if criteria and moved_on_commit:
         transaction.on_commit(lambda: _traffic_committed(run.pk))
     if not any(not c.dry_run for c in criteria):
@@ -123,6 +131,18 @@ def analysis_start(*, gate: Gate, now: datetime, traffic_at: datetime | None = N
             _finish(run, S.INCONCLUSIVE, now)
             _act_on(gate.plan, gate, run, S.INCONCLUSIVE)
     return run
+
+
+def _baseline_at_start(metric: MetricResult, plan: MigrationPlan, now: datetime) -> None:
+    """Capture a relative criterion's pre-move baseline now; a failed read is retried by the
+    first measurement (the window is in the past, so the figure does not change)."""
+    if not metric.spec.get("compare_to_baseline") or unbound(metric.spec):
+        return
+    try:
+        with transaction.atomic():
+            baseline_capture(_aggregate, metric, plan, now=now)
+    except (DataSourceUnavailable, MeasurementError):
+        return
 
 
 def _traffic_committed(run_id: int) -> None:
@@ -287,7 +307,7 @@ def _measure(
     try:
         with transaction.atomic():  # a failed read must not poison the step's transaction
             outcome, value, baseline, threshold, samples, (reason, data) = _evaluate(
-                spec, plan, start, now
+                spec, plan, start, now, metric=metric
             )
     except DataSourceUnavailable as exc:
         # The cluster's PromQL server is down or slow: nothing is known about the migration,
@@ -351,7 +371,12 @@ def _aggregate(*, aggregation: str, start: datetime, end: datetime, **where) -> 
     return WindowAggregate((high.value - low.value) / span, high.samples)
 
 
-def _evaluate(spec: dict, plan: MigrationPlan, start: datetime, end: datetime) -> tuple:
+def _evaluate(
+    spec: dict, plan: MigrationPlan, start: datetime, end: datetime, *, metric: MetricResult
+) -> tuple:
+    problem = unbound(spec)
+    if problem is not None:
+        return S.INCONCLUSIVE, None, None, None, 0, problem
     where = {
         "metric": spec["metric"],
         "entity_kind": spec["entity_kind"],
@@ -372,17 +397,19 @@ def _evaluate(spec: dict, plan: MigrationPlan, start: datetime, end: datetime) -
             reason_data("too_few", label=label, samples=result.samples, needed=needed),
         )
         return S.INCONCLUSIVE, result.value, None, None, result.samples, reason
+    problem = idle(
+        _aggregate, spec, cluster_id=plan.target_cluster_id, start=start, end=end, label=label
+    )
+    if problem is not None:
+        return S.INCONCLUSIVE, result.value, None, None, result.samples, problem
     threshold = float(spec["threshold"])
     baseline = None
     if spec["compare_to_baseline"]:
-        base = _aggregate(cluster_id=plan.source_cluster_id, **where)
-        if base.value is None:
-            reason = (
-                f"no source-cluster baseline data in the window for {label}",
-                reason_data("no_baseline", label=label),
-            )
-            return S.INCONCLUSIVE, result.value, None, None, result.samples, reason
-        baseline = base.value
+        if metric.baseline_value is None:
+            captured = baseline_capture(_aggregate, metric, plan, now=end)
+            if captured.problem is not None:
+                return S.INCONCLUSIVE, result.value, None, None, result.samples, captured.problem
+        baseline = metric.baseline_value
         threshold = threshold * baseline
     symbol = {"lt": "<", "le": "≤", "gt": ">", "ge": "≥"}[spec["comparator"]]
     holds = S.compare(result.value, spec["comparator"], threshold)
@@ -392,9 +419,9 @@ def _evaluate(spec: dict, plan: MigrationPlan, start: datetime, end: datetime) -
     compared.update(value=f"{result.value:.4g}", threshold=f"{threshold:.4g}")
     parts = [reason_data("holds" if holds else "does_not_hold", **compared)]
     if baseline is not None:
-        reason += f" (threshold {spec['threshold']:g} × source {baseline:.4g})"
+        reason += f" (threshold {spec['threshold']:g} × source {baseline:.4g} before the move)"
         factor, source = f"{spec['threshold']:g}", f"{baseline:.4g}"
-        parts.append(reason_data("baseline", factor=factor, baseline=source))
+        parts.append(reason_data("baseline_premove", factor=factor, baseline=source))
     reason += f"; {result.samples} values"
     # Shown as "<comparison> <baseline>; <n values>" in the reader's language.
     data = {"parts": [{"parts": parts}, reason_data("values", samples=result.samples)]}

@@ -122,7 +122,19 @@ def test_failure_limit_aborts_and_rolls_back(plan_factory, users, clusters):
     assert list(plan.workloads.values_list("share", flat=True)) == [0.0, 0.0]
 
 
-def test_errors_retry_quickly_do_not_use_up_count_and_abort_past_the_limit(plan_factory, users):
+def test_errors_retry_quickly_do_not_use_up_count_and_abort_past_the_limit(
+    plan_factory, users, clusters, tenants
+):
+    from inventory.models import Workload
+
+    # A workload of the plan's tenant on the target that no telemetry entity stands for:
+    # the measurement cannot be taken (an unknown name is refused when authored).
+    Workload.objects.create(
+        tenant=tenants["acme"],
+        cluster=clusters["unified"],
+        name="no-such-workload",
+        kind="inference",
+    )
     plan, run = started(plan_factory, users, entity_key="no-such-workload", count=1)
     for i in range(5):
         run, metric = step(run, i * 10)  # error_retry_seconds = 10, not the 30 s interval

@@ -50,7 +50,9 @@ def test_detail_shows_timeline_criteria_and_every_measurement(
     write(clusters["unified"], "acme-chat", at(-5), 0.25)
     analysis_run_step(run_id=plan.gates.get().runs.get().pk, now=at(0))
     page = client_as("customer").get(f"/migrations/{plan.pk}/").content.decode()
-    assert "p99(inference_latency_p99_seconds[acme-chat], 60s) ≤ 1" in page
+    chat = plan.phases.get(kind="pilot").criteria.get().workload
+    # The workload by name and identity (names repeat across clusters and tenants).
+    assert f"p99(inference_latency_p99_seconds[acme-chat #{chat.pk}], 60s) ≤ 1" in page
     # value and threshold in the metric's unit (seconds), and why
     assert "250 ms" in page and ">1 s<" in page and "holds" in page
     assert "planned" in page and "acme-batch" in page
