@@ -16,6 +16,7 @@ Pure Python + NumPy; never imports Django or any other project module. Public AP
 from .catalog import HARDWARE, MODELS, HardwareSpec, ModelSpec
 from .engine import Engine
 from .metrics_catalog import METRICS, MetricSpec
+from .models_hf import register_user_models
 from .scenario import (
     Faults,
     InferenceService,
@@ -46,3 +47,5 @@ __all__ = [
     "TrainingJob",
     "default_scenario",
 ]
+
+register_user_models()  # operator-imported models (`model add`), once per process

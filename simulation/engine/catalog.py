@@ -48,7 +48,8 @@ class ModelSpec:
     head_dim: int
     bytes_per_param: int = 2
     # Serving-model extensions (issue 13): MoE shape, attention type, provenance. Defaults keep
-    # the dense entries above unchanged; see ``models_hf.py`` for the Hugging Face mapping.
+    # the dense entries above unchanged; see ``models_hf.py`` for the Hugging Face mapping
+    # (operator-imported models are added to MODELS when the package is imported).
     active_params: float = 0.0  # parameters used per token (0 = all: dense)
     n_experts: int = 0  # routed experts per MoE layer
     experts_per_token: int = 0
@@ -300,14 +301,3 @@ def min_tensor_parallel(model: ModelSpec, hw: HardwareSpec, weight_fraction: flo
     while model.weight_bytes / tp > weight_fraction * hw.hbm_bytes and tp < 64:
         tp *= 2
     return tp
-
-
-def _load_user_models() -> None:
-    """Add operator-imported models (``model add``) from the user catalog file, if any."""
-    from .models_hf import load_user_catalog  # local import: models_hf imports this module
-
-    for m in load_user_catalog():
-        MODELS.setdefault(m.id, m)
-
-
-_load_user_models()

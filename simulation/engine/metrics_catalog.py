@@ -8,17 +8,7 @@ for the last step. Ratios are 0..1. Rows are produced by :meth:`Snapshot.rows`.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-
-class MetricSpec(NamedTuple):
-    """One catalogue entry."""
-
-    name: str
-    unit: str
-    entity_kind: str
-    description: str
-
+from .metric_spec import MetricSpec
 
 _A, _C, _S, _R, _N, _L, _P, _W = (
     "accelerator",

@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .catalog import ModelSpec
+from .catalog import MODELS, ModelSpec
 
 ENV_VAR = "CLUSTER_PORTAL_MODEL_CATALOG"
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -157,6 +157,13 @@ def load_user_catalog(path: Path | None = None) -> list[ModelSpec]:
         except TypeError:
             continue
     return out
+
+
+def register_user_models() -> None:
+    """Add operator-imported models (``model add``) from the user catalog file to
+    :data:`.catalog.MODELS` (built-ins win); the package calls this once at import."""
+    for m in load_user_catalog():
+        MODELS.setdefault(m.id, m)
 
 
 def add_user_model(spec: ModelSpec, path: Path | None = None) -> Path:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .metrics_catalog import MetricSpec
+from .metric_spec import MetricSpec
 
 _W, _C = "workload", "cluster"
 
@@ -32,11 +32,10 @@ SERVING_METRICS = (
 )
 
 
-def workload_values(eng, lat: dict, n_jobs: int) -> dict[str, np.ndarray]:
+def workload_values(services, lat: dict, n_jobs: int) -> dict[str, np.ndarray]:
     """Per-workload arrays (NaN for training jobs) of the serving metrics."""
     nan_j = np.full(n_jobs, np.nan)
-    to = getattr(eng.state, "svc_timeouts_total", None)
-    to = np.zeros(eng.svc.n) if to is None else to
+    to = services.timeouts_total
     return {
         "inference_ttft_p50_seconds": np.concatenate([nan_j, lat["ttft_p50"]]),
         "inference_tpot_p50_seconds": np.concatenate([nan_j, lat["tpot_p50"]]),
@@ -46,7 +45,7 @@ def workload_values(eng, lat: dict, n_jobs: int) -> dict[str, np.ndarray]:
     }
 
 
-def cluster_values(eng, lat: dict, dt: float) -> dict[str, float]:
+def cluster_values(counters, lat: dict, dt: float) -> dict[str, float]:
     """Cluster scalars of the serving metrics."""
     req = lat["lam"] * dt
     tot = float(req.sum())
@@ -61,7 +60,5 @@ def cluster_values(eng, lat: dict, dt: float) -> dict[str, float]:
         "cluster_inference_tpot_p99_seconds": w("tpot_p99"),
         "cluster_inference_e2e_p99_seconds": w("e2e_p99"),
         "cluster_inference_queue_backlog_requests": float(lat["backlog"].sum()),
-        "cluster_inference_timeouts_total": float(
-            eng.state.counters.get("inference_timeouts", 0.0)
-        ),
+        "cluster_inference_timeouts_total": float(counters.get("inference_timeouts", 0.0)),
     }

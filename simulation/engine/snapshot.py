@@ -1,14 +1,15 @@
 """Per-step metrics snapshot: NumPy arrays per entity kind, flattened to rows on demand.
 
-Power and temperature model (approximation): board power = idle + (TDP - idle) x activity with
-activity = 0.5 x busy + 0.5 x min(1, FLOPs utilization / 0.5) (memory-bound decode draws less
-than dense training); temperature relaxes towards inlet + 0.06 C/W x power with a 120 s time
-constant, plus small sensor noise.
+:func:`build_snapshot` is a pure read of the state and of the step's outputs
+(:class:`StepResult`): it changes nothing and draws no random number, so building it twice
+gives the same snapshot. Power and temperature are the thermal mechanism's outputs
+(:mod:`.mechanisms.thermals`); card activity comes from :func:`card_activity`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,8 +19,21 @@ from .sched.policy import in_window
 from .serving_metrics import cluster_values as serving_cluster
 from .serving_metrics import workload_values as serving_workload
 
-if TYPE_CHECKING:  # annotations only: the engine imports this module
-    from .engine import Engine
+if TYPE_CHECKING:  # annotations only
+    from .state import EngineState
+    from .world import World
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one step produced (not state): serving latency, training rates, memory figures,
+    power and temperature readings, and the step length."""
+
+    lat: dict
+    train: dict
+    mem: dict
+    heat: dict
+    dt: float
 
 
 class Snapshot:
@@ -64,31 +78,32 @@ class Snapshot:
                 yield (spec.name, kind, key, val)
 
 
-def build_snapshot(eng: Engine, lat: dict, train: dict, mem: dict, dt: float) -> Snapshot:
-    """Assemble the step's metrics from the scheduler, perf, memory and fault state."""
-    st, idx, hw, svc, jt = eng.state, eng.idx, eng.hw, eng.svc, eng.jobs
-    scen = eng.scenario
-    n_j, n_s = jt.n, svc.n
-    healthy = st.health > 0
-    alloc = (st.owner >= 0) & healthy
-    oi = np.where(st.owner >= 0, st.owner, n_j + n_s)
+def card_activity(w: World, st: EngineState, lat: dict, train: dict):
+    """Per-card busy share and FLOPs utilisation of the step (0 on failed or free cards)."""
+    hw, svc, n_j, n_s = w.hw, w.svc, w.jobs.n, w.svc.n
+    owner = st.cards.owner
+    healthy = st.cards.health > 0
+    oi = np.where(owner >= 0, owner, n_j + n_s)
     w_busy = np.concatenate([train["busy"], lat["busy"], [0.0]])
-    rep = np.array([c.size for c in st.svc_cards], dtype=float) / svc.tp
+    rep = st.services.card_counts() / svc.tp
     s_flops = lat["flops"] / np.maximum(rep * svc.tp * hw.peak_flops, 1.0)
     w_flops = np.concatenate([train["mfu"] * train["busy"], np.minimum(s_flops, 1.0), [0.0]])
-    util = np.where(healthy, w_busy[oi], 0.0)
-    fl = np.where(healthy, w_flops[oi], 0.0)
-    rng = st.np_rng
-    activity = np.clip(0.5 * util + 0.5 * np.minimum(1.0, fl / 0.5), 0.0, 1.0)
-    power = hw.idle_watts + (hw.tdp_watts - hw.idle_watts) * activity
-    power = power * (1.0 + rng.normal(0.0, 0.01, power.size))
-    power = np.where(healthy, power, 0.0)
-    target = scen.inlet_temp_celsius + 0.06 * power
-    alpha = 1.0 - np.exp(-dt / 120.0)
-    st.temperature += (alpha * (target - st.temperature)).astype(np.float32)
-    temp = st.temperature + rng.normal(0.0, 0.3, power.size).astype(np.float32)
-    it_power = float(power.sum())
-    st.counters["energy_joules"] += it_power * scen.pue * dt
+    return np.where(healthy, w_busy[oi], 0.0), np.where(healthy, w_flops[oi], 0.0)
+
+
+def build_snapshot(w: World, st: EngineState, res: StepResult) -> Snapshot:
+    """Assemble the step's metrics from the mechanisms' state and the step's outputs."""
+    idx, hw, svc, jt = w.idx, w.hw, w.svc, w.jobs
+    scen = w.scenario
+    lat, train, mem, dt = res.lat, res.train, res.mem, res.dt
+    cards, jobs, services, faults = st.cards, st.jobs, st.services, st.faults
+    n_j, n_s = jt.n, svc.n
+    healthy = cards.health > 0
+    alloc = (cards.owner >= 0) & healthy
+    oi = np.where(cards.owner >= 0, cards.owner, n_j + n_s)
+    rep = services.card_counts() / svc.tp
+    util, fl = card_activity(w, st, lat, train)
+    power, temp, it_power = res.heat["power"], res.heat["temperature"], res.heat["it_power"]
     n_h = max(int(healthy.sum()), 1)
     agg = mem["agg"]
 
@@ -99,35 +114,35 @@ def build_snapshot(eng: Engine, lat: dict, train: dict, mem: dict, dt: float) ->
     rack_cards = np.maximum(idx.cards_per_rack, 1)
     node_cards = np.bincount(idx.card_node, minlength=idx.n_nodes)
     # Link load: cards of multi-rack jobs push comm_share x cross-boundary fraction upward.
-    jr = st.job_racks.astype(float)
+    jr = jobs.racks.astype(float)
     w_link = np.concatenate([train["comm_share"] * (1 - 1 / np.maximum(jr, 1)), np.zeros(n_s + 1)])
     rack_load = per(idx.card_rack, w_link[oi], idx.n_racks) / rack_cards
     rack_load = rack_load * scen.topology.inter_rack_convergence
     up = scen.topology.uplinks_per_rack
-    n_up = np.maximum(up - np.bincount(idx.link_rack[~st.link_up], minlength=idx.n_racks), 1)
-    link_util = np.where(st.link_up, np.minimum(1.0, (rack_load * up / n_up)[idx.link_rack]), 0.0)
-    rerouting = np.zeros(idx.n_links)
-    for link, until in st.link_reroute_until.items():
-        rerouting[link] = 1.0 if until > st.t - dt else 0.0
+    n_up = np.maximum(up - np.bincount(idx.link_rack[~faults.link_up], minlength=idx.n_racks), 1)
+    link_util = np.where(
+        faults.link_up, np.minimum(1.0, (rack_load * up / n_up)[idx.link_rack]), 0.0
+    )
+    rerouting = faults.rerouting(st.t, dt)
 
     nan_j, nan_s = np.full(n_j, np.nan), np.full(n_s, np.nan)
-    jcards = np.array([c.size for c in st.job_cards], dtype=float)
-    scards = np.array([c.size for c in st.svc_cards], dtype=float)
-    w = {
+    jcards = np.array([c.size for c in jobs.cards], dtype=float)
+    scards = services.card_counts()
+    wl = {
         "workload_allocated_cards": np.concatenate([jcards, scards]),
-        "workload_traffic_share_ratio": np.concatenate([st.job_active.astype(float), st.svc_share]),
+        "workload_traffic_share_ratio": np.concatenate([jobs.active.astype(float), services.share]),
         "training_samples_per_second": np.concatenate([train["samples_per_s"], nan_s]),
         "training_mfu_ratio": np.concatenate([train["mfu"], nan_s]),
         "training_communication_ratio": np.concatenate([train["comm_share"], nan_s]),
-        "training_progress_ratio": np.concatenate([np.minimum(st.job_done / jt.work, 1.0), nan_s]),
-        "training_state": np.concatenate([st.job_state.astype(float), nan_s]),
+        "training_progress_ratio": np.concatenate([np.minimum(jobs.done / jt.work, 1.0), nan_s]),
+        "training_state": np.concatenate([jobs.state.astype(float), nan_s]),
         "training_queue_wait_seconds_total": np.concatenate(
             [
-                st.job_wait_total + np.where(st.job_state == 1, st.t - st.job_queued_since, 0.0),
+                jobs.wait_total + np.where(jobs.state == 1, st.t - jobs.queued_since, 0.0),
                 nan_s,
             ]
         ),
-        "training_preemptions_total": np.concatenate([st.job_preemptions.astype(float), nan_s]),
+        "training_preemptions_total": np.concatenate([jobs.preempted.astype(float), nan_s]),
         "inference_replicas": np.concatenate([nan_j, rep]),
         "inference_request_rate_per_second": np.concatenate([nan_j, lat["lam"]]),
         "inference_tokens_per_second": np.concatenate([nan_j, lat["tokens_per_s"]]),
@@ -136,18 +151,18 @@ def build_snapshot(eng: Engine, lat: dict, train: dict, mem: dict, dt: float) ->
         "inference_ttft_p99_seconds": np.concatenate([nan_j, lat["ttft_p99"]]),
         "inference_slo_attainment_ratio": np.concatenate([nan_j, lat["attainment"]]),
         "inference_occupancy_ratio": np.concatenate([nan_j, np.minimum(lat["rho"], 1.0)]),
-        "inference_kv_hit_ratio": np.concatenate([nan_j, st.svc_hit]),
+        "inference_kv_hit_ratio": np.concatenate([nan_j, st.memory.hit]),
     }
-    w.update(serving_workload(eng, lat, n_j))
+    wl.update(serving_workload(services, lat, n_j))
     running = train["cards"] > 0
     mfu_c = float((train["mfu"] * train["cards"]).sum() / max(train["cards"].sum(), 1.0))
     reqs = lat["lam"] * dt
     attain = float((lat["attainment"] * reqs).sum() / reqs.sum()) if reqs.sum() > 0 else 1.0
     hbm_total = float(hw.hbm_bytes) * n_h
     c = st.counters
-    hour = eng.hour_of_day(st.t)
+    hour = w.hour_of_day(st.t)
     cluster = {
-        "cluster_cards_total": float(st.owner.size),
+        "cluster_cards_total": float(cards.owner.size),
         "cluster_cards_healthy": float(n_h),
         "cluster_cards_allocated": float(alloc.sum()),
         # The day/night split of a unified cluster, as scalars so fleet charts read one row
@@ -165,7 +180,7 @@ def build_snapshot(eng: Engine, lat: dict, train: dict, mem: dict, dt: float) ->
         "cluster_training_samples_per_second": float(train["samples_per_s"].sum()),
         "cluster_inference_tokens_per_second": float(lat["tokens_per_s"].sum()),
         "cluster_inference_slo_attainment_ratio": attain,
-        "cluster_training_queue_length": float((st.job_state == 1).sum()),
+        "cluster_training_queue_length": float((jobs.state == 1).sum()),
         "cluster_training_running_jobs": float(running.sum()),
         "cluster_preemptions_total": float(c["preemptions"]),
         "cluster_card_failures_total": float(c["card_failures"]),
@@ -176,7 +191,7 @@ def build_snapshot(eng: Engine, lat: dict, train: dict, mem: dict, dt: float) ->
         "twin_simulated_seconds_total": float(st.t),
         "twin_night_window_active": float(in_window(hour, scen.policy.night_window)),
     }
-    cluster.update(serving_cluster(eng, lat, dt))
+    cluster.update(serving_cluster(c, lat, dt))
     free_b = np.maximum(agg["hbm_total"] - agg["hbm_reserved"], 0.0)
     pool = {
         "memory_pool_hbm_total_bytes": agg["hbm_total"],
@@ -211,7 +226,7 @@ def build_snapshot(eng: Engine, lat: dict, train: dict, mem: dict, dt: float) ->
             "accelerator_hbm_total_bytes": np.full(util.size, float(hw.hbm_bytes)),
             "accelerator_temperature_celsius": temp,
             "accelerator_power_watts": power,
-            "accelerator_health_status": st.health.astype(float),
+            "accelerator_health_status": cards.health.astype(float),
             "accelerator_allocated_status": alloc.astype(float),
         },
         "node": {
@@ -231,12 +246,12 @@ def build_snapshot(eng: Engine, lat: dict, train: dict, mem: dict, dt: float) ->
             "supernode_power_watts": per(idx.card_sn, power, idx.n_supernodes),
         },
         "link": {
-            "link_status": st.link_up.astype(float),
+            "link_status": faults.link_up.astype(float),
             "link_utilization_ratio": link_util,
             "link_rerouting_status": rerouting,
         },
         "memory_pool": pool,
-        "workload": w,
+        "workload": wl,
         "cluster": cluster,
     }
     keys = {

@@ -1,7 +1,10 @@
-"""Mutable engine state and its versioned, compact serialisation.
+"""The engine's mutable state: the clock, the RNGs and the mechanisms that own the rest.
 
-Everything that changes while the engine runs lives in :class:`EngineState` as plain Python
-data, NumPy arrays and the cache objects; static tables are rebuilt from the scenario on load.
+:class:`EngineState` holds the clock (``t``, ``steps``), the two RNGs, the run summary
+accumulator and one object per mechanism (:mod:`.mechanisms`): ``cards``, ``jobs``,
+``services``, ``memory``, ``faults``, ``thermals``. Each mechanism owns and changes its own
+slice; nothing else writes it. Static tables are rebuilt from the scenario on load.
+
 The byte format is ``MAGIC + version (1 byte) + zlib(npz)``: arrays stored as NumPy writes
 them, everything else as tagged JSON (see "serialisation" below), so a state continues
 bit-identically and loading runs no code from the data; zlib keeps a 10k-card state small.
@@ -15,92 +18,213 @@ import pickle
 import random
 import zlib
 from collections import OrderedDict
-from typing import Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .mechanisms import CardPool, FaultState, Jobs, Mechanism, MemoryPool, Services, Thermals
+
+if TYPE_CHECKING:  # annotations only
+    from .world import World
+
 MAGIC = b"CPTWIN"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+
+# Mechanism slots of the state, in the order the engine steps them, and their classes.
+MECHANISMS: dict[str, type[Mechanism]] = {
+    "cards": CardPool,
+    "services": Services,
+    "jobs": Jobs,
+    "memory": MemoryPool,
+    "faults": FaultState,
+    "thermals": Thermals,
+}
 
 
 class EngineState:
-    """All mutable simulation state (clock, RNGs, placements, jobs, services, caches, counters)."""
+    """The clock, the RNGs, the summary accumulator and the six mechanisms (nothing else)."""
 
-    def __init__(self, n_cards: int, n_links: int, n_jobs: int, n_services: int, seed: int):
-        import random
-
+    def __init__(
+        self,
+        *,
+        cards: CardPool,
+        services: Services,
+        jobs: Jobs,
+        memory: MemoryPool,
+        faults: FaultState,
+        thermals: Thermals,
+        seed: int = 0,
+    ) -> None:
         self.t = 0.0
         self.steps = 0
         self.py_rng = random.Random(seed)
         self.np_rng = np.random.Generator(np.random.PCG64(seed))
-        # Cards: owner (-1 free, 0..J-1 job, J.. service), health 1/0, temperature.
-        self.owner = np.full(n_cards, -1, dtype=np.int32)
-        self.health = np.ones(n_cards, dtype=np.int8)
-        self.failed_until: dict[int, float] = {}
-        self.temperature = np.zeros(n_cards, dtype=np.float32)
-        self.link_up = np.ones(n_links, dtype=bool)
-        self.link_failed_until: dict[int, float] = {}
-        self.link_reroute_until: dict[int, float] = {}
-        # Training jobs: 0 not yet submitted, 1 queued, 2 running, 3 done.
-        self.job_state = np.zeros(n_jobs, dtype=np.int8)
-        self.job_done = np.zeros(n_jobs)
-        self.job_ckpt = np.zeros(n_jobs)
-        self.job_last_ckpt_t = np.zeros(n_jobs)
-        self.job_overhead = np.zeros(n_jobs)  # seconds of restart still to pay
-        self.job_queued_since = np.zeros(n_jobs)
-        self.job_wait_total = np.zeros(n_jobs)
-        self.job_preemptions = np.zeros(n_jobs, dtype=np.int64)
-        self.job_racks = np.ones(n_jobs, dtype=np.int64)
-        self.job_sns = np.ones(n_jobs, dtype=np.int64)
-        self.job_active = np.ones(n_jobs, dtype=bool)  # traffic share > 0
-        self.job_cards: list[np.ndarray] = [np.empty(0, np.int64) for _ in range(n_jobs)]
-        # Services.
-        self.svc_cards: list[np.ndarray] = [np.empty(0, np.int64) for _ in range(n_services)]
-        self.svc_share = np.ones(n_services)
-        self.svc_hit = np.zeros(n_services)  # EMA of prefix-cache hit ratio
-        self.svc_new_replicas = np.zeros(n_services, dtype=np.int64)
-        self.svc_low_since = np.full(n_services, np.nan)  # start of low demand (cooldown)
-        self.caches: list[Any] = []
-        self.dram_caches: list[Any] = []
-        self.cache_seq = 0
-        self.prefix_pending = 0.0
-        self.prefix_last: dict[str, np.ndarray] | None = None
-        self.last_latency: dict[str, np.ndarray] | None = None
-        # Cumulative counters.
-        self.counters: dict[str, float] = {
-            "preemptions": 0,
-            "resizes": 0,
-            "drains": 0,
-            "lost_flops": 0.0,
-            "restarts": 0,
-            "card_failures": 0,
-            "link_failures": 0,
-            "lost_samples": 0.0,
-            "completed_jobs": 0,
-            "kv_lookups": 0,
-            "kv_hits": 0,
-            "kv_evictions": 0.0,
-            "kv_alloc_failures": 0.0,
-            "kv_offload_bytes": 0.0,
-            "kv_onload_bytes": 0.0,
-            "failovers": 0,
-            "energy_joules": 0.0,
-            "requests": 0.0,
-        }
         self.summary: dict[str, float] = {}
-        self.pool: dict[str, np.ndarray] = {}
+        self.cards, self.services, self.jobs = cards, services, jobs
+        self.memory, self.faults, self.thermals = memory, faults, thermals
+
+    @classmethod
+    def new(cls, world: World) -> EngineState:
+        """The state at t = 0 of ``world``'s scenario (empty cluster, fresh caches)."""
+        scen, svc, topo = world.scenario, world.svc, world.scenario.topology
+        pol = scen.policy
+        return cls(
+            cards=CardPool(topo.cards),
+            services=Services(svc.n),
+            jobs=Jobs(world.jobs.n),
+            memory=MemoryPool(
+                pol.kv_eviction, svc.n, pol.kv_offload and world.features.pooled_memory
+            ),
+            faults=FaultState(world.idx.n_links),
+            thermals=Thermals(topo.cards, scen.inlet_temp_celsius),
+            seed=scen.seed,
+        )
+
+    def bind(self, world: World) -> None:
+        """Bind the static tables and each mechanism's peers (after creation or loading)."""
+        scen, jt = world.scenario, world.jobs
+        self.cards.bind(jt.n + world.svc.n)
+        self.services.bind(world.svc, self.cards, jt.n)
+        self.jobs.bind(jt, world.idx, self.cards)
+        self.memory.bind(world, self.cards, self.services, self.jobs)
+        self.faults.bind(
+            scen.faults, scen.topology, world.idx, self.cards, self.jobs, self.services
+        )
+        self.thermals.bind(world.hw, scen.inlet_temp_celsius, scen.pue)
+
+    def mechanisms(self) -> dict[str, Mechanism]:
+        """The mechanisms by slot name, in stepping order."""
+        return {name: getattr(self, name) for name in MECHANISMS}
+
+    @property
+    def counters(self) -> MappingProxyType:
+        """Every mechanism's cumulative counters, merged (read-only: each mechanism counts
+        its own)."""
+        merged: dict[str, Any] = {}
+        for mech in self.mechanisms().values():
+            merged.update(mech.counters)
+        return MappingProxyType(merged)
+
+    def check(self) -> None:
+        """Run every mechanism's invariant checks (:class:`.mechanisms.InvariantError`)."""
+        for mech in self.mechanisms().values():
+            mech.check()
+
+    def __getattr__(self, name: str) -> Any:
+        # Read-only aliases for the flat attribute names of format 2 (``state.owner``,
+        # ``state.job_state``...), so readers written against them keep working; writes go
+        # through the owning mechanism.
+        where = LEGACY_FIELDS.get(name)
+        if where is None:
+            raise AttributeError(f"EngineState has no attribute {name!r}")
+        return getattr(self.__dict__[where[0]], where[1])
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in LEGACY_FIELDS:
+            slot, field = LEGACY_FIELDS[name]
+            raise AttributeError(f"state.{name} belongs to state.{slot}.{field}: use its methods")
+        super().__setattr__(name, value)
+
+
+# Format 1/2 flat attribute -> (mechanism slot, field). Counters are split by COUNTERS.
+LEGACY_FIELDS: dict[str, tuple[str, str]] = {
+    "owner": ("cards", "owner"),
+    "health": ("cards", "health"),
+    "svc_cards": ("services", "cards"),
+    "svc_share": ("services", "share"),
+    "svc_new_replicas": ("services", "new_replicas"),
+    "svc_low_since": ("services", "low_since"),
+    "svc_backlog": ("services", "backlog"),
+    "svc_timeouts_total": ("services", "timeouts_total"),
+    "last_latency": ("services", "last_latency"),
+    "job_state": ("jobs", "state"),
+    "job_done": ("jobs", "done"),
+    "job_ckpt": ("jobs", "ckpt"),
+    "job_last_ckpt_t": ("jobs", "last_ckpt_t"),
+    "job_overhead": ("jobs", "overhead"),
+    "job_queued_since": ("jobs", "queued_since"),
+    "job_wait_total": ("jobs", "wait_total"),
+    "job_preemptions": ("jobs", "preempted"),
+    "job_racks": ("jobs", "racks"),
+    "job_sns": ("jobs", "sns"),
+    "job_active": ("jobs", "active"),
+    "job_cards": ("jobs", "cards"),
+    "caches": ("memory", "caches"),
+    "dram_caches": ("memory", "dram_caches"),
+    "cache_seq": ("memory", "cache_seq"),
+    "prefix_pending": ("memory", "prefix_pending"),
+    "prefix_last": ("memory", "prefix_last"),
+    "svc_hit": ("memory", "hit"),
+    "failed_until": ("faults", "failed_until"),
+    "link_up": ("faults", "link_up"),
+    "link_failed_until": ("faults", "link_failed_until"),
+    "link_reroute_until": ("faults", "link_reroute_until"),
+    "temperature": ("thermals", "temperature"),
+}
+# Flat format 1/2 attributes with no successor: a never-written counter, an unused dict and
+# a copy of a static table (rebuilt from the scenario).
+_LEGACY_DROPPED = {"pool", "job_flops_per_sample"}
+_LEGACY_DROPPED_COUNTERS = {"requests"}
+
+
+def from_legacy(flat: dict[str, Any]) -> EngineState:
+    """Convert a format 1/2 state (one flat attribute dict) into mechanisms; nothing lost.
+
+    Fields added at run time by the old engine (``svc_backlog``, ``svc_timeouts_total``,
+    ``prefix_pending``) start at zero when a state from before their first step lacks them.
+    """
+    n_services = len(flat["svc_share"])
+    defaults = {
+        "svc_backlog": np.zeros(n_services),
+        "svc_timeouts_total": np.zeros(n_services),
+        "prefix_pending": 0.0,
+    }
+    slots: dict[str, dict[str, Any]] = {name: {"counters": {}} for name in MECHANISMS}
+    for old, (slot, field) in LEGACY_FIELDS.items():
+        if old in flat:
+            slots[slot][field] = flat[old]
+        elif old in defaults:
+            slots[slot][field] = defaults[old]
+    owner_of = {key: slot for slot, cls in MECHANISMS.items() for key in cls.COUNTERS}
+    for key, value in flat.get("counters", {}).items():
+        if key in _LEGACY_DROPPED_COUNTERS:
+            continue
+        if key not in owner_of:
+            raise ValueError(f"state: format 2 counter {key!r} has no owner; reset the run")
+        slots[owner_of[key]]["counters"][key] = value
+    known = {*LEGACY_FIELDS, *_LEGACY_DROPPED, "counters", "t", "steps", "py_rng", "np_rng"}
+    unknown = sorted(set(flat) - known - {"summary"})
+    if unknown:
+        raise ValueError(f"state: format 2 field(s) {', '.join(unknown)} unknown; reset the run")
+    st = _assemble({name: MECHANISMS[name].from_fields(f) for name, f in slots.items()})
+    for name in ("t", "steps", "py_rng", "np_rng"):
+        object.__setattr__(st, name, flat[name])
+    st.summary = flat.get("summary", {})
+    return st
+
+
+def _assemble(mechs: dict[str, Mechanism]) -> EngineState:
+    st = EngineState.__new__(EngineState)
+    for name, mech in mechs.items():
+        object.__setattr__(st, name, mech)
+    return st
 
 
 # --- serialisation ------------------------------------------------------------------------
-# Format 2 (written): MAGIC + b"\x02" + zlib(npz). The npz holds every NumPy array of the
+# Format 3 (written): MAGIC + b"\x03" + zlib(npz). The npz holds every NumPy array of the
 # state under a generated name plus ``__manifest__``: UTF-8 JSON of the scenario and the state
-# tree, where arrays are ``{"$nd": name}`` and the few non-JSON values are tagged
-# (``$tuple``, ``$dict`` for non-string keys, ``$odict``, ``$random``, ``$npgen``, ``$np``
-# scalars, ``$obj`` for the cache classes listed in ``_CLASSES``). Loading needs no pickle and
-# runs no code from the data; anything else in a state is refused when *saving*, naming the
-# field, so the format only changes on purpose (bump FORMAT_VERSION and keep a reader).
+# tree ``{"clock": {t, steps, py_rng, np_rng}, "summary": {...}, "mechanisms": {slot:
+# {field: value, "counters": {...}}}}`` (each mechanism's ``fields()``), where arrays are
+# ``{"$nd": name}`` and the few non-JSON values are tagged (``$tuple``, ``$dict`` for
+# non-string keys, ``$odict``, ``$random``, ``$npgen``, ``$np`` scalars, ``$obj`` for the
+# cache classes listed in ``_classes``). Loading needs no pickle and runs no code from the
+# data; anything else in a state is refused when *saving*, naming the field, so the format
+# only changes on purpose (bump FORMAT_VERSION and keep a reader).
+# Format 2 (read only, written before 2026-12-01): the same container with one flat attribute
+# dict as the state tree; converted by :func:`from_legacy`.
 # Format 1 (read only): zlib(pickle), written before 2026-11; read through an unpickler that
-# admits only NumPy arrays, RNG states and the engine's cache classes.
+# admits only NumPy arrays, RNG states and the engine's cache classes, then converted alike.
 
 
 def _classes() -> dict[str, type]:
@@ -214,10 +338,35 @@ def _key(value: Any, arrays: Any) -> Any:
     return tuple(key) if isinstance(key, list) else key  # dict keys are hashable
 
 
+def _tree(state: EngineState) -> dict[str, Any]:
+    return {
+        "clock": {
+            "t": state.t,
+            "steps": state.steps,
+            "py_rng": state.py_rng,
+            "np_rng": state.np_rng,
+        },
+        "summary": state.summary,
+        "mechanisms": {name: mech.fields() for name, mech in state.mechanisms().items()},
+    }
+
+
+def _from_tree(tree: dict[str, Any]) -> EngineState:
+    given = tree.get("mechanisms", {})
+    missing = [name for name in MECHANISMS if name not in given]
+    if missing:
+        raise ValueError(f"state: format 3 data lacks mechanism(s) {', '.join(missing)}")
+    st = _assemble({name: cls.from_fields(given[name]) for name, cls in MECHANISMS.items()})
+    for name, value in tree["clock"].items():
+        object.__setattr__(st, name, value)
+    st.summary = tree.get("summary", {})
+    return st
+
+
 def dump(scenario_dict: dict, state: EngineState) -> bytes:
-    """Serialise scenario + state to the versioned byte format (format 2, no pickle)."""
+    """Serialise scenario + state to the versioned byte format (format 3, no pickle)."""
     arrays: dict[str, np.ndarray] = {}
-    tree = _encode(state.__dict__, arrays, "state")
+    tree = _encode(_tree(state), arrays, "state")
     manifest = json.dumps({"version": FORMAT_VERSION, "scenario": scenario_dict, "state": tree})
     buffer = io.BytesIO()
     np.savez(buffer, __manifest__=np.frombuffer(manifest.encode(), dtype=np.uint8), **arrays)
@@ -225,31 +374,31 @@ def dump(scenario_dict: dict, state: EngineState) -> bytes:
 
 
 def load(data: bytes) -> tuple[dict, EngineState]:
-    """Inverse of :func:`dump`; reads formats 1 and 2; ``ValueError`` naming the problem on
-    foreign, corrupt or newer data."""
+    """Inverse of :func:`dump`; reads formats 1, 2 and 3; ``ValueError`` naming the problem
+    on foreign, corrupt or newer data."""
     if not isinstance(data, (bytes, bytearray)) or not data.startswith(MAGIC):
         raise ValueError("state: not an engine state (bad magic)")
     version = data[len(MAGIC)]
+    if version > FORMAT_VERSION:
+        raise ValueError(
+            f"state: format version {version} is newer than this engine reads "
+            f"(1–{FORMAT_VERSION}); upgrade the portal or reset the run"
+        )
     try:
         body = zlib.decompress(bytes(data[len(MAGIC) + 1 :]))
     except zlib.error as exc:
         raise ValueError(f"state: corrupt (format {version}): {exc}") from None
     if version == 1:
         payload = _LegacyUnpickler(io.BytesIO(body)).load()
-        scenario, fields = payload["scenario"], payload["state"]
-    elif version == FORMAT_VERSION:
-        with np.load(io.BytesIO(body), allow_pickle=False) as npz:
-            arrays = {name: npz[name] for name in npz.files}
-        manifest = json.loads(arrays.pop("__manifest__").tobytes().decode())
-        scenario, fields = manifest["scenario"], _decode(manifest["state"], arrays)
-    else:
-        raise ValueError(
-            f"state: format version {version} is newer than this engine reads "
-            f"(1–{FORMAT_VERSION}); upgrade the portal or reset the run"
-        )
-    st = EngineState.__new__(EngineState)
-    st.__dict__.update(fields)
-    return scenario, st
+        return payload["scenario"], from_legacy(payload["state"])
+    if version not in (2, 3):
+        raise ValueError(f"state: unknown format version {version}; reset the run")
+    with np.load(io.BytesIO(body), allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    manifest = json.loads(arrays.pop("__manifest__").tobytes().decode())
+    fields = _decode(manifest["state"], arrays)
+    state = from_legacy(fields) if version == 2 else _from_tree(fields)
+    return manifest["scenario"], state
 
 
 class _LegacyUnpickler(pickle.Unpickler):

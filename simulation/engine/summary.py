@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 from . import summary_training
 
-if TYPE_CHECKING:  # annotations only: the engine imports this module
-    from .engine import Engine
+if TYPE_CHECKING:  # annotations only
+    from .state import EngineState
+    from .world import World
 
 
 class Summary:
@@ -42,10 +43,10 @@ class Summary:
         return {k: 0.0 for k in Summary.FIELDS}
 
     @staticmethod
-    def update(acc: dict[str, float], snap, lat: dict, train: dict, eng: Engine) -> None:
+    def update(acc: dict[str, float], snap, lat: dict, train: dict, world: World) -> None:
         """Add one step."""
         c = snap.cluster
-        dt = eng.scenario.step_seconds
+        dt = world.scenario.step_seconds
         acc["steps"] += 1
         acc["alloc"] += c["cluster_utilization_allocated_ratio"]
         acc["busy"] += c["cluster_utilization_busy_ratio"]
@@ -59,7 +60,7 @@ class Summary:
         acc["p99"] += float((lat["p99"] * req).sum())
         acc["ttft"] += float((lat["ttft_p99"] * req).sum())
         acc["attain"] += float((lat["attainment"] * req).sum())
-        core = eng.svc.core
+        core = world.svc.core
         acc["core_req"] += float(req[core].sum())
         acc["core_attain"] += float((lat["attainment"] * req)[core].sum())
         acc["hbm_live"] += c["cluster_hbm_live_ratio"]
@@ -67,20 +68,20 @@ class Summary:
             acc[k] = acc.get(k, 0.0) + float((lat[key] * req).sum())  # serving (issue 13)
         acc["train_flops"] = (
             acc.get("train_flops", 0.0)
-            + float((train["mfu"] * train["busy"] * train["cards"]).sum()) * eng.hw.peak_flops
+            + float((train["mfu"] * train["busy"] * train["cards"]).sum()) * world.hw.peak_flops
         )
         summary_training.update(acc, train)
 
     @staticmethod
-    def finish(acc: dict[str, float], eng: Engine) -> dict[str, float]:
+    def finish(acc: dict[str, float], w: World, st: EngineState) -> dict[str, float]:
         """Final figures (the keys ``compare`` prints and writes to JSON)."""
         n = max(acc["steps"], 1.0)
         r = max(acc["req"], 1e-9)
-        c = eng.state.counters
-        jw = eng.state.job_wait_total
-        started = eng.state.job_state >= 2
+        c = st.counters
+        jw = st.jobs.wait_total
+        started = st.jobs.state >= 2
         out = {
-            "simulated_hours": eng.state.t / 3600.0,
+            "simulated_hours": st.t / 3600.0,
             "utilization_allocated_mean": acc["alloc"] / n,
             "utilization_busy_mean": acc["busy"] / n,
             "training_samples_per_s_mean": acc["samples"] / n,
@@ -113,5 +114,5 @@ class Summary:
             "inference_requests": int(round(c.get("inference_requests", 0.0))),
             "inference_timeouts": int(round(c.get("inference_timeouts", 0.0))),
         }
-        out.update(summary_training.finish(acc, eng, out))
+        out.update(summary_training.finish(acc, w, st, out))
         return out

@@ -17,9 +17,8 @@ def update(acc: dict, train: dict) -> None:
     acc["bubble_w"] = acc.get("bubble_w", 0.0) + float((train.get("bubble_share", 0 * w) * w).sum())
 
 
-def finish(acc: dict, eng, base: dict) -> dict:
+def finish(acc: dict, w, st, base: dict) -> dict:
     """Extra summary keys (added to the policy summary, never renaming an existing one)."""
-    st = eng.state
     c = st.counters
     t = max(st.t, 1e-9)
     thr = base["training_samples_per_s_mean"]
@@ -33,12 +32,10 @@ def finish(acc: dict, eng, base: dict) -> dict:
         "training_goodput_ratio": good_pf / pf if pf > 0 else 1.0,
         "comm_share_mean": acc.get("comm_w", 0.0) / ww,
         "bubble_share_mean": acc.get("bubble_w", 0.0) / ww,
-        "training_jobs_submitted": int((eng.jobs.submit <= st.t).sum()),
+        "training_jobs_submitted": int((w.jobs.submit <= st.t).sum()),
         "drains": int(c.get("drains", 0)),
         "lost_pflop": c.get("lost_flops", 0.0) / 1e15,
-        "training_demand_completed_share": float(
-            np.mean(st.job_state[eng.jobs.submit <= st.t] == 3)
-        )
-        if (eng.jobs.submit <= st.t).any()
+        "training_demand_completed_share": float(np.mean(st.jobs.state[w.jobs.submit <= st.t] == 3))
+        if (w.jobs.submit <= st.t).any()
         else 0.0,
     }

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from simulation.engine import METRICS, Engine, default_scenario
+from simulation.engine import state as state_format
 
 
 def _fingerprint(snap) -> list:
@@ -71,7 +72,7 @@ def test_saved_state_is_versioned_and_compact():
     eng = Engine(default_scenario(10240, seed=7))
     eng.step()
     blob = eng.save_state()
-    assert blob[:6] == b"CPTWIN" and blob[6] == 2
+    assert blob[:6] == b"CPTWIN" and blob[6] == state_format.FORMAT_VERSION
     assert len(blob) < 3_000_000
     with pytest.raises(ValueError, match="magic"):
         Engine.load_state(b"nonsense")

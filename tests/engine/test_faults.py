@@ -7,7 +7,6 @@ import dataclasses
 import numpy as np
 
 from simulation.engine import Engine, Faults, default_scenario
-from simulation.engine.faults import link_effects
 
 
 def _faulty(card_mtbf: float, link_mtbf: float = 1e9) -> Engine:
@@ -74,11 +73,9 @@ def test_a_link_failure_only_slows_jobs_spanning_that_rack():
     j = multi[0]
     rack = int(idx.card_rack[st.job_cards[j][0]])
     link = int(np.flatnonzero(idx.link_rack == rack)[0])
-    st.link_up[link] = False
-    st.link_failed_until[link] = st.t + 3600
-    st.link_reroute_until[link] = st.t + 30
+    st.faults.fail_link(link, st.t + 3600, st.t + 30)
     before = st.job_overhead.copy()
-    penalty = link_effects(eng, 60.0)
+    penalty = st.faults.link_effects(60.0, st.t)
     assert penalty is not None and penalty[j] > 1.0
     touched = set(st.owner[idx.card_rack == rack].tolist())
     for k in range(eng.jobs.n):

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from simulation.engine import Engine, default_scenario
-from simulation.engine.sched.training import preempt_job
 
 
 def _run(policy: str, **kw) -> Engine:
@@ -92,7 +91,7 @@ def test_preemption_rolls_a_job_back_to_its_last_checkpoint(small_scenario):
     done, ckpt = st.job_done[j], st.job_ckpt[j]
     assert done > ckpt  # some work since the checkpoint
     lost0 = st.counters["lost_samples"]
-    preempt_job(st, j, 300.0, "preemptions")
+    st.jobs.preempt(j, st.t, 300.0, "preemptions")
     assert st.job_done[j] == ckpt
     assert st.counters["lost_samples"] == pytest.approx(lost0 + done - ckpt)
     assert st.job_state[j] == 1 and st.job_cards[j].size == 0

@@ -17,6 +17,14 @@ def _run(small_scenario, seconds: float = 1800) -> Engine:
     return engine
 
 
+def _flat(st) -> dict:
+    """The state as formats 1 and 2 held it: one flat attribute dict."""
+    flat = {old: getattr(st, old) for old in state_format.LEGACY_FIELDS}
+    flat.update(t=st.t, steps=st.steps, py_rng=st.py_rng, np_rng=st.np_rng)
+    flat.update(summary=st.summary, counters=dict(st.counters))
+    return flat
+
+
 def test_a_saved_state_loads_and_continues_without_unpickling(small_scenario, monkeypatch):
     engine = _run(small_scenario)
     blob = engine.save_state()
@@ -34,7 +42,7 @@ def test_a_saved_state_loads_and_continues_without_unpickling(small_scenario, mo
 
 def test_a_format_1_state_from_before_the_change_still_loads(small_scenario):
     engine = _run(small_scenario)
-    payload = {"version": 1, "scenario": engine.scenario.to_dict(), "state": engine.state.__dict__}
+    payload = {"version": 1, "scenario": engine.scenario.to_dict(), "state": _flat(engine.state)}
     old_bytes = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)  # as format 1 wrote
     legacy = state_format.MAGIC + b"\x01" + zlib.compress(old_bytes, 3)
     resumed = Engine.load_state(legacy)
@@ -62,6 +70,8 @@ def test_corrupt_and_newer_states_are_refused_naming_the_problem(small_scenario)
 
 def test_saving_a_value_the_format_does_not_know_names_the_field(small_scenario):
     engine = Engine(small_scenario)
-    engine.state.counters["oops"] = object()
-    with pytest.raises(TypeError, match=r"state\.counters\.oops holds a object"):
+    engine.state.services.counters["oops"] = object()
+    with pytest.raises(
+        TypeError, match=r"state\.mechanisms\.services\.counters\.oops holds a object"
+    ):
         engine.save_state()

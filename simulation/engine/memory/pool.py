@@ -20,19 +20,14 @@ What is modelled (per step, or per :meth:`Engine.step_memory_pool` call):
 * **Fragmentation**: internal = allocated-but-empty KV block bytes / allocated KV bytes;
   external = free HBM stranded on allocated cards (unusable by others without pooling; with
   pooling only the remainder below a 1 GiB slice) / all free HBM.
+
+The state (the caches, the hit-ratio estimate) and the step live in
+:class:`..mechanisms.memory.MemoryPool`; this module holds the static sampling model.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
-
-from .cache import LRUCache, make_cache
-
-if TYPE_CHECKING:  # annotations only: the engine imports this module
-    from ..engine import Engine
-
 
 CHUNK_TOKENS = 512
 PREFIX_DOCS = 20_000  # assumed universe of reusable prefix documents per service
@@ -58,92 +53,3 @@ class PrefixModel:
         kept_w = ranks**-ZIPF_ALPHA
         self.p_kept = float(kept_w.sum() / all_w.sum())
         self.cdf = np.cumsum(kept_w) / kept_w.sum()
-
-
-def new_caches(policy: str, n: int, offload: bool) -> tuple[list, list]:
-    """One HBM prefix cache per service (+ a DRAM-tier LRU cache when offloading)."""
-    hbm = [make_cache(policy, 0) for _ in range(n)]
-    dram = [LRUCache(0) for _ in range(n)] if offload else []
-    return hbm, dram
-
-
-def simulate_prefix(
-    eng: Engine,
-    seconds: float,
-    lam: np.ndarray,
-    hbm_cap_chunks: np.ndarray,
-    dram_cap_chunks: np.ndarray,
-) -> dict[str, np.ndarray]:
-    """Run the sampled prefix caches for ``seconds``; update hit EMA and counters."""
-    st, pm, svc = eng.state, eng.prefix, eng.svc
-    rng = st.np_rng
-    n = svc.n
-    chunk_bytes = CHUNK_TOKENS * svc.m.kv_bytes_per_token
-    hits = np.zeros(n)
-    looks = np.zeros(n)
-    evict_real = np.zeros(n)
-    budget = SAMPLED_REFS_PER_MINUTE * seconds / 60.0
-    for s in range(n):
-        cache = st.caches[s]
-        cache.resize(int(hbm_cap_chunks[s] * pm.rate))
-        dram = st.dram_caches[s] if st.dram_caches else None
-        if dram is not None:
-            dram.resize(int(dram_cap_chunks[s] * pm.rate))
-        per_req = pm.rate * (pm.m[s] * pm.p_kept / pm.rate + pm.u[s])  # sampled refs/request
-        if lam[s] <= 0 or per_req <= 0:
-            continue
-        n_real = max(budget / per_req, 1.0)
-        n_docs = rng.binomial(int(np.ceil(n_real)), pm.p_kept) if pm.m[s] else 0
-        n_uniq = rng.binomial(int(np.ceil(n_real * pm.u[s])), pm.rate)
-        docs = np.searchsorted(pm.cdf, rng.random(n_docs)).tolist()
-        events = docs + [-1] * int(n_uniq)
-        order = rng.permutation(len(events)).tolist()
-        h0, l0, e0 = cache.hits, cache.lookups, cache.evictions
-        dram_hits = 0
-        for i in order:
-            d = events[i]
-            if d >= 0:
-                keys = [(d, k) for k in range(int(pm.m[s]))]
-            else:
-                st.cache_seq += 1
-                keys = [("u", st.cache_seq)]
-            for k in keys:
-                if k not in cache and dram is not None and k in dram:
-                    dram_hits += 1
-                    cache.hits += 1  # served from the DRAM tier: still a prefix hit
-                    cache.lookups += 1
-                    cache._insert(k)
-                else:
-                    cache.access(k)
-            for k in cache.drain_evicted():
-                if dram is not None:
-                    dram.access(k)
-        dh, dl = cache.hits - h0, cache.lookups - l0
-        hits[s], looks[s] = dh, dl
-        scale = lam[s] * seconds / n_real / pm.rate  # sampled events -> real events
-        evict_real[s] = (cache.evictions - e0) * scale
-        st.counters["kv_offload_bytes"] += (
-            (cache.evictions - e0) * scale * chunk_bytes[s] if dram is not None else 0.0
-        )
-        st.counters["kv_onload_bytes"] += dram_hits * scale * chunk_bytes[s]
-        if dl:
-            w = min(1.0, dl / 32.0)  # EMA weight grows with evidence in the sample
-            st.svc_hit[s] = (1 - w) * st.svc_hit[s] + w * (dh / dl)
-        if dram is not None:
-            dram.drain_evicted()
-    st.counters["kv_hits"] += float(hits.sum())
-    st.counters["kv_lookups"] += float(looks.sum())
-    st.counters["kv_evictions"] += float(evict_real.sum())
-    cached = np.array([len(c) for c in st.caches], dtype=float) / pm.rate * chunk_bytes
-    dram_cached = (
-        np.array([len(c) for c in st.dram_caches], dtype=float) / pm.rate * chunk_bytes
-        if st.dram_caches
-        else np.zeros(n)
-    )
-    return {
-        "hits": hits,
-        "lookups": looks,
-        "cached_bytes": cached,
-        "dram_cached_bytes": dram_cached,
-        "evictions": evict_real,
-    }

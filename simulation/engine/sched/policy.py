@@ -31,10 +31,10 @@ import numpy as np
 
 from ..scenario.features import Features
 from .allocator import FreeList
-from .training import preempt_job, set_job_cards, shrink_job
 
-if TYPE_CHECKING:  # annotations only: the engine imports this module
-    from ..engine import Engine
+if TYPE_CHECKING:  # annotations only
+    from ..state import EngineState
+    from ..world import World
 
 
 # Which mechanisms each placement rule enables when ``Policy.features`` is None.
@@ -77,163 +77,145 @@ def in_window(hour: float, window: tuple[float, float] | None) -> bool:
     return (a <= hour < b) if a <= b else (hour >= a or hour < b)
 
 
-def schedule(eng: Engine, lam: np.ndarray, hour: float) -> None:
+def schedule(w: World, st: EngineState, lam: np.ndarray, hour: float) -> None:
     """Place inference replicas and training jobs for the coming step."""
-    st, svc, jt, idx, pol = eng.state, eng.svc, eng.jobs, eng.idx, eng.scenario.policy
-    feat = eng.features
+    svc, jt, idx, pol = w.svc, w.jobs, w.idx, w.scenario.policy
+    cards, jobs, services = st.cards, st.jobs, st.services
+    feat = w.features
     unified = shared_pool(pol)
     n_j = jt.n
+    t = st.t
     tu = np.full(svc.n, pol.target_utilization)
     night = feat.time_sharing and in_window(hour, pol.night_window)
     if night:
         tu = np.where(svc.core, tu, pol.night_target_utilization)
-    target = svc.target_replicas(lam, st.svc_hit, tu)
-    current = np.array([c.size for c in st.svc_cards], dtype=np.int64) // svc.tp
+    target = svc.target_replicas(lam, st.memory.hit, tu)
+    current = services.card_counts(np.int64) // svc.tp
     # Scale down only when clearly over-provisioned (hysteresis avoids churn).
     below = target < np.floor(current * pol.scale_down_hysteresis)
     # ...and only after demand stayed low for scale_down_delay_s (cooldown): releasing a
     # replica that is needed again a minute later would preempt training for nothing.
-    st.svc_low_since = np.where(
-        below, np.where(np.isnan(st.svc_low_since), st.t, st.svc_low_since), np.nan
-    )
-    shrink = below & (st.t - np.nan_to_num(st.svc_low_since, nan=st.t) >= pol.scale_down_delay_s)
+    services.note_low_demand(below, t)
+    low_since = services.low_since
+    shrink = below & (t - np.nan_to_num(low_since, nan=t) >= pol.scale_down_delay_s)
     want = np.where(shrink, target, np.maximum(target, current))
     for s in np.flatnonzero(want < current):
-        cards = st.svc_cards[s]
-        keep = int(want[s] * svc.tp[s])
-        st.owner[cards[keep:]] = -1
-        st.svc_cards[s] = cards[:keep]
+        services.scale_down(int(s), int(want[s] * svc.tp[s]))
     # Submissions and traffic-share changes for training.
-    arrived = (st.job_state == 0) & (jt.submit <= st.t)
-    st.job_queued_since = np.where(arrived, jt.submit, st.job_queued_since)
-    st.job_state[arrived] = 1
-    for j in np.flatnonzero((st.job_state == 2) & ~st.job_active):
-        preempt_job(st, int(j), 0.0, "resizes")
+    jobs.submit_arrivals(t)
+    for j in np.flatnonzero((jobs.state == 2) & ~jobs.active):
+        jobs.preempt(int(j), t, 0.0, "resizes")
     lent = None
     if not unified and feat.time_sharing:
         # Time-sharing on a partition: lent inference cards come back when the window ends
         # (a scheduled drain: checkpoint first, so no work is lost).
         on_pool = (
-            np.array(
-                [c.size > 0 and bool(eng.infer_pool[c].any()) for c in st.job_cards], dtype=bool
-            )
+            np.array([c.size > 0 and bool(w.infer_pool[c].any()) for c in jobs.cards], dtype=bool)
             if n_j
             else np.zeros(0, bool)
         )
         lent = on_pool
         if not night:
-            for j in np.flatnonzero(on_pool & (st.job_state == 2)):
-                st.job_ckpt[j] = st.job_done[j]
-                st.job_last_ckpt_t[j] = st.t
-                preempt_job(st, int(j), eng.scenario.faults.restart_overhead_s, "drains")
+            for j in np.flatnonzero(on_pool & (jobs.state == 2)):
+                jobs.drain(int(j), t, w.scenario.faults.restart_overhead_s)
             lent = np.zeros(n_j, dtype=bool)
     if unified:
-        free_inf = FreeList(st.owner, st.health, None, idx)
+        free_inf = FreeList(cards.owner, cards.health, None, idx)
         free_tr = free_inf
     else:
-        free_inf = FreeList(st.owner, st.health, eng.infer_pool, idx)
-        free_tr = FreeList(st.owner, st.health, ~eng.infer_pool, idx)
-    st.svc_new_replicas[:] = 0
+        free_inf = FreeList(cards.owner, cards.health, w.infer_pool, idx)
+        free_tr = FreeList(cards.owner, cards.health, ~w.infer_pool, idx)
+    services.begin_placement()
     for s in svc.order:
         tp = int(svc.tp[s])
-        need = int(want[s] - st.svc_cards[s].size // tp)
+        need = int(want[s] - services.cards[s].size // tp)
         if need <= 0:
             continue
         if len(free_inf) < need * tp and feat.preemption and (unified or lent is not None):
-            _reclaim(eng, free_inf, need * tp - len(free_inf), None if unified else lent)
+            _reclaim(w, st, free_inf, need * tp - len(free_inf), None if unified else lent)
         k = min(need, len(free_inf) // tp)
         if k <= 0:
             continue
-        cards = np.concatenate([free_inf.take(tp, from_end=True) for _ in range(k)])
-        st.owner[cards] = n_j + s
-        st.svc_cards[s] = np.concatenate([st.svc_cards[s], cards])
-        st.svc_new_replicas[s] = k
+        got = np.concatenate([free_inf.take(tp, from_end=True) for _ in range(k)])
+        services.add_replicas(int(s), got, k)
     if night and not unified:
         # Idle inference-partition cards join the training free list for the night.
-        free_tr = FreeList(st.owner, st.health, None, idx)
-    _place_training(eng, free_tr)
+        free_tr = FreeList(cards.owner, cards.health, None, idx)
+    _place_training(w, st, free_tr)
 
 
-def _reclaim(eng: Engine, free: FreeList, short: int, candidates=None) -> None:
+def _reclaim(w: World, st: EngineState, free: FreeList, short: int, candidates=None) -> None:
     """Free at least ``short`` training cards: shrink elastic jobs, then preempt gangs.
 
     ``candidates`` (bool per job) restricts the victims (partitioned placement: jobs on lent
     inference cards); their cards are returned to ``free`` only where ``free`` accepts them.
     """
-    st, jt, idx, pol = eng.state, eng.jobs, eng.idx, eng.scenario.policy
-    feat = eng.features
-    running = np.flatnonzero(st.job_state == 2)
+    jt, pol, jobs = w.jobs, w.scenario.policy, st.jobs
+    running = np.flatnonzero(jobs.state == 2)
     if candidates is not None:
         running = running[candidates[running]]
     if running.size == 0:
         return
     # Victims: lowest priority first, then most recently queued (least sunk work) first.
-    victims = running[np.lexsort((-st.job_queued_since[running], jt.priority[running]))]
+    victims = running[np.lexsort((-jobs.queued_since[running], jt.priority[running]))]
     got = 0
     pool = free.pool
-    if feat.elastic:
+    if w.features.elastic:
         for j in victims:
             if got >= short:
                 break
-            have = st.job_cards[j].size
+            have = jobs.cards[j].size
             g = int(jt.granule[j])
             spare = have - int(jt.min_cards[j])
             if spare < g:
                 continue
             give = min(spare, ((short - got + g - 1) // g) * g)
-            out = shrink_job(st, idx, int(j), have - give, pol.resize_overhead_s)
+            out = jobs.shrink(int(j), have - give, pol.resize_overhead_s)
             out = out if pool is None else out[pool[out]]
             free.give_back(out)
             got += out.size
     for j in victims:
         if got >= short:
             break
-        if st.job_state[j] != 2:
+        if jobs.state[j] != 2:
             continue
-        out = preempt_job(st, int(j), eng.scenario.faults.restart_overhead_s, "preemptions")
+        out = jobs.preempt(int(j), st.t, w.scenario.faults.restart_overhead_s, "preemptions")
         out = out if pool is None else out[pool[out]]
         free.give_back(out)
         got += out.size
 
 
-def _place_training(eng: Engine, free: FreeList) -> None:
+def _place_training(w: World, st: EngineState, free: FreeList) -> None:
     """Grow elastic jobs, then admit queued jobs (priority, FIFO, with backfill)."""
-    st, jt, idx, pol = eng.state, eng.jobs, eng.idx, eng.scenario.policy
-    elastic = eng.features.elastic
+    jt, idx, pol, jobs = w.jobs, w.idx, w.scenario.policy, st.jobs
+    elastic = w.features.elastic
+    t = st.t
     for j in jt.order:
         if len(free) == 0:
             break
         g = int(jt.granule[j])
-        if st.job_state[j] == 1 and st.job_active[j]:
+        if jobs.state[j] == 1 and jobs.active[j]:
             avail = len(free)
             one_sn = free.best_supernode_free()
             if jt.min_cards[j] <= one_sn:
                 avail = one_sn  # keep the gang inside one supernode when it can be
             elif (
                 jt.min_cards[j] <= idx.topo.cards_per_supernode
-                and st.t - st.job_queued_since[j] < pol.locality_wait_s
+                and t - jobs.queued_since[j] < pol.locality_wait_s
             ):
                 continue  # delay scheduling: wait a while for a compact slot
             top = int(jt.max_cards[j]) if elastic else int(jt.min_cards[j])
             size = min(top, (avail // g) * g)
             if size < jt.min_cards[j]:
                 continue  # backfill: smaller jobs behind may still fit
-            cards = free.take(size)
-            st.owner[cards] = j
-            set_job_cards(st, idx, int(j), cards)
-            st.job_state[j] = 2
-            st.job_wait_total[j] += st.t - st.job_queued_since[j]
-        elif st.job_state[j] == 2 and elastic:
-            have = st.job_cards[j].size
+            jobs.start(int(j), free.take(size), t)
+        elif jobs.state[j] == 2 and elastic:
+            have = jobs.cards[j].size
             room = int(jt.max_cards[j]) - have
             if room < g:
                 continue
-            near = free.count_near(st.job_cards[j])
+            near = free.count_near(jobs.cards[j])
             grow = min(room, (near // g) * g)
             # Resizing costs a restart, so only grow by a meaningful step (>= 25% or to max).
             if grow >= g and (grow == room or grow >= 0.25 * have):
-                cards = free.take_near(grow, st.job_cards[j])
-                st.owner[cards] = j
-                set_job_cards(st, idx, int(j), np.concatenate([st.job_cards[j], cards]))
-                st.job_overhead[j] = max(st.job_overhead[j], pol.resize_overhead_s)
-                st.counters["resizes"] += 1
+                jobs.grow(int(j), free.take_near(grow, jobs.cards[j]), pol.resize_overhead_s)

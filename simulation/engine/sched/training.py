@@ -1,4 +1,4 @@
-"""Training-job table and the job operations the schedulers use.
+"""Training-job table: the static per-job arrays and the throughput model per placement.
 
 Throughput is an output of :mod:`..perf.train_model` (issue 14): each job gets a model shape
 (its catalog model, or a standard dense shape for its parameter count), the layout a scheduler
@@ -7,10 +7,8 @@ scenario topology; every step a running job's MFU, communication and bubble shar
 current card count and its rack / supernode spread (cached per distinct placement).
 ``TrainingJob.base_mfu`` and ``comm_share`` are no longer used (kept so old scenarios load).
 
-Preemption and failures lose the work since the last checkpoint (``job_done`` rolls back to
-``job_ckpt``). Elastic resizes keep their progress (elastic frameworks restart from an in-memory
-snapshot) but pay ``resize_overhead_s`` of no progress. Checkpoint writing time is not charged:
-an approximation (asynchronous checkpointing makes it small).
+The job lifecycle (placement, preemption, progress, checkpoints) is the state of
+:class:`..mechanisms.jobs.Jobs`.
 """
 
 from __future__ import annotations
@@ -20,8 +18,6 @@ import numpy as np
 from ..catalog import MODELS, HardwareSpec
 from ..perf.train_model import Fabric, auto_layout, interleaved_vpp, shape_of, step_time
 from ..scenario.types import Topology, TrainingJob
-from ..state import EngineState
-from ..topology import TopologyIndex
 
 
 class JobTable:
@@ -116,91 +112,3 @@ class JobTable:
             self._perf.clear()
         self._perf[key] = res
         return res
-
-
-def set_job_cards(st: EngineState, idx: TopologyIndex, j: int, cards: np.ndarray) -> None:
-    """Record a job's cards and its rack/supernode spread (used by the comm model)."""
-    st.job_cards[j] = cards
-    if cards.size:
-        st.job_racks[j] = np.unique(idx.card_rack[cards]).size
-        st.job_sns[j] = np.unique(idx.card_sn[cards]).size
-
-
-def release_job(st: EngineState, j: int) -> np.ndarray:
-    """Free all cards of job ``j`` and return them."""
-    cards = st.job_cards[j]
-    st.owner[cards] = -1
-    st.job_cards[j] = np.empty(0, np.int64)
-    return cards
-
-
-def preempt_job(st: EngineState, j: int, restart_overhead: float, count_as: str) -> np.ndarray:
-    """Stop a running job: roll back to its checkpoint and queue it again."""
-    lost = st.job_done[j] - st.job_ckpt[j]
-    st.counters["lost_samples"] += float(lost)
-    fps = getattr(st, "job_flops_per_sample", None)
-    if fps is not None and len(fps) > j:
-        st.counters["lost_flops"] = st.counters.get("lost_flops", 0.0) + float(lost * fps[j])
-    st.job_done[j] = st.job_ckpt[j]
-    st.job_state[j] = 1
-    st.job_queued_since[j] = st.t
-    st.job_overhead[j] = restart_overhead
-    st.counters[count_as] = st.counters.get(count_as, 0) + 1
-    if count_as == "preemptions":
-        st.job_preemptions[j] += 1
-    return release_job(st, j)
-
-
-def shrink_job(st: EngineState, idx: TopologyIndex, j: int, keep: int, overhead: float):
-    """Elastic shrink to ``keep`` cards; returns the released cards."""
-    cards = st.job_cards[j]
-    out = cards[keep:]
-    st.owner[out] = -1
-    set_job_cards(st, idx, j, cards[:keep])
-    st.job_overhead[j] = max(st.job_overhead[j], overhead)
-    st.counters["resizes"] += 1
-    return out
-
-
-def progress(
-    st: EngineState,
-    jt: JobTable,
-    topo: Topology,
-    peak_flops: float,
-    dt: float,
-    link_penalty: np.ndarray | None,
-) -> dict[str, np.ndarray]:
-    """Advance running jobs by ``dt``: samples, checkpoints, completions. Returns per-job rates."""
-    running = st.job_state == 2
-    cards = np.array([c.size for c in st.job_cards], dtype=float) if jt.n else np.zeros(0)
-    st.job_flops_per_sample = jt.flops_per_sample
-    rate = np.zeros(jt.n)
-    mfu = np.zeros(jt.n)
-    comm = np.zeros(jt.n)
-    bubble = np.zeros(jt.n)
-    for j in np.flatnonzero(running):
-        pen = 1.0 if link_penalty is None else float(link_penalty[j])
-        rate[j], mfu[j], comm[j], bubble[j] = jt.perf(
-            int(j), int(cards[j]), int(st.job_racks[j]), int(st.job_sns[j]), pen
-        )
-    useful = np.where(running, np.clip(dt - st.job_overhead, 0.0, dt), 0.0)
-    st.job_overhead = np.where(running, np.maximum(st.job_overhead - dt, 0.0), st.job_overhead)
-    samples = rate * useful
-    st.job_done += samples
-    due = running & (st.t - st.job_last_ckpt_t >= jt.ckpt_interval)
-    st.job_ckpt = np.where(due, st.job_done, st.job_ckpt)
-    st.job_last_ckpt_t = np.where(due, st.t, st.job_last_ckpt_t)
-    finished = running & (st.job_done >= jt.work)
-    for j in np.flatnonzero(finished):
-        st.job_state[j] = 3
-        st.counters["completed_jobs"] += 1
-        release_job(st, int(j))
-    out_rate = np.where(running, rate * useful / dt, 0.0)
-    return {
-        "samples_per_s": out_rate,
-        "mfu": np.where(running, mfu, 0.0),
-        "comm_share": np.where(running, comm, 0.0),
-        "bubble_share": np.where(running, bubble, 0.0),
-        "cards": np.where(running, cards, 0.0),
-        "busy": np.where(running, useful / dt, 0.0),
-    }
