@@ -82,3 +82,21 @@ def lines(
             }
         )
     return {"data": data, "layout": _layout(title, y_title, percent=percent)}
+
+
+def bars_by_time(
+    title: str, series: dict[str, tuple[Sequence[datetime], Sequence[float]]], y_title: str
+) -> dict:
+    """Grouped bars over a time axis (e.g. idle cost per hour and cluster): a bar per bucket
+    with data, so an hour without telemetry is a gap, never a line drawn across it."""
+    data = [
+        {
+            "type": "bar",
+            "name": chart_text(name),
+            "x": [x.isoformat() for x in xs],
+            "y": [round(v, 2) for v in ys],
+            "marker": {"color": PALETTE[i % len(PALETTE)]},
+        }
+        for i, (name, (xs, ys)) in enumerate(series.items())
+    ]
+    return {"data": data, "layout": _layout(title, y_title, barmode="group")}

@@ -69,3 +69,62 @@ def cluster_covered_hours(cluster: Cluster, start: datetime, end: datetime) -> f
             )
             return seconds / 3600.0
     return 0.0
+
+
+HOUR = 3600
+
+
+def covered_intervals(
+    stamps: Sequence[datetime],
+    *,
+    step_seconds: float,
+    counts: Sequence[int] | None = None,
+) -> list[tuple[float, float, int]]:
+    """``(from, to, values)`` spans of epoch seconds the points cover, by the rules of
+    :func:`covered_seconds` (rollup buckets in proportion to how full they are, sparser
+    points up to ``MAX_GAP_INTERVALS`` typical intervals after each)."""
+    pairs = sorted(zip((ts.timestamp() for ts in stamps), counts or [1] * len(stamps), strict=True))
+    if not pairs:
+        return []
+    times = [t for t, _ in pairs]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False) if b > a]
+    typical = median(gaps) if gaps else 0.0
+    if counts is not None and step_seconds > 0 and typical <= step_seconds:
+        full = max(c for _, c in pairs) or 1
+        return [(t, t + min(c / full, 1.0) * step_seconds, c) for t, c in pairs]
+    typical = max(typical, float(step_seconds), 1.0)
+    spans = []
+    for i, (t, c) in enumerate(pairs):
+        following = times[i + 1] - t if i + 1 < len(times) else typical
+        spans.append((t, t + min(following, MAX_GAP_INTERVALS * typical), c))
+    return spans
+
+
+def covered_by_hour(
+    cluster: Cluster, start: datetime, end: datetime
+) -> dict[int, tuple[float, int]]:
+    """``{hour start: (covered seconds, cluster values)}`` of ``[start, end)``, from the same
+    series :func:`cluster_covered_hours` reads; each span is cut at the hours it crosses."""
+    lo, hi = start.timestamp(), end.timestamp()
+    for name in COVERAGE_METRICS:
+        series = cluster_series(cluster, name, start, end)
+        if series is None or not series.points:
+            continue
+        out: dict[int, list[float]] = {}
+        spans = covered_intervals(
+            [p.ts for p in series.points],
+            counts=[p.count for p in series.points],
+            step_seconds=series.step_seconds,
+        )
+        for a, b, values in spans:
+            a, b = max(a, lo), min(b, hi)
+            if a >= hi:
+                continue
+            hour = int(a // HOUR * HOUR)
+            out.setdefault(hour, [0.0, 0])[1] += values
+            while a < b:
+                cut = min(b, (a // HOUR + 1) * HOUR)
+                out.setdefault(int(a // HOUR * HOUR), [0.0, 0])[0] += cut - a
+                a = cut
+        return {h: (min(s, HOUR), int(n)) for h, (s, n) in sorted(out.items())}
+    return {}

@@ -5,9 +5,10 @@ window are rate × window hours. Unit costs (per 1M tokens, per 1k samples) are 
 rates, so they do not depend on how much of the window has data.
 
 * asset cost/h = capex amortised over its life + energy (power × PUE × price/kWh) + operations
-* workload cost/h = max(request, usage) cards × asset cost per card-hour
-* idle cost/h = asset cost/h − workload cost/h (never below 0; over-committed requests are
-  flagged instead)
+* workload cost = the card-seconds it held, interval by interval, × asset cost per
+  card-second (:mod:`cost.ledger`: billed + idle = asset cost, to the cent)
+* idle cost = asset cost − workload cost (never below 0: over-committed hours are capped
+  and flagged)
 """
 
 from __future__ import annotations
@@ -44,24 +45,31 @@ class CostInputs:
 
 @dataclass(frozen=True)
 class WorkloadUse:
-    """One workload's cards over the window: requested and measured mean allocation."""
+    """One workload's cards over the window: its request and what the ledger says it held."""
 
     name: str
     tenant: str
     kind: str  # "training" or "inference"
     cards_requested: float
-    cards_used_mean: float | None  # None: no telemetry in the window
+    card_seconds: float = 0.0  # held over the window's covered time (``cost.ledger``)
+    covered_seconds: float = 0.0  # the cluster's covered time in the window
+    billed_cents: int = 0
+
+    @property
+    def cards_held_mean(self) -> float | None:
+        """Cards held on average over the covered time; ``None`` without telemetry."""
+        if self.covered_seconds <= 0:
+            return None
+        return self.card_seconds / self.covered_seconds
 
     @property
     def cards_charged(self) -> float:
-        """max(request, usage); a request counts only while the workload held cards.
+        """The mean cards billed: what it held, never its request for the whole window."""
+        return self.cards_held_mean or 0.0
 
-        A queued training job requests cards it does not hold, so without measured use the
-        workload is charged nothing rather than its request.
-        """
-        if not self.cards_used_mean:
-            return 0.0
-        return max(self.cards_requested, self.cards_used_mean)
+    @property
+    def billed(self) -> float:
+        return self.billed_cents / 100.0
 
 
 @dataclass(frozen=True)
@@ -98,7 +106,6 @@ class Allocation:
     workload_per_hour: float
     idle_per_hour: float
     by_kind: dict[str, float] = field(default_factory=dict)
-    overcommitted: bool = False
 
 
 def capex_per_card(inputs: CostInputs) -> float:
@@ -154,23 +161,20 @@ def asset_cost(
     )
 
 
-def workload_cost_per_hour(asset: AssetCost, workload: WorkloadUse) -> float:
-    return workload.cards_charged * asset.per_card_hour
+def allocation_of(asset: AssetCost, workloads: list[WorkloadUse]) -> Allocation:
+    """Hourly rates of the ledger's window: workload cost by kind, and idle = asset − workload.
 
-
-def allocate(asset: AssetCost, workloads: list[WorkloadUse]) -> Allocation:
-    """Workload cost by kind, and idle = asset − workload (clamped at 0, flagged if it was)."""
+    A rate is the mean cards held over the covered time × the cost per card-hour (the
+    ledger's cents are these rates × covered hours, rounded once)."""
     by_kind: dict[str, float] = {}
     for w in workloads:
-        by_kind[w.kind] = by_kind.get(w.kind, 0.0) + workload_cost_per_hour(asset, w)
+        by_kind[w.kind] = by_kind.get(w.kind, 0.0) + w.cards_charged * asset.per_card_hour
     total = sum(by_kind.values())
-    idle = asset.per_hour - total
     return Allocation(
         asset_per_hour=asset.per_hour,
         workload_per_hour=total,
-        idle_per_hour=max(idle, 0.0),
+        idle_per_hour=max(asset.per_hour - total, 0.0),
         by_kind=by_kind,
-        overcommitted=idle < 0,
     )
 
 

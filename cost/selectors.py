@@ -14,12 +14,12 @@ from datetime import datetime
 from cluster_portal.web.caching import shared_read
 from cluster_portal.web.rows import plain_rows
 from cost import model as cm
-from cost.coverage import cluster_covered_hours
+from cost.allocation import cluster_ledger
+from cost.ledger import Ledger
 from cost.models import CostAssumptions
 from inventory.models import Accelerator, Cluster, Workload
 from inventory.selectors import defaults_first
-from telemetry.models import EntityKind
-from telemetry.read import WindowStat, cluster_stat, cluster_stats, entity_sums
+from telemetry.read import WindowStat, cluster_stats
 
 INPUT_FIELDS = (
     "currency",
@@ -35,7 +35,6 @@ INPUT_FIELDS = (
     "migration_cost",
     "is_assumption",
 )
-ALLOCATED_CARDS = "workload_allocated_cards"
 CLUSTER_FIGURES = (
     "cluster_power_watts",
     "cluster_utilization_allocated_ratio",
@@ -82,6 +81,7 @@ class ClusterCost:
     asset: cm.AssetCost | None
     workloads: list[cm.WorkloadUse] = field(default_factory=list)
     allocation: cm.Allocation | None = None
+    ledger: Ledger | None = None  # billed + idle = cost, in cents (``cost.ledger``)
 
     @property
     def hours(self) -> float:
@@ -89,7 +89,11 @@ class ClusterCost:
 
     @property
     def has_usage(self) -> bool:
-        return any(w.cards_used_mean for w in self.workloads)
+        return any(w.card_seconds for w in self.workloads)
+
+    @property
+    def covered_hours(self) -> float:
+        return self.ledger.covered_seconds / 3600.0 if self.ledger else 0.0
 
     @property
     def cost_per_million_tokens(self) -> float | None:
@@ -133,41 +137,50 @@ def roster(cluster: Cluster) -> Roster:
 
 
 def workload_uses(
-    cluster: Cluster,
-    start: datetime,
-    end: datetime,
-    *,
-    tenant_id: int | None = None,
-    found: Roster | None = None,
+    found: Roster, ledger: Ledger | None, *, tenant_id: int | None = None
 ) -> list[cm.WorkloadUse]:
-    """Requested and measured cards of the cluster's workloads (one tenant's, if given).
+    """The cluster's workloads (one tenant's, if given) with what the ledger bills them.
 
     Plain rows from the cluster's :func:`roster`, not model instances: a 10,240-card cluster
     runs a few thousand workloads and building each with its tenant was most of a cost
     request."""
-    sums = entity_sums(
-        cluster=cluster, metric_name=ALLOCATED_CARDS, kind=EntityKind.WORKLOAD, start=start, end=end
-    )
-    found = found or roster(cluster)
+    covered = ledger.covered_seconds if ledger else 0.0
+    lines = {line.key: line for line in ledger.workloads} if ledger else {}
     uses = []
     for pk, name, owner, tenant_slug, kind, cards_requested in found.workloads:
         if tenant_id is not None and owner != tenant_id:
             continue
-        agg = sums.get(found.entity_of.get(pk, -1))
+        line = lines.get(pk)
         uses.append(
             cm.WorkloadUse(
                 name=name,
                 tenant=tenant_slug,
                 kind=kind,
                 cards_requested=cards_requested,
-                cards_used_mean=agg[0] / agg[1] if agg else None,
+                card_seconds=line.card_seconds if line else 0.0,
+                covered_seconds=covered,
+                billed_cents=line.billed_cents if line else 0,
             )
         )
     return uses
 
 
+def _ledger(cluster: Cluster, start, end, found: Roster, asset, inputs) -> Ledger | None:
+    if asset is None:
+        return None
+    return cluster_ledger(
+        cluster,
+        start,
+        end,
+        per_hour=asset.per_hour,
+        cards=found.cards,
+        currency=inputs.currency,
+        workloads=[(row[0], found.entity_of.get(row[0])) for row in found.workloads],
+    )
+
+
 def cluster_cost(cluster: Cluster, start: datetime, end: datetime) -> ClusterCost:
-    """Asset, workload and idle cost rates of one cluster over ``[start, end)``."""
+    """Asset cost rate of one cluster over ``[start, end)`` and its ledger (billed + idle)."""
     row = assumptions_for(cluster)
     inputs = inputs_of(row)
     found = roster(cluster)
@@ -197,9 +210,10 @@ def cluster_cost(cluster: Cluster, start: datetime, end: datetime) -> ClusterCos
         if cards
         else None,
     )
-    result.workloads = workload_uses(cluster, start, end, found=found)
+    result.ledger = _ledger(cluster, start, end, found, result.asset, inputs)
+    result.workloads = workload_uses(found, result.ledger)
     if result.asset is not None:
-        result.allocation = cm.allocate(result.asset, result.workloads)
+        result.allocation = cm.allocation_of(result.asset, result.workloads)
     return result
 
 
@@ -295,14 +309,16 @@ def tenant_ledgers(comparison: Comparison, *, tenant: str | None = None) -> list
 
 @dataclass(frozen=True)
 class ShowbackRow:
+    """One workload's line of a tenant's showback: the ledger's cents, and what they are for."""
+
     cluster: str
     workload: str
     kind: str
     cards_requested: float
-    cards_used_mean: float | None
-    cards_charged: float
-    cost_per_hour: float
-    cost_window: float  # cost_per_hour × covered_hours: only the time with data is billed
+    cards_held_mean: float | None  # over the covered time; None: no telemetry in the window
+    card_hours: float  # held, interval by interval
+    cost_per_hour: float  # mean cards held × the cluster's cost per card-hour
+    cost_window: float  # the ledger's cents for the window (only the time with data)
     currency: str
     covered_hours: float = 0.0  # hours of the window the cluster's telemetry covers
     window_hours: float = 0.0
@@ -316,35 +332,28 @@ class ShowbackRow:
 def tenant_showback(tenant_id: int, start: datetime, end: datetime) -> list[ShowbackRow]:
     """One tenant's workloads and what they cost over the window (OpenCost showback).
 
-    Billed for the time the cluster's telemetry covers, not the whole window: a cluster that
-    has reported for 40 minutes of a 24 h window bills 40 minutes (see :mod:`cost.coverage`).
-    """
+    Each line is the cluster ledger's (:mod:`cost.ledger`): the card-seconds the workload held,
+    priced at the cluster's cost per card-second, only for the time the cluster's telemetry
+    covers — a cluster that reported for 40 minutes of a 24 h window bills 40 minutes."""
     window_hours = (end - start).total_seconds() / 3600.0
     rows: list[ShowbackRow] = []
     clusters = Cluster.objects.filter(workloads__tenant_id=tenant_id).distinct()
     for cluster in clusters.select_related("hardware_model"):
-        hours = cluster_covered_hours(cluster, start, end)
-        inputs = inputs_of(assumptions_for(cluster))
-        power = cluster_stat(cluster, "cluster_power_watts", start, end)
-        found = roster(cluster)
-        cards = found.cards
-        tdp = cluster.hardware_model.tdp_watts if cluster.hardware_model_id else None
-        asset = cm.asset_cost(
-            inputs, cards=cards, measured_it_watts=power.mean if power else None, tdp_watts=tdp
-        )
-        for use in workload_uses(cluster, start, end, tenant_id=tenant_id, found=found):
-            per_hour = cm.workload_cost_per_hour(asset, use) if asset and cards else 0.0
+        cost = cluster_cost(cluster, start, end)
+        hours = cost.covered_hours
+        per_card_hour = cost.asset.per_card_hour if cost.asset else 0.0
+        for use in workload_uses(roster(cluster), cost.ledger, tenant_id=tenant_id):
             rows.append(
                 ShowbackRow(
                     cluster=cluster.name,
                     workload=use.name,
                     kind=use.kind,
                     cards_requested=use.cards_requested,
-                    cards_used_mean=use.cards_used_mean,
-                    cards_charged=use.cards_charged,
-                    cost_per_hour=per_hour,
-                    cost_window=per_hour * hours,
-                    currency=inputs.currency,
+                    cards_held_mean=use.cards_held_mean,
+                    card_hours=use.card_seconds / 3600.0,
+                    cost_per_hour=(use.cards_held_mean or 0.0) * per_card_hour,
+                    cost_window=use.billed,
+                    currency=cost.inputs.currency,
                     covered_hours=hours,
                     window_hours=window_hours,
                 )
@@ -370,7 +379,7 @@ def customer_ledger(tenant_slug: str, start: datetime, end: datetime) -> TenantL
     return ledgers[0] if ledgers else None
 
 
-def ledger_json(ledger: TenantLedger) -> dict:
+def tenant_ledger_json(ledger: TenantLedger) -> dict:
     tco = ledger.tco
     return {
         "tenant": ledger.tenant,

@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy
 from cluster_portal.web.csv import csv_writer
 from cluster_portal.web.units import duration
 from cost import charts
+from cost.allocation import hour_start
 from cost.forms import CostAssumptionsForm
 from cost.models import CostAssumptions
 from cost.selectors import (
@@ -109,7 +110,7 @@ def cost_page(request: HttpRequest) -> HttpResponse:
         context["ledger"] = (
             customer_ledger(user.tenant.slug, start, end) if user.tenant_id else None
         )
-        context["total"] = sum(r.cost_window for r in rows)
+        context["total"] = round(sum(r.cost_window for r in rows), 2)
         context["currency"] = rows[0].currency if rows else ""
         context["coverage"] = coverage_notes(rows)
         return render(request, "cost/cost_customer.html", context)
@@ -119,6 +120,8 @@ def cost_page(request: HttpRequest) -> HttpResponse:
     if request.GET.get("format") == "csv":
         if table == "comparison":
             return comparison_csv(comparison)
+        if table == "ledger":
+            return ledger_csv(costs)
         return clusters_csv(costs)
     can_edit = user.has_perm("monitoring.operate_cluster")
     if form is None and can_edit:
@@ -136,6 +139,7 @@ def cost_page(request: HttpRequest) -> HttpResponse:
         "cost_figure": _cost_figure(costs),
         "tenant_ledgers": tenant_ledgers(comparison) if comparison else [],
         "tco_figure": _tco_figure(comparison),
+        "idle_figure": _idle_figure(costs),
     }
     return render(request, "cost/cost.html", context, status=400 if form and form.errors else 200)
 
@@ -152,6 +156,20 @@ def _cost_figure(costs: list[ClusterCost]) -> dict:
         },
         _("cost per hour"),
     )
+
+
+def _idle_figure(costs: list[ClusterCost]) -> dict | None:
+    """Idle cost by hour, one line per cluster (each in its own currency's units)."""
+    series = {}
+    for c in costs:
+        if c.ledger is not None and c.ledger.hours:
+            series[f"{c.cluster.name} ({c.ledger.currency})"] = (
+                [hour_start(h.start) for h in c.ledger.hours],
+                [h.idle_cents / 100 for h in c.ledger.hours],
+            )
+    if not series:
+        return None
+    return charts.bars_by_time(_("Idle cost by hour"), series, _("idle cost"))
 
 
 def _tco_figure(comparison: Comparison | None) -> dict | None:
@@ -173,6 +191,7 @@ CLUSTER_COLUMNS = (
     "pue", "operations_per_hour", "asset_per_hour", "workload_per_hour", "idle_per_hour",
     "allocated_ratio_mean", "allocated_samples", "tokens_per_second_mean",
     "samples_per_second_mean", "cost_per_1m_tokens", "cost_per_1k_samples", "prices_assumed",
+    "covered_hours", "ledger_cost", "ledger_billed", "ledger_idle",
 )  # fmt: skip
 
 
@@ -218,6 +237,12 @@ def clusters_csv(costs: list[ClusterCost]) -> HttpResponse:
                 _num(c.cost_per_million_tokens),
                 _num(c.cost_per_thousand_samples),
                 c.inputs.is_assumption,
+                _num(c.covered_hours),
+                *(
+                    [f"{v / 100:.2f}" for v in (led.cost_cents, led.billed_cents, led.idle_cents)]
+                    if (led := c.ledger)
+                    else ["", "", ""]
+                ),
             ]
         )
     return _csv("cost-clusters.csv", CLUSTER_COLUMNS, rows)
@@ -250,8 +275,38 @@ def comparison_csv(comparison: Comparison | None) -> HttpResponse:
     return _csv("cost-comparison.csv", ("figure", "value"), rows)
 
 
+LEDGER_COLUMNS = (
+    "cluster", "hour_start", "covered_seconds", "capacity_card_seconds", "held_card_seconds",
+    "overcommitted", "cost", "billed", "idle", "currency",
+)  # fmt: skip
+
+
+def ledger_csv(costs: list[ClusterCost]) -> HttpResponse:
+    """Every cluster's ledger by hour: billed + idle = cost in each row and in total."""
+    rows = []
+    for c in costs:
+        if c.ledger is None:
+            continue
+        for h in c.ledger.hours:
+            rows.append(
+                [
+                    c.cluster.name,
+                    hour_start(h.start).isoformat(),
+                    _num(h.covered_seconds),
+                    _num(h.capacity_card_seconds),
+                    _num(h.held_card_seconds),
+                    h.overcommitted,
+                    f"{h.cost_cents / 100:.2f}",
+                    f"{h.billed_cents / 100:.2f}",
+                    f"{h.idle_cents / 100:.2f}",
+                    c.ledger.currency,
+                ]
+            )
+    return _csv("cost-ledger.csv", LEDGER_COLUMNS, rows)
+
+
 SHOWBACK_COLUMNS = (
-    "cluster", "workload", "kind", "cards_requested", "cards_used_mean", "cards_charged",
+    "cluster", "workload", "kind", "cards_requested", "cards_held_mean", "card_hours",
     "cost_per_hour", "cost_window", "currency", "covered_hours", "window_hours",
 )  # fmt: skip
 
@@ -266,10 +321,10 @@ def showback_csv(rows) -> HttpResponse:
                 r.workload,
                 r.kind,
                 _num(r.cards_requested),
-                _num(r.cards_used_mean),
-                _num(r.cards_charged),
+                _num(r.cards_held_mean),
+                _num(r.card_hours),
                 _num(r.cost_per_hour),
-                _num(r.cost_window),
+                f"{r.cost_window:.2f}",
                 r.currency,
                 _num(r.covered_hours),
                 _num(r.window_hours),

@@ -11,7 +11,8 @@ three rollup tiers; a reader never cares which one answered.
   ``kind_series`` / ``kind_series_many`` (a whole kind reduced per time), ``cluster_series``.
 - **window aggregates**: ``window_values`` (every entity of a kind — alert rules),
   ``window_aggregate`` (one entity, percentiles from raw values — gates), ``cluster_stat(s)``,
-  ``entity_sums``, ``stat_of_series``, ``data_span``.
+  ``entity_sums``, ``entity_hourly_sums`` (per hour: what the cost ledger bills),
+  ``stat_of_series``, ``data_span``.
 - **latest values**: ``latest_scalars``, ``latest_kind``, ``latest_values``,
   ``latest_frame_values``.
 - **top-N / group-by / heatmap**: ``top_entities``, ``aggregate_by``, ``latest_kind`` (the
@@ -42,6 +43,7 @@ from telemetry.selectors import entity_windows as _entity_windows
 from telemetry.selectors import kind_windows as _kind_windows
 from telemetry.selectors import latest as _latest
 from telemetry.selectors import series as _series
+from telemetry.selectors.buckets import HourlySums, entity_hourly_sums, ledger_start
 from telemetry.selectors.entity_windows import (
     MeasurementError,
     WindowAggregate,
@@ -81,6 +83,7 @@ __all__ = [
     "SAMPLE_WINDOW",
     "DataGap",
     "ExporterTargetRow",
+    "HourlySums",
     "KindSnapshot",
     "KindWindow",
     "MeasurementError",
@@ -101,6 +104,7 @@ __all__ = [
     "data_span",
     "entities_visible_to",
     "entity_labels",
+    "entity_hourly_sums",
     "entity_sums",
     "exporter_target_rows",
     "frame_means",
@@ -111,6 +115,7 @@ __all__ = [
     "latest_kind",
     "latest_scalars",
     "latest_values",
+    "ledger_start",
     "metrics_by_name",
     "recent_data_gaps",
     "series_points",

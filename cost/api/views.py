@@ -18,13 +18,15 @@ from accounts.api.permissions import HasRequiredScope
 from accounts.models import Tenant
 from accounts.selectors.scoping import principal_sees_all
 from cluster_portal.web.caching import cached_payload
+from cost.allocation import hour_start
+from cost.ledger import Ledger
 from cost.selectors import (
     INPUT_FIELDS,
     ClusterCost,
     clusters_cost,
     compare_policies,
     default_pair,
-    ledger_json,
+    tenant_ledger_json,
     tenant_ledgers,
     tenant_showback,
 )
@@ -75,7 +77,8 @@ def cluster_cost_json(c: ClusterCost) -> dict:
             "per_card_hour": a.per_card_hour,
         },
         "workload_per_hour": alloc.workload_per_hour if alloc and c.has_usage else None,
-        "idle_per_hour": alloc.idle_per_hour if alloc and c.has_usage else None,
+        "idle_per_hour": alloc.idle_per_hour if alloc and c.ledger else None,
+        "ledger": ledger_json(c.ledger),
         "cost_per_1m_tokens": c.cost_per_million_tokens,
         "cost_per_1k_samples": c.cost_per_thousand_samples,
         "measurements": {
@@ -85,6 +88,33 @@ def cluster_cost_json(c: ClusterCost) -> dict:
             "tokens_per_second": _stat(c.tokens),
             "samples_per_second": _stat(c.samples),
         },
+    }
+
+
+def ledger_json(ledger: Ledger | None) -> dict | None:
+    """The ledger in whole cents (billed + idle = cost exactly), with its coverage and hours."""
+    if ledger is None:
+        return None
+    return {
+        "currency": ledger.currency,
+        "window_seconds": ledger.window_seconds,
+        "covered_seconds": ledger.covered_seconds,
+        "cost_cents": ledger.cost_cents,
+        "billed_cents": ledger.billed_cents,
+        "idle_cents": ledger.idle_cents,
+        "mean_cards_held": ledger.mean_cards_held,
+        "overcommitted_hours": ledger.overcommitted_hours,
+        "hours": [
+            {
+                "start": hour_start(h.start).isoformat(),
+                "covered_seconds": h.covered_seconds,
+                "cost_cents": h.cost_cents,
+                "billed_cents": h.billed_cents,
+                "idle_cents": h.idle_cents,
+                "overcommitted": h.overcommitted,
+            }
+            for h in ledger.hours
+        ],
     }
 
 
@@ -159,7 +189,7 @@ class CostComparisonView(StaffOnlyMixin, APIView):
                 "value": comparison.migration.value,
                 "assumed": comparison.migration.assumed,
             },
-            "customer_ledgers": [ledger_json(t) for t in tenant_ledgers(comparison)],
+            "customer_ledgers": [tenant_ledger_json(t) for t in tenant_ledgers(comparison)],
             "internal_ledger": {
                 **asdict(comparison.ledger),
                 "budget_left": comparison.ledger.budget_left,
@@ -204,7 +234,7 @@ class ShowbackView(APIView):
             for row in tenant_showback(tenant.pk, start, end):
                 results.append({"tenant": tenant.slug, **asdict(row)})
             if tenant.slug in by_tenant:
-                ledgers.append(ledger_json(by_tenant[tenant.slug]))
+                ledgers.append(tenant_ledger_json(by_tenant[tenant.slug]))
         return Response(
             {
                 "window": {"start": start.isoformat(), "end": end.isoformat()},

@@ -54,36 +54,41 @@ def test_asset_cost_adds_capex_energy_and_operations():
     assert asset.per_card_hour == pytest.approx(asset.per_hour / 100)
 
 
+HOUR = 3600.0
+# One covered hour, billed by the ledger: 30 cards held all hour, 10 cards held all hour
+# (its request of 40 is not what it held), and a queued job that held nothing.
 WORKLOADS = [
-    cm.WorkloadUse("chat", "acme", "inference", cards_requested=20, cards_used_mean=30.0),
-    cm.WorkloadUse("pretrain", "acme", "training", cards_requested=40, cards_used_mean=10.0),
-    cm.WorkloadUse("queued", "panda", "training", cards_requested=16, cards_used_mean=None),
+    cm.WorkloadUse("chat", "acme", "inference", 20, card_seconds=30 * HOUR, covered_seconds=HOUR),
+    cm.WorkloadUse(
+        "pretrain", "acme", "training", 40, card_seconds=10 * HOUR, covered_seconds=HOUR
+    ),
+    cm.WorkloadUse("queued", "panda", "training", 16, card_seconds=0.0, covered_seconds=HOUR),
 ]
 
 
-def test_workloads_pay_max_of_request_and_usage_and_idle_is_the_rest():
+def test_workloads_pay_the_cards_they_held_not_their_request_and_idle_is_the_rest():
     asset = _asset()
-    assert [w.cards_charged for w in WORKLOADS] == [30.0, 40.0, 0.0]
-    allocation = cm.allocate(asset, WORKLOADS)
-    assert allocation.workload_per_hour == pytest.approx(70 * asset.per_card_hour)
-    assert allocation.idle_per_hour == pytest.approx(asset.per_hour - 70 * asset.per_card_hour)
-    assert allocation.idle_per_hour == pytest.approx(30 * asset.per_card_hour)
+    assert [w.cards_charged for w in WORKLOADS] == [30.0, 10.0, 0.0]
+    allocation = cm.allocation_of(asset, WORKLOADS)
+    assert allocation.workload_per_hour == pytest.approx(40 * asset.per_card_hour)
+    assert allocation.idle_per_hour == pytest.approx(60 * asset.per_card_hour)
     assert allocation.by_kind["inference"] == pytest.approx(30 * asset.per_card_hour)
-    assert not allocation.overcommitted
 
 
-def test_requests_beyond_the_cluster_clamp_idle_at_zero_and_say_so():
+def test_without_telemetry_a_workload_holds_nothing_and_the_whole_cluster_is_idle():
     asset = _asset()
-    big = [cm.WorkloadUse("x", "acme", "training", cards_requested=150, cards_used_mean=1.0)]
-    allocation = cm.allocate(asset, big)
-    assert allocation.idle_per_hour == 0.0 and allocation.overcommitted
+    unseen = cm.WorkloadUse("x", "acme", "training", 150)
+    assert unseen.cards_held_mean is None and unseen.cards_charged == 0.0
+    allocation = cm.allocation_of(asset, [unseen])
+    assert allocation.workload_per_hour == 0.0
+    assert allocation.idle_per_hour == pytest.approx(asset.per_hour)
 
 
 def test_cost_per_million_tokens_absorbs_the_idle_share():
     asset = _asset()
-    allocation = cm.allocate(asset, WORKLOADS)
+    allocation = cm.allocation_of(asset, WORKLOADS)
     inference = cm.fully_loaded_kind_cost(allocation, "inference")
-    assert inference == pytest.approx(asset.per_hour * 30 / 70)
+    assert inference == pytest.approx(asset.per_hour * 30 / 40)
     # 1,000 tokens/s = 3.6 M tokens per hour
     assert cm.cost_per_million_tokens(inference, 1000.0) == pytest.approx(inference / 3.6)
     assert cm.cost_per_thousand_samples(10.0, 2.0) == pytest.approx(10.0 / 7.2)

@@ -84,12 +84,21 @@ def test_cluster_cost_api_computes_every_figure_from_the_store(priced, client_as
         "metric": "cluster_power_watts", "mean": 50_000.0, "samples": 2,
     }  # fmt: skip
     assert uni["asset"]["per_hour"] == pytest.approx(UNIFIED_PER_HOUR)
-    # chat charged 30 (usage > request), training 40 (request > usage), queued job nothing
-    assert uni["workload_per_hour"] == pytest.approx(70 * PER_CARD_HOUR)
-    assert uni["idle_per_hour"] == pytest.approx(30 * PER_CARD_HOUR)
-    inference_share = UNIFIED_PER_HOUR * 30 / 70
-    assert uni["cost_per_1m_tokens"] == pytest.approx(inference_share / 3.6)
-    assert uni["cost_per_1k_samples"] == pytest.approx(UNIFIED_PER_HOUR * 40 / 70 / 7.2)
+    # Billed what each held over the covered time: chat 30 cards, training 10 (not its
+    # request of 40), the queued job nothing; billed + idle = cost to the cent.
+    ledger = uni["ledger"]
+    covered_hours = ledger["covered_seconds"] / 3600
+    assert 0 < covered_hours < 0.1
+    assert ledger["cost_cents"] == round(UNIFIED_PER_HOUR * covered_hours * 100)
+    assert ledger["billed_cents"] + ledger["idle_cents"] == ledger["cost_cents"]
+    assert ledger["billed_cents"] == pytest.approx(40 * PER_CARD_HOUR * covered_hours * 100, abs=1)
+    assert ledger["mean_cards_held"] == pytest.approx(40.0)
+    assert sum(h["cost_cents"] for h in ledger["hours"]) == ledger["cost_cents"]
+    assert uni["workload_per_hour"] == pytest.approx(40 * PER_CARD_HOUR)
+    assert uni["idle_per_hour"] == pytest.approx(60 * PER_CARD_HOUR)
+    # Unit costs absorb idle: inference's share of the billed cost, of the whole cluster.
+    assert uni["cost_per_1m_tokens"] == pytest.approx(UNIFIED_PER_HOUR * 30 / 40 / 3.6)
+    assert uni["cost_per_1k_samples"] == pytest.approx(UNIFIED_PER_HOUR * 10 / 40 / 7.2)
     # no power telemetry: 50 cards × 500 W TDP × 0.8 load factor
     assert legacy["asset"]["energy_source"] == "tdp_x_load_factor"
     assert legacy["asset"]["it_power_watts"] == pytest.approx(20_000.0)
@@ -137,7 +146,9 @@ def test_customer_sees_only_their_tenants_showback(priced, client_as):
     # Billed for the minutes the cluster reported, not the 24 h window.
     covered = float(rows[0]["covered_hours"])
     assert 0 < covered < 0.2 and float(rows[0]["window_hours"]) == pytest.approx(24)
-    assert float(rows[0]["cost_window"]) == pytest.approx(40 * PER_CARD_HOUR * covered, rel=1e-4)
+    # Billed the 10 cards it held, not its request of 40, to the cent.
+    assert float(rows[0]["cost_window"]) == pytest.approx(10 * PER_CARD_HOUR * covered, abs=0.01)
+    assert float(rows[0]["cards_held_mean"]) == pytest.approx(10.0)
 
 
 def test_showback_api_is_tenant_scoped(priced, client_as):
@@ -208,10 +219,10 @@ def test_only_operators_may_change_inputs(db, users, client_as, role):
 
 
 def test_each_customer_sees_its_own_ledger_and_never_the_internal_one(priced, client_as):
-    # acme on the unified cluster: acme-chat charged 30 cards (acme-queued held none) of the
-    # 70 charged in all; split needs 30 / 0.5, unified 30 / 0.75 cards.
+    # acme on the unified cluster: acme-chat held 30 cards (acme-queued held none) of the
+    # 40 held in all; split needs 30 / 0.5, unified 30 / 0.75 cards.
     saving = (60 - 40) * PER_CARD_HOUR * HOURS_PER_MONTH
-    share = 12_000.0 * 30 / 70
+    share = 12_000.0 * 30 / 40
     ledgers = client_as("customer").get("/api/v1/cost/showback/").json()["customer_ledgers"]
     assert [entry["tenant"] for entry in ledgers] == ["acme"]
     acme = ledgers[0]
