@@ -20,12 +20,31 @@ class AccountsConfig(AppConfig):
     verbose_name = _("Accounts")
 
     def ready(self) -> None:
-        from django.db.models.signals import post_migrate
+        from django.contrib.auth.models import Group
+        from django.db.models.signals import m2m_changed, post_migrate, post_save, pre_delete
 
+        from accounts import receivers
+        from accounts.models import User
         from accounts.services.roles import roles_ensure_after_migrate
 
         # Every app's turn (idempotent): the groups' model permissions of apps migrated after
         # this one exist only once their own post_migrate created them.
         post_migrate.connect(roles_ensure_after_migrate, dispatch_uid="roles_ensure")
+        # A token dies with its owner's authority (accounts/services/authority.py).
+        post_save.connect(receivers.user_saved, sender=User, dispatch_uid="tokens_user_saved")
+        pre_delete.connect(
+            receivers.user_deleting, sender=User, dispatch_uid="tokens_user_deleting"
+        )
+        for through in (User.groups.through, User.user_permissions.through):
+            m2m_changed.connect(
+                receivers.user_access_changed,
+                sender=through,
+                dispatch_uid=f"tokens_{through._meta.model_name}",
+            )
+        m2m_changed.connect(
+            receivers.group_permissions_changed,
+            sender=Group.permissions.through,
+            dispatch_uid="tokens_group_permissions",
+        )
         # Registers the OpenAPI description of token authentication with drf-spectacular.
         import cluster_portal.web.schema  # noqa: F401

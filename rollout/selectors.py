@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from django.db.models import Q, QuerySet
-from django.utils.translation import gettext as _
 
+from accounts.selectors.people import role_of, sees_people
 from accounts.selectors.scoping import scope_to_tenant
 from rollout.models import AuditEntry, MigrationPlan, PlanState, PlanWorkload
 
@@ -67,29 +67,6 @@ def plan_timeline(plan: MigrationPlan) -> list[dict]:
             }
         )
     return rows
-
-
-def sees_people(viewer) -> bool:
-    """Staff see who did what and from where; customers see roles only (never staff usernames
-    or source addresses)."""
-    return bool(getattr(viewer, "sees_all_tenants", False)) and not getattr(
-        viewer, "is_customer", False
-    )
-
-
-def role_of(user, label: str = "") -> str:
-    """The role a customer is shown instead of a person: approver, operator, system…"""
-    if user is None:
-        return _("system") if label in ("", "system") else _("integration")
-    if user.is_superuser:
-        return _("administrator")
-    if user.has_perm("monitoring.approve_migrations"):
-        return _("approver")
-    if user.has_perm("monitoring.operate_cluster"):
-        return _("operator")
-    if getattr(user, "tenant_id", None) is not None:
-        return _("customer")
-    return _("staff")
 
 
 def redact_people(viewer, *, audit=(), approvals=(), gates=()) -> None:

@@ -1,4 +1,9 @@
-"""DRF authentication for integration tokens (``Authorization: Bearer cp_…``)."""
+"""DRF authentication for integration tokens (``Authorization: Bearer cp_…``).
+
+Every request re-checks the token against its owner (``accounts.services.authority``): a
+revoked or expired token, or one whose owner is deactivated, is a 401; one whose owner no longer
+reaches the token's tenant a 403 — before any view runs, whatever its permission classes.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ from django.utils.translation import gettext as _
 from rest_framework import authentication, exceptions
 
 from accounts.models import IntegrationToken
-from accounts.services.tokens import token_verify
+from accounts.services.tokens import TokenRefused, token_authenticate
 
 
 class IntegrationPrincipal:
@@ -57,9 +62,12 @@ class IntegrationTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed(
                 _("Malformed Authorization header: expected 'Bearer <token>'.")
             )
-        token = token_verify(parts[1])
-        if token is None:
-            raise exceptions.AuthenticationFailed(_("Invalid or revoked token."))
+        try:
+            token = token_authenticate(parts[1])
+        except TokenRefused as refused:
+            if refused.refusal.status == 403:
+                raise exceptions.PermissionDenied(refused.refusal.message) from None
+            raise exceptions.AuthenticationFailed(refused.refusal.message) from None
         return IntegrationPrincipal(token), token
 
     def authenticate_header(self, request) -> str:

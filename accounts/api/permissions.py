@@ -1,8 +1,9 @@
 """Scope checks shared by every API view.
 
-A view names the scope it needs (``required_scope``). Tokens must carry that scope; browser
-sessions map roles onto scopes: every logged-in user may ``read`` (their own tenant's data),
-only operators may ``ingest``, only approvers may ``approve``.
+A view names the scope it needs (``required_scope``). Browser sessions map roles onto scopes:
+every logged-in user may ``read`` (their own tenant's data), only operators may ``ingest``,
+only approvers may ``approve``. A token must carry the scope **and** act for an owner who holds
+it as a person, on every request (``accounts.services.authority``).
 """
 
 from __future__ import annotations
@@ -10,31 +11,34 @@ from __future__ import annotations
 from rest_framework.permissions import BasePermission
 
 from accounts.api.authentication import IntegrationPrincipal
+from accounts.services.authority import (
+    SCOPE_PERMISSION,
+    token_refusal,
+    token_scope_refusal,
+    user_holds_scope,
+)
 
-SESSION_SCOPE_PERMISSION = {
-    "read": None,
-    "ingest": "monitoring.operate_cluster",
-    "approve": "monitoring.approve_migrations",
-}
+# Kept under its historical name for callers that map scopes onto permissions.
+SESSION_SCOPE_PERMISSION = SCOPE_PERMISSION
+
+
+def scope_refusal(user, scope: str) -> str | None:
+    """Why ``user`` (a session user or a token) may not use ``scope`` now, or ``None``."""
+    if isinstance(user, IntegrationPrincipal):
+        refusal = token_refusal(user.token) or token_scope_refusal(user.token, scope)
+        return refusal.message if refusal is not None else None
+    if not user_holds_scope(user, scope):
+        return f"This endpoint requires the '{scope}' scope."
+    return None
 
 
 def principal_has_scope(user, scope: str) -> bool:
     """Whether ``user`` (a session user or a token) holds ``scope``.
 
-    A token acts for its owner and never holds more than they do: ``approve`` on a token
-    counts only while the owner is an active user holding the approver permission.
+    A token acts for its owner and never holds more than they do, for every scope: the owner
+    is active, reaches the token's tenant and holds the role the scope needs.
     """
-    if isinstance(user, IntegrationPrincipal):
-        if scope not in user.scopes:
-            return False
-        if scope == "approve":
-            owner = user.owner
-            return owner is not None and owner.is_active and principal_has_scope(owner, scope)
-        return True
-    if not getattr(user, "is_authenticated", False):
-        return False
-    needed = SESSION_SCOPE_PERMISSION[scope]
-    return needed is None or user.has_perm(needed)
+    return scope_refusal(user, scope) is None
 
 
 class HasRequiredScope(BasePermission):
@@ -42,7 +46,8 @@ class HasRequiredScope(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         scope = getattr(view, "required_scope", "read")
-        if not principal_has_scope(request.user, scope):
-            self.message = f"This endpoint requires the '{scope}' scope."
+        refusal = scope_refusal(request.user, scope)
+        if refusal is not None:
+            self.message = refusal
             return False
         return True

@@ -19,7 +19,8 @@ the ``create_integration_token --owner USER`` command (acting for that approver)
 
 The plaintext secret appears exactly once, in the answer that issued it (create or rotate).
 Rotation revokes the token and issues a replacement (a new id) with the same name, tenant,
-scopes and owner; the old secret stops working at once.
+scopes and owner (an expiring token keeps its lifetime, counted from now); the old secret stops
+working at once. A token may carry an expiry (``expires_at``); past it, it answers 401.
 
 A token acts for a person, its **owner** (whoever created it). Rotating or revoking is
 limited further than seeing (:func:`token_manage_refusal`): the caller must hold **every**
@@ -32,8 +33,11 @@ the command) are rotated by whoever manages them and holds their scopes.
 from __future__ import annotations
 
 import django_filters
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import extend_schema, extend_schema_view
@@ -48,6 +52,7 @@ from accounts.api.authentication import IntegrationPrincipal
 from accounts.api.permissions import principal_has_scope
 from accounts.models import IntegrationToken, Tenant
 from accounts.models.tokens import TOKEN_SCOPES, validate_scopes
+from accounts.selectors.people import person_shown
 from accounts.services.tokens import token_create, token_revoke, token_rotate
 
 
@@ -128,8 +133,21 @@ class TokenSerializer(serializers.ModelSerializer):
         allow_empty=False,
         help_text=gettext_lazy("Any of ingest, read, approve."),
     )
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    is_active = serializers.BooleanField(read_only=True)
+    created_by = serializers.SerializerMethodField(
+        help_text=gettext_lazy(
+            "Who issued it: a username for staff; customers see staff by role (operator…)."
+        )
+    )
+    is_active = serializers.BooleanField(
+        read_only=True, help_text=gettext_lazy("Neither revoked nor expired.")
+    )
+    expires_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text=gettext_lazy(
+            "Optional end of life (ISO 8601, in the future); past it the token answers 401."
+        ),
+    )
 
     class Meta:
         model = IntegrationToken
@@ -142,10 +160,16 @@ class TokenSerializer(serializers.ModelSerializer):
             "is_active",
             "created_by",
             "created_at",
+            "expires_at",
             "last_used_at",
             "revoked_at",
         ]
         read_only_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+
+    def get_created_by(self, token: IntegrationToken) -> str | None:
+        if token.created_by_id is None:
+            return None
+        return person_shown(self.context["request"].user, token.created_by)
 
     def validate_scopes(self, value: list[str]) -> list[str]:
         value = sorted(set(value))
@@ -186,12 +210,16 @@ class TokenSerializer(serializers.ModelSerializer):
         return attrs
 
     def create(self, validated_data: dict) -> IntegrationToken:
-        issued = token_create(
-            name=validated_data["name"],
-            scopes=validated_data["scopes"],
-            tenant=validated_data.get("tenant"),
-            created_by=self.context["request"].user,
-        )
+        try:
+            issued = token_create(
+                name=validated_data["name"],
+                scopes=validated_data["scopes"],
+                tenant=validated_data.get("tenant"),
+                created_by=self.context["request"].user,
+                expires_at=validated_data.get("expires_at"),
+            )
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict) from exc
         self.plaintext = issued.plaintext
         return issued.token
 
@@ -212,15 +240,22 @@ class IssuedTokenSerializer(TokenSerializer):
 
 class TokenFilter(django_filters.FilterSet):
     active = django_filters.BooleanFilter(
-        field_name="revoked_at",
-        lookup_expr="isnull",
-        label=gettext_lazy("true: only tokens that still work; false: only revoked ones"),
+        method="filter_active",
+        label=gettext_lazy("true: only tokens that still work; false: revoked or expired ones"),
     )
     tenant = django_filters.CharFilter(field_name="tenant__slug", label=gettext_lazy("tenant slug"))
 
     class Meta:
         model = IntegrationToken
         fields = ["active", "tenant"]
+
+    def filter_active(self, queryset, name: str, value: bool | None):
+        if value is None:
+            return queryset
+        working = Q(revoked_at__isnull=True) & (
+            Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
+        )
+        return queryset.filter(working) if value else queryset.exclude(working)
 
 
 class _TokenViewMixin:
@@ -265,7 +300,7 @@ class TokenRotateView(_TokenViewMixin, APIView):
             refusal = token_manage_refusal(request.user, token, rotating=True)
             if refusal:
                 raise PermissionDenied(refusal)
-            if not token.is_active:
+            if token.revoked_at is not None:
                 raise TokenRevoked()
             issued = token_rotate(token=token, created_by=request.user)
         body = {
@@ -286,6 +321,5 @@ class TokenRevokeView(_TokenViewMixin, APIView):
             refusal = token_manage_refusal(request.user, token, rotating=False)
             if refusal:
                 raise PermissionDenied(refusal)
-            if token.is_active:
-                token_revoke(token=token)
+            token_revoke(token=token, actor=request.user)
         return Response(TokenSerializer(token, context={"request": request}).data)

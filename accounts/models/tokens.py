@@ -60,6 +60,13 @@ class IntegrationToken(models.Model):
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     last_used_at = models.DateTimeField(_("last used at"), null=True, blank=True)
     revoked_at = models.DateTimeField(_("revoked at"), null=True, blank=True)
+    # Optional end of life: past it the token answers 401 ("expired") like a revoked one.
+    expires_at = models.DateTimeField(
+        _("expires at"),
+        null=True,
+        blank=True,
+        help_text=_("Empty: the token works until it is revoked."),
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -69,9 +76,20 @@ class IntegrationToken(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
 
+    def clean(self) -> None:
+        super().clean()
+        # Only a new token must expire in the future: an existing one may already be past it.
+        if self._state.adding and self.expires_at is not None and self.expires_at <= timezone.now():
+            raise ValidationError({"expires_at": _("The expiry must be in the future.")})
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
     @property
     def is_active(self) -> bool:
-        return self.revoked_at is None
+        """Still works: neither revoked nor expired (its owner's authority is checked apart)."""
+        return self.revoked_at is None and not self.is_expired
 
     def revoke(self) -> None:
         self.revoked_at = timezone.now()

@@ -6,11 +6,14 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
-from accounts.models import IntegrationToken, Tenant, User
+from accounts.models import IntegrationToken, Tenant, TokenEvent, User
+from accounts.services.authority import Refusal, token_event_record, token_refusal
 
 TOKEN_PREFIX = "cp"
 
@@ -35,10 +38,12 @@ def token_create(
     tenant: Tenant | None = None,
     created_by: User | None = None,
     owner: User | None = None,
+    expires_at: datetime | None = None,
+    cause: str = TokenEvent.Cause.REQUESTED,
 ) -> IssuedToken:
-    """Issue a token acting for ``owner`` (default: ``created_by``).
+    """Issue a token acting for ``owner`` (default: ``created_by``), optionally expiring.
 
-    Raises ``ValidationError`` naming the bad field, writing nothing.
+    Raises ``ValidationError`` naming the bad field, writing nothing. Audited (``issued``).
     """
     prefix = secrets.token_hex(6)
     secret = secrets.token_urlsafe(32)
@@ -51,24 +56,47 @@ def token_create(
         secret_hash=_hash(plaintext),
         created_by=created_by,
         owner=owner if owner is not None else created_by,
+        expires_at=expires_at,
     )
     token.full_clean()
     token.save()
+    token_event_record(token=token, action=TokenEvent.Action.ISSUED, cause=cause, actor=created_by)
     return IssuedToken(token=token, plaintext=plaintext)
 
 
+class TokenRefused(Exception):
+    """The presented secret does not authenticate: ``refusal`` says why (status and text)."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
 def token_verify(plaintext: str) -> IntegrationToken | None:
-    """Return the active token matching ``plaintext``, or ``None``."""
-    parts = plaintext.split("_", 2)
-    if len(parts) != 3 or parts[0] != TOKEN_PREFIX:
+    """Return the token matching ``plaintext`` if it may act now, else ``None``."""
+    try:
+        return token_authenticate(plaintext)
+    except TokenRefused:
         return None
+
+
+def token_authenticate(plaintext: str) -> IntegrationToken:
+    """The token matching ``plaintext``, checked for this request: not revoked, not expired,
+    its owner active and still reaching the token's tenant. Raises :class:`TokenRefused`."""
+    parts = plaintext.split("_", 2)
+    unknown = TokenRefused(Refusal(401, _("Invalid or revoked token.")))
+    if len(parts) != 3 or parts[0] != TOKEN_PREFIX:
+        raise unknown
     token = (
         IntegrationToken.objects.select_related("tenant", "owner")
         .filter(prefix=parts[1], revoked_at__isnull=True)
         .first()
     )
     if token is None or not hmac.compare_digest(token.secret_hash, _hash(plaintext)):
-        return None
+        raise unknown
+    refusal = token_refusal(token)
+    if refusal is not None:
+        raise TokenRefused(refusal)
     # Throttle the write: one update per minute is enough to show "last used".
     now = timezone.now()
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
@@ -78,9 +106,18 @@ def token_verify(plaintext: str) -> IntegrationToken | None:
 
 
 @transaction.atomic
-def token_revoke(*, token: IntegrationToken) -> IntegrationToken:
+def token_revoke(
+    *,
+    token: IntegrationToken,
+    actor: User | None = None,
+    cause: str = TokenEvent.Cause.REQUESTED,
+) -> IntegrationToken:
+    """Revoke ``token`` at once (audited). Revoking a revoked token changes nothing."""
+    if token.revoked_at is not None:
+        return token
     token.revoke()
     token.save(update_fields=["revoked_at"])
+    token_event_record(token=token, action=TokenEvent.Action.REVOKED, cause=cause, actor=actor)
     return token
 
 
@@ -89,13 +126,23 @@ def token_rotate(*, token: IntegrationToken, created_by: User | None = None) -> 
     """Revoke ``token`` and issue a replacement with the same name, tenant, scopes and owner.
 
     Rotation never widens or transfers authority: the replacement acts for the same person
-    (who decides whether to rotate is :func:`accounts.api.tokens.token_manageable_by`).
+    (who decides whether to rotate is :func:`accounts.api.tokens.token_manageable_by`). A token
+    that expires keeps its lifetime: the replacement expires as long after now as the old one
+    did after its creation (so rotating renews it, never makes it permanent).
     """
-    token_revoke(token=token)
+    expires_at = None
+    if token.expires_at is not None:
+        expires_at = timezone.now() + max(token.expires_at - token.created_at, _ONE_MINUTE)
+    token_revoke(token=token, actor=created_by, cause=TokenEvent.Cause.ROTATED)
     return token_create(
         name=token.name,
         scopes=list(token.scopes),
         tenant=token.tenant,
         created_by=created_by,
         owner=token.owner,
+        expires_at=expires_at,
+        cause=TokenEvent.Cause.ROTATED,
     )
+
+
+_ONE_MINUTE = timedelta(minutes=1)

@@ -8,9 +8,12 @@ from django.db import transaction
 from django.utils.translation import gettext_noop
 
 from rollout.labels import action_label_lazy
-from rollout.models import AuditEntry, Gate, MigrationPlan
+from rollout.models import Approval, AuditEntry, Gate, GateState, MigrationPlan
 from rollout.services.audit import Actor, audit_record
 from rollout.services.errors import NotPermitted, WorkflowConflict, WorkflowError
+
+APPROVE_PERMISSION = "monitoring.approve_migrations"
+FORCE_PERMISSION = "monitoring.force_promote_migrations"
 
 
 def deny(*, actor: Actor, action: str, plan_id: int, refusal: WorkflowError) -> AuditEntry:
@@ -61,3 +64,33 @@ def need_reason(reason: str, action: str) -> str:
             gettext_noop("%(action)s needs a reason"), action=action_label_lazy(action)
         )
     return reason
+
+
+def people_still_holding(votes, permission: str) -> int:
+    """How many distinct people behind ``votes`` (Approval rows) still hold ``permission``.
+
+    An approval or a break-glass vote counts only while its author is active and holds the
+    role when the gate decides: approver1 approves, loses the group, and their approval stops
+    counting (approver2's then is one of two, not the second). Checked with ``has_perm``, the
+    same rule as the command's own permission check.
+    """
+    people = {vote.user for vote in votes.exclude(user=None).select_related("user")}
+    return sum(1 for person in people if person.is_active and person.has_perm(permission))
+
+
+def admin_forced_alone_before(gate: Gate) -> bool:
+    """Whether an earlier gate of this plan was forced by one person alone (a superuser):
+    that shortcut exists once per plan; later steps need a second person."""
+    forced = Gate.objects.filter(plan_id=gate.plan_id, state=GateState.FORCED).exclude(pk=gate.pk)
+    for earlier in forced:
+        voters = (
+            Approval.objects.filter(
+                gate=earlier, revision=earlier.revision, decision=Approval.Decision.FORCE
+            )
+            .values("user")
+            .distinct()
+            .count()
+        )
+        if voters <= 1:
+            return True
+    return False

@@ -10,13 +10,16 @@ four-eyes) are audited too (``<action>_denied``) and committed even though the c
 
 **Approvals belong to people.** ``Actor.user`` is the person (a token counts as the user it
 acts for); four-eyes compares people: the requester of a promotion never approves it, each
-person decides once per revision, and N approvals mean N distinct people.
+person decides once per revision, and N approvals mean N distinct people **who still hold the
+approver role when the gate decides** (an approval whose author lost the role stops counting).
 
 **Break-glass** (``force_promote``) needs its own permission
 (``monitoring.force_promote_migrations``, no role carries it by default), a reason and the
 revision; it is a vote recorded on the gate, and the gate is forced when
 ``required_approvals`` distinct people (never the promotion's requester) voted on the same
-revision — or at once when a superuser decides. Either way it moves exactly one step.
+revision (and still hold the permission). A superuser forces one step alone, once per plan;
+every later step needs a second person's vote, as break-glass does for everyone else. Either
+way it moves exactly one step.
 """
 
 from __future__ import annotations
@@ -40,6 +43,12 @@ from rollout.services.audit import Actor, audit_record
 from rollout.services.errors import (
     FourEyesViolation,
     WorkflowConflict,
+)
+from rollout.services.guards import (
+    APPROVE_PERMISSION,
+    FORCE_PERMISSION,
+    admin_forced_alone_before,
+    people_still_holding,
 )
 from rollout.services.guards import deny as _deny
 from rollout.services.guards import need as _need
@@ -157,12 +166,11 @@ def gate_approve(
                 decision=Approval.Decision.APPROVE,
                 comment=comment,
             )
-            approvals = (
-                gate.approvals.filter(revision=gate.revision, decision=Approval.Decision.APPROVE)
-                .exclude(user=None)
-                .values("user")
-                .distinct()
-                .count()
+            # Only people who still hold the approver role count (an approver who lost it
+            # since approving no longer does).
+            approvals = people_still_holding(
+                gate.approvals.filter(revision=gate.revision, decision=Approval.Decision.APPROVE),
+                APPROVE_PERMISSION,
             )
             if approvals >= plan.required_approvals:
                 _advance(plan, gate, actor=actor, action="approve", reason=comment)
@@ -328,9 +336,10 @@ def plan_force_promote(
     """Break-glass: past the current gate without analysis, one step per decision.
 
     Needs the break-glass permission, a reason and the gate revision. A superuser's decision
-    forces the gate at once; otherwise it is a vote, and the gate is forced when
-    ``required_approvals`` distinct people (never the promotion's requester) voted on this
-    revision. Every vote and the forcing itself are audited as ``force_promote``.
+    forces the plan's first forced step at once; after that a superuser's vote needs one more
+    person's. Otherwise it is a vote, and the gate is forced when ``required_approvals``
+    distinct people (never the promotion's requester, all still holding the permission) voted
+    on this revision. Every vote and the forcing itself are audited.
     """
     _need(actor, capability="force", action="force_promote", plan_id=plan_id)
     reason = _need_reason(reason, "force_promote")
@@ -359,10 +368,14 @@ def plan_force_promote(
                 decision=Approval.Decision.FORCE,
                 comment=reason,
             )
-            count = votes.values("user").distinct().count()
-            if actor.is_admin or count >= plan.required_approvals:
+            count = people_still_holding(votes, FORCE_PERMISSION)
+            # A superuser forces one step alone, once per plan; every later step needs a
+            # second person's break-glass vote (never four force-promotes in a second).
+            alone = actor.is_admin and count == 1 and not admin_forced_alone_before(gate)
+            required = 2 if actor.is_admin else plan.required_approvals
+            if alone or count >= required:
                 analysis_terminate(gate=gate, now=timezone.now())
-                how = "admin" if actor.is_admin else f"{count}/{plan.required_approvals}"
+                how = "admin" if alone else f"{count}/{required}"
                 _advance(
                     plan,
                     gate,
@@ -379,9 +392,9 @@ def plan_force_promote(
                     obj=gate,
                     from_state=plan.state,
                     to_state=plan.state,
-                    reason=f"break-glass {count}/{plan.required_approvals}: {reason}",
+                    reason=f"break-glass {count}/{required}: {reason}",
                     reason_data=reason_data(
-                        "break_glass", count=count, required=plan.required_approvals, comment=reason
+                        "break_glass", count=count, required=required, comment=reason
                     ),
                 )
     if denial:
