@@ -16,6 +16,10 @@ from alerts.evaluate import alerts_evaluate
     # The next beat is the retry; retrying at once would overlap it. Overlapping runs are safe
     # anyway (open alerts are unique per rule and entity), just wasted work.
     max_retries=0,
+    # Rules over PromQL clusters read their servers, each read within its source's deadline
+    # (at most 60 s); the limits keep a run of many slow sources from holding the worker.
+    soft_time_limit=120,
+    time_limit=150,
 )
 def evaluate_alerts() -> dict:
     """Open, refresh and resolve alerts from the enabled rules (see alerts)."""

@@ -69,4 +69,19 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "schedule": 10.0,
         "options": {"expires": 10.0},
     },
+    # Commands queue their tasks after commit and survive a broker that is down then; these
+    # sweeps send what never arrived. Once a minute: a lost notification or what-if is late by
+    # at most a minute past its grace (120 s, longer than a task normally waits for a worker),
+    # and each run is one indexed query over the few open rows. A duplicate sends nothing
+    # twice (each delivery and run is claimed by one conditional update).
+    "webhook-delivery-sweep": {
+        "task": "rollout.sweep_webhook_deliveries",
+        "schedule": 60.0,
+        "options": {"expires": 60.0},
+    },
+    "whatif-run-sweep": {
+        "task": "simulation.sweep_whatif_runs",
+        "schedule": 60.0,
+        "options": {"expires": 60.0},
+    },
 }

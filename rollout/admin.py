@@ -19,6 +19,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
+from rollout import webhook_admin  # noqa: F401 - registers the subscription admin
 from rollout.models import (
     AnalysisRun,
     Approval,
@@ -31,7 +32,6 @@ from rollout.models import (
     PlanState,
     PlanWorkload,
     WebhookDelivery,
-    WebhookSubscription,
 )
 from rollout.services.audit import Actor, audit_record
 from rollout.services.commands import plan_command
@@ -439,11 +439,6 @@ class AuditEntryAdmin(_ReadOnly):
     @admin.display(description=pgettext_lazy("state change", "to"))
     def to_shown(self, entry: AuditEntry) -> str:
         return entry.to_state_display
-
-
-@admin.register(WebhookSubscription)
-class WebhookSubscriptionAdmin(admin.ModelAdmin):
-    list_display = ("name", "url", "events", "tenant", "active")
 
 
 @admin.register(WebhookDelivery)

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 from django.utils import timezone
 
+from cluster_portal.web.dispatch import dispatch_now
 from rollout.models import WebhookDelivery
 from rollout.services.analysis import analysis_due_run_ids, analysis_run_step
-from rollout.services.webhooks import MAX_ATTEMPTS, webhook_deliver
+from rollout.services.webhooks import (
+    MAX_ATTEMPTS,
+    retry_countdown,
+    webhook_deliver,
+    webhook_deliveries_due,
+)
 
 
 @shared_task(
@@ -17,6 +24,10 @@ from rollout.services.webhooks import MAX_ATTEMPTS, webhook_deliver
     # duplicate is harmless: each step re-checks under the plan lock what is still due.
     expires=10,
     max_retries=0,
+    # Measurements read telemetry, possibly from a cluster's PromQL server: each read has its
+    # own wall-clock deadline (the data source's timeout, at most 60 s); these bound the run.
+    soft_time_limit=240,
+    time_limit=300,
 )
 def measure_analyses() -> dict[str, int]:
     """Take one measurement for every due metric of every running analysis."""
@@ -34,11 +45,32 @@ def measure_analyses() -> dict[str, int]:
     max_retries=MAX_ATTEMPTS - 1,
     # A notification about a gate is still useful hours later; a day bounds a backlog.
     expires=86400,
+    # The request has one wall-clock deadline (WEBHOOK_DEADLINE_SECONDS); the limits are the
+    # backstop, and the attempt was recorded before the request, so a kill loses nothing.
+    soft_time_limit=settings.WEBHOOK_DEADLINE_SECONDS + 20,
+    time_limit=settings.WEBHOOK_DEADLINE_SECONDS + 30,
 )
 def deliver_webhook(self, delivery_id: int) -> str:
     """POST one signed delivery; retry 5xx/network errors with exponential backoff."""
     delivery = webhook_deliver(delivery_id=delivery_id)
     if delivery.status == WebhookDelivery.Status.RETRYING:
-        # 5 s, 10 s, 20 s, 40 s, 80 s: a receiver that restarts is caught within minutes.
-        raise self.retry(countdown=5 * 2 ** (delivery.attempts - 1))
+        raise self.retry(countdown=retry_countdown(delivery.attempts))
     return delivery.status
+
+
+@shared_task(
+    name="rollout.sweep_webhook_deliveries",
+    acks_late=True,
+    # Beat sends it every minute; the next run covers whatever a late one would.
+    expires=60,
+    max_retries=0,
+)
+def sweep_webhook_deliveries() -> dict[str, int]:
+    """Send again the open deliveries whose task was lost (broker down at commit, a lost
+    retry, a killed worker). Each delivery claims its attempt, so a duplicate sends nothing."""
+    due = webhook_deliveries_due()
+    sent = sum(
+        dispatch_now(f"webhook delivery {pk}", lambda pk=pk: deliver_webhook.delay(pk))
+        for pk in due
+    )
+    return {"due": len(due), "sent": sent}

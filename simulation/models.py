@@ -192,6 +192,11 @@ class WhatIfRun(models.Model):
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     started_at = models.DateTimeField(_("started at"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+    # The task execution that owns the run (its Celery task id): a redelivery of that task may
+    # start the run over, any other copy (the sweep's) leaves it alone while it runs.
+    claimed_by = models.CharField(_("claimed by task"), max_length=64, blank=True)
+    # When the periodic sweep last re-sent the task of a run still queued.
+    redispatched_at = models.DateTimeField(_("re-dispatched at"), null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -14,6 +14,7 @@ from celery import group, shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from cluster_portal.web.dispatch import dispatch_now
 from simulation.models import TwinRun, WhatIfRun
 from simulation.services import (
     tick_commit_staged,
@@ -22,7 +23,13 @@ from simulation.services import (
     twin_tick,
 )
 from simulation.services.lag import tick_lag_record
-from simulation.services.whatif_run import whatif_execute
+from simulation.services.whatif_run import (
+    RUN_WHATIF_SOFT_TIME_LIMIT,
+    RUN_WHATIF_TIME_LIMIT,
+    whatif_execute,
+    whatif_redispatch_mark,
+    whatif_runs_to_redispatch,
+)
 
 TICK_OPTIONS = {
     "acks_late": True,
@@ -125,6 +132,7 @@ def schedule_pool_ticks() -> int:
 
 @shared_task(
     name="simulation.run_whatif",
+    bind=True,
     # A worker lost mid-run leaves the message unacknowledged; the redelivered task starts
     # the run over (whatif_execute resets it), so late acks lose nothing.
     acks_late=True,
@@ -133,19 +141,37 @@ def schedule_pool_ticks() -> int:
     expires=3600,
     # The default run finishes in seconds; the largest form allows (4,096 cards × 48 h) in
     # minutes. The soft limit marks the run failed instead of killing it silently.
-    soft_time_limit=1200,
-    time_limit=1260,
+    soft_time_limit=RUN_WHATIF_SOFT_TIME_LIMIT,
+    time_limit=RUN_WHATIF_TIME_LIMIT,
     max_retries=0,
 )
-def run_whatif(run_id: int) -> dict:
-    """Run one what-if comparison and store its result on the run."""
+def run_whatif(self, run_id: int) -> dict:
+    """Run one what-if comparison and store its result on the run (once: see the claim)."""
     from celery.exceptions import SoftTimeLimitExceeded
 
     try:
-        run = whatif_execute(run_id=run_id)
+        run = whatif_execute(run_id=run_id, task_id=self.request.id or "")
     except SoftTimeLimitExceeded:
         WhatIfRun.objects.filter(pk=run_id).update(
             status=WhatIfRun.Status.FAILED, error="time limit exceeded"
         )
         return {"status": "failed", "progress": None}
     return {"status": run.status, "progress": run.progress}
+
+
+@shared_task(
+    name="simulation.sweep_whatif_runs",
+    acks_late=True,
+    # Beat sends it every minute; a late copy is superseded by the next.
+    expires=60,
+    max_retries=0,
+)
+def sweep_whatif_runs() -> dict[str, int]:
+    """Send again the task of every what-if run whose task was lost (broker down at commit, a
+    worker that died without a redelivery). The run's claim makes a duplicate a no-op."""
+    due = whatif_runs_to_redispatch()
+    sent = 0
+    for run_id in due:
+        whatif_redispatch_mark(run_id=run_id)
+        sent += dispatch_now(f"what-if run {run_id}", lambda r=run_id: run_whatif.delay(r))
+    return {"due": len(due), "sent": sent}

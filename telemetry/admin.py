@@ -43,6 +43,7 @@ class ExporterTargetAdmin(admin.ModelAdmin):
     # The scrape owns these; editing them by hand would only make the operator page lie.
     readonly_fields = (
         "last_attempt_at",
+        "scrape_lease_until",
         "last_success_at",
         "last_error_at",
         "last_error",

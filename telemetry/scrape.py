@@ -15,10 +15,8 @@ from __future__ import annotations
 import http.client
 import logging
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
 from django.db.models import F, Q
@@ -27,8 +25,9 @@ from django.utils import timezone
 from cluster_portal.web.outbound import (
     REFUSED,
     OutboundRefused,
-    outbound_opener,
-    refused_by_policy,
+    OutboundTimeout,
+    ResponseTooLarge,
+    outbound_request,
 )
 from telemetry.catalogue import CORE_METRICS, catalogue_sync
 from telemetry.errors import IngestionError
@@ -46,12 +45,14 @@ DURATION_METRIC = "exporter_scrape_duration_seconds"
 # (which the parser rejects for plain exporter text).
 ACCEPT = "text/plain;version=0.0.4;q=1.0, text/plain;q=0.5"
 USER_AGENT = "cluster-portal-scraper/1"
-READ_CHUNK = 64 * 1024
 MAX_ERROR_CHARS = 500
-
-# Guarded (cluster_portal.web.outbound): exporters on private networks must be allow-listed in
-# OUTBOUND_ALLOWED_NETWORKS; no environment proxy, only http/https, also through redirects.
-_OPENER = outbound_opener()
+# The most one scrape task may run: the longest fetch a target may ask for (60 s, one
+# wall-clock deadline over connect, headers and body) plus time to ingest what came back.
+# The task's Celery time limits are these; the claim's lease is the hard one, so a target is
+# never claimed again while a scrape of it can still be running (a killed worker's lease
+# lapses after it, and the target is scraped again).
+SCRAPE_SOFT_TIME_LIMIT_SECONDS = 90
+SCRAPE_TIME_LIMIT_SECONDS = 100
 
 
 class ScrapeFailed(Exception):
@@ -114,8 +115,11 @@ def exporter_target_claim(*, target_id: int, now: datetime | None = None) -> Exp
     """Claim a due, enabled target for one scrape; ``None`` if another worker got it first.
 
     The claim is one conditional UPDATE of ``last_attempt_at`` that only matches while the
-    target is still due, so of two workers racing for the same target exactly one updates a
-    row; the other sees 0 rows and skips. No lock is held during the fetch.
+    target is still due and no scrape of it is in flight, so of two workers racing for the
+    same target exactly one updates a row; the other sees 0 rows and skips. The claim holds a
+    lease (``scrape_lease_until``) until the scrape records its outcome, or at most
+    ``SCRAPE_TIME_LIMIT_SECONDS``: a stuck target is never scraped twice at once, however
+    many intervals pass. No lock is held during the fetch.
     """
     now = now or timezone.now()
     target = (
@@ -126,58 +130,55 @@ def exporter_target_claim(*, target_id: int, now: datetime | None = None) -> Exp
     still_due = Q(last_attempt_at__isnull=True) | Q(
         last_attempt_at__lte=due_before(interval_seconds=target.interval_seconds, now=now)
     )
+    not_in_flight = Q(scrape_lease_until__isnull=True) | Q(scrape_lease_until__lte=now)
+    lease = now + timedelta(seconds=SCRAPE_TIME_LIMIT_SECONDS)
     claimed = (
         ExporterTarget.objects.filter(pk=target_id, enabled=True)
-        .filter(still_due)
-        .update(last_attempt_at=now)
+        .filter(still_due, not_in_flight)
+        .update(last_attempt_at=now, scrape_lease_until=lease)
     )
     if not claimed:
         return None
     target.last_attempt_at = now
+    target.scrape_lease_until = lease
     return target
 
 
 def _fetch(url: str, timeout: float) -> str:
-    """GET ``url`` within ``timeout`` seconds in total; the body as text, or ScrapeFailed."""
+    """GET ``url`` within ``timeout`` seconds in total; the body as text, or ScrapeFailed.
+
+    The deadline covers connect, headers and body (``outbound_request``): an exporter that
+    trickles its answer is cut off at ``timeout``, not after each slow read.
+    """
     scheme = urllib.parse.urlsplit(url).scheme
     if scheme not in ("http", "https"):
         raise ScrapeFailed(f"unsupported URL scheme {scheme!r} in {url} (use http or https)")
-    request = urllib.request.Request(url, headers={"Accept": ACCEPT, "User-Agent": USER_AGENT})
-    # urllib's timeout bounds each socket operation; a server trickling bytes could exceed it
-    # many times over, so the whole read is bounded by a deadline too.
-    deadline = time.monotonic() + timeout
-    chunks: list[bytes] = []
-    size = 0
     try:
-        with _OPENER.open(request, timeout=timeout) as response:
-            while chunk := response.read(READ_CHUNK):
-                size += len(chunk)
-                if size > MAX_BODY_BYTES:
-                    raise ScrapeFailed(f"response from {url} is larger than 20 MiB")
-                if time.monotonic() > deadline:
-                    raise TimeoutError
-                chunks.append(chunk)
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        # The status only: the reason phrase and body are the server's words, not ours.
-        raise ScrapeFailed(f"HTTP {exc.code} from {url}") from None
+        # Guarded (cluster_portal.web.outbound): exporters on private networks must be
+        # allow-listed in OUTBOUND_ALLOWED_NETWORKS; no environment proxy, only http/https.
+        answer = outbound_request(
+            url,
+            deadline_seconds=timeout,
+            max_bytes=MAX_BODY_BYTES,
+            headers={"Accept": ACCEPT, "User-Agent": USER_AGENT},
+        )
     except OutboundRefused:
         raise ScrapeFailed(f"{url}: {REFUSED}") from None
-    except urllib.error.URLError as exc:
-        if refused_by_policy(exc):
-            raise ScrapeFailed(f"{url}: {REFUSED}") from None
-        if isinstance(exc.reason, TimeoutError):
-            raise ScrapeFailed(f"timed out after {timeout} s fetching {url}") from None
-        if isinstance(exc.reason, ConnectionRefusedError):
-            raise ScrapeFailed(f"connection refused by {url}") from None
-        raise ScrapeFailed(f"cannot reach {url}: {exc.reason}") from None
-    except TimeoutError:
-        raise ScrapeFailed(f"timed out after {timeout} s fetching {url}") from None
+    except OutboundTimeout:
+        raise ScrapeFailed(f"timed out after {timeout:g} s fetching {url}") from None
+    except ResponseTooLarge:
+        raise ScrapeFailed(
+            f"response from {url} is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB"
+        ) from None
+    except ConnectionRefusedError:
+        raise ScrapeFailed(f"connection refused by {url}") from None
     except (http.client.HTTPException, OSError) as exc:
         raise ScrapeFailed(f"fetching {url} failed: {type(exc).__name__}: {exc}") from None
-    body = b"".join(chunks)
+    if not 200 <= answer.status < 300:
+        # The status only: the reason phrase and body are the server's words, not ours.
+        raise ScrapeFailed(f"HTTP {answer.status} from {url}")
     try:
-        return body.decode("utf-8")
+        return answer.body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ScrapeFailed(
             f"response from {url} is not UTF-8 (invalid byte at offset {exc.start})"
@@ -199,7 +200,8 @@ def _record(
     error: str = "",
 ) -> None:
     """Write the outcome on the target and the two scrape samples. Caller owns the transaction."""
-    fields: dict = {"last_attempt_at": at}
+    # The outcome ends the claim's lease: the target may be claimed at its next interval.
+    fields: dict = {"last_attempt_at": at, "scrape_lease_until": None}
     if ok:
         fields.update(last_success_at=at, last_counts=counts or {}, consecutive_failures=0)
     else:

@@ -13,7 +13,12 @@ from django.utils import timezone
 
 from telemetry.compaction import rollups_compact
 from telemetry.retention import RetentionPolicy, telemetry_prune
-from telemetry.scrape import exporter_scrape, exporter_target_claim
+from telemetry.scrape import (
+    SCRAPE_SOFT_TIME_LIMIT_SECONDS,
+    SCRAPE_TIME_LIMIT_SECONDS,
+    exporter_scrape,
+    exporter_target_claim,
+)
 from telemetry.selectors.exporters import exporter_targets_due
 from telemetry.services.heartbeats import heartbeat_record
 
@@ -72,6 +77,10 @@ def scrape_due_targets() -> dict[str, int]:
     # A failed scrape is recorded on the target and the next interval is the retry; retrying
     # at once would hammer a struggling exporter and skew the interval.
     max_retries=0,
+    # The fetch has its own wall-clock deadline (the target's timeout, at most 60 s); these
+    # are the backstop for ingestion, and the claim's lease is as long as the hard limit.
+    soft_time_limit=SCRAPE_SOFT_TIME_LIMIT_SECONDS,
+    time_limit=SCRAPE_TIME_LIMIT_SECONDS,
 )
 def scrape_target(target_id: int) -> dict:
     """Claim the target (skip if another worker holds it or it is no longer due), scrape it."""

@@ -340,3 +340,108 @@ class ExporterFixture:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class TricklingServer:
+    """A real TCP peer that answers HTTP one byte per ``interval`` seconds, for ever.
+
+    ``mode="headers"`` trickles the status line and headers themselves (the answer never
+    completes); ``mode="body"`` sends complete headers at once, then a body declared as
+    ``declared`` bytes one byte at a time; ``mode="silent"`` accepts and never says anything.
+    ``connections`` counts accepted connections and ``open`` those still held; the server
+    stops writing to a connection as soon as the peer closes it.
+    """
+
+    def __init__(self, *, mode: str = "body", interval: float = 1.0, declared: int = 10**6,
+                 content_type: str = "text/plain") -> None:  # fmt: skip
+        self.mode, self.interval, self.declared, self.content_type = (
+            mode,
+            interval,
+            declared,
+            content_type,
+        )
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        self.connections = 0
+        self.open = 0
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                self.connections += 1
+                self.open += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            conn.settimeout(0.2)
+            try:  # the request line and headers (ignored; a POST body may follow)
+                conn.recv(65536)
+            except OSError:
+                pass
+            head = (
+                f"HTTP/1.1 200 OK\r\nContent-Type: {self.content_type}\r\n"
+                f"Content-Length: {self.declared}\r\n\r\n"
+            ).encode()
+            if self.mode == "body":
+                conn.sendall(head)
+                stream = b"#" * self.declared
+            elif self.mode == "headers":
+                stream = head
+            else:
+                stream = b""
+            position = 0
+            while not self._stopped.is_set():
+                if position < len(stream):
+                    conn.sendall(stream[position : position + 1])
+                    position += 1
+                if self._peer_closed(conn):
+                    return
+        except OSError:
+            return
+        finally:
+            with self._lock:
+                self.open -= 1
+            conn.close()
+
+    def _peer_closed(self, conn: socket.socket) -> bool:
+        """Wait one interval; True once the peer has closed (EOF or reset)."""
+        deadline = time.monotonic() + self.interval
+        while time.monotonic() < deadline:
+            conn.settimeout(max(deadline - time.monotonic(), 0.01))
+            try:
+                data = conn.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                return True
+            if not data:
+                return True
+        return False
+
+    def wait_closed(self, timeout: float) -> bool:
+        """Whether every connection the server accepted has been closed by its peer."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.open == 0:
+                return True
+            time.sleep(0.05)
+        return self.open == 0
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self.listener.close()

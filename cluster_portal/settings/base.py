@@ -320,6 +320,22 @@ TELEMETRY_MAX_ABS_VALUE = float(env_str("TELEMETRY_MAX_ABS_VALUE") or 1e18)
 # reserved address (also after redirects), unless it lies in one of these networks (CIDR,
 # comma-separated), e.g. "10.20.0.0/16,192.168.7.0/24" for exporters on a private LAN.
 OUTBOUND_ALLOWED_NETWORKS = env_list("OUTBOUND_ALLOWED_NETWORKS", [])
+# Every outbound call has one wall-clock deadline over connect, headers and body
+# (cluster_portal.web.outbound): a scrape its target's timeout, a PromQL read its data source's
+# timeout, a webhook this many seconds.
+WEBHOOK_DEADLINE_SECONDS = env_int("WEBHOOK_DEADLINE_SECONDS", 10)
+# PromQL answers larger than this are refused before they are parsed (a 60 MiB answer took a
+# web worker to 1.1 GiB): JSON in Python costs ~15-20 times its size.
+PROMQL_MAX_RESPONSE_BYTES = env_int("PROMQL_MAX_RESPONSE_BYTES", 8 * 1024 * 1024)
+# All PromQL reads of one web request share this budget (seconds), well below gunicorn's
+# 30 s worker timeout, so a slow data source answers 503, never a killed worker.
+PROMQL_WEB_BUDGET_SECONDS = env_int("PROMQL_WEB_BUDGET_SECONDS", 10)
+# Per process, at most this many reads wait on one data source at a time; more answer 503 at
+# once, so a slow source cannot take every web thread (and /healthz stays answered).
+PROMQL_MAX_INFLIGHT_PER_SOURCE = env_int("PROMQL_MAX_INFLIGHT_PER_SOURCE", 2)
+# After a source timed out or refused the connection, reads of it answer 503 at once for
+# this many seconds instead of each waiting out the deadline again.
+PROMQL_BACKOFF_SECONDS = env_int("PROMQL_BACKOFF_SECONDS", 15)
 
 # Keep at most one raw frame per this many seconds (0 = every frame). A twin tick of 10
 # simulated minutes writes 10 frames per metric in 10 s; the demo keeps one per tick (rollups

@@ -61,6 +61,18 @@ def error_body(status_code: int, data: Any, code: str | None = None) -> dict:
     return {"detail": " ".join(messages), "code": code, "errors": {"non_field_errors": messages}}
 
 
+def sees_internal_detail(request) -> bool:
+    """Signed-in staff (an account, never a token principal, read-only or not) may read what an
+    exception keeps for staff (``staff_detail``: a data source's address and its answer)."""
+    user = getattr(request, "user", None)
+    return bool(
+        user is not None
+        and getattr(user, "is_authenticated", False)
+        and getattr(user, "is_staff", False)
+        and getattr(user, "_meta", None) is not None
+    )
+
+
 def portal_exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(as_serializer_error(exc))
@@ -75,6 +87,9 @@ def portal_exception_handler(exc: Exception, context: dict) -> Response | None:
         detail = getattr(exc, "detail", None)
         code = getattr(detail, "code", None) if not isinstance(detail, dict | list) else None
     response.data = error_body(response.status_code, response.data, code)
+    staff_detail = getattr(exc, "staff_detail", None)
+    if staff_detail and sees_internal_detail(context.get("request")):
+        response.data["staff_detail"] = staff_detail
     return response
 
 

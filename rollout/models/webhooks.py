@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from cluster_portal.web.outbound import url_host_refused
+from cluster_portal.web.outbound import validate_outbound_url
 
 WEBHOOK_EVENTS = (
     ("transition", _("any state transition")),
@@ -25,8 +25,10 @@ class WebhookSubscription(models.Model):
     """
 
     name = models.CharField(_("name"), max_length=100, unique=True)
-    url = models.URLField(_("URL"), max_length=500)
+    url = models.URLField(_("URL"), max_length=500, validators=[validate_outbound_url])
     events = models.JSONField(_("events"), default=list)
+    # Write-only: signs every delivery, and is never shown back (the admin's form takes a new
+    # one and keeps the old when left empty; no list, page or API prints it).
     secret = models.CharField(_("signing secret"), max_length=200)
     tenant = models.ForeignKey(
         "monitoring.Tenant", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
@@ -43,10 +45,6 @@ class WebhookSubscription(models.Model):
         return self.name
 
     def clean(self) -> None:
-        if self.url and url_host_refused(self.url):
-            raise ValidationError(
-                {"url": _("Address refused by the outbound policy (OUTBOUND_ALLOWED_NETWORKS).")}
-            )
         if not isinstance(self.events, list) or not self.events:
             raise ValidationError({"events": _("Subscribe to at least one event.")})
         unknown = [e for e in self.events if e not in EVENT_NAMES]
@@ -64,6 +62,7 @@ class WebhookDelivery(models.Model):
         RETRYING = "retrying", _("retrying")
         DELIVERED = "delivered", _("delivered")
         FAILED = "failed", _("failed")
+        CANCELLED = "cancelled", _("cancelled")
 
     subscription = models.ForeignKey(
         WebhookSubscription, on_delete=models.CASCADE, related_name="deliveries"
@@ -73,7 +72,13 @@ class WebhookDelivery(models.Model):
     status = models.CharField(
         _("status"), max_length=10, choices=Status.choices, default=Status.PENDING
     )
+    # Counted before each request is sent, so an attempt whose worker was killed still counts.
     attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
+    last_attempt_at = models.DateTimeField(_("last attempt"), null=True, blank=True)
+    # While it lies ahead an attempt may be in flight and no other starts (see
+    # ``rollout.services.webhooks.webhook_attempt_claim``).
+    attempt_lease_until = models.DateTimeField(_("attempt in flight until"), null=True, blank=True)
+    next_attempt_at = models.DateTimeField(_("next attempt"), null=True, blank=True)
     last_status_code = models.PositiveSmallIntegerField(_("last HTTP status"), null=True)
     last_error = models.CharField(_("last error"), max_length=500, blank=True)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)

@@ -16,9 +16,11 @@ import math
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
+from django.db.models import Q
 from django.utils import timezone
 
 from simulation.engine import Engine, Scenario, default_scenario
@@ -32,6 +34,10 @@ from simulation.models import WhatIfRun
 from simulation.services.catalog import catalog_models_register
 
 POLICIES = ("split", "unified")
+# The run_whatif task's Celery limits (the claim trusts the hard one: past it no execution of
+# a run can still be alive).
+RUN_WHATIF_SOFT_TIME_LIMIT = 1200
+RUN_WHATIF_TIME_LIMIT = 1260
 MAX_POINTS = 240
 # Per-step cluster figures charted side by side (names from the metric catalogue).
 SERIES_METRICS = (
@@ -137,15 +143,41 @@ def ablation_row(name: str, scen: Scenario, summary: dict) -> dict:
     }
 
 
-def whatif_execute(*, run_id: int) -> WhatIfRun:
+def whatif_claim(*, run_id: int, task_id: str = "") -> bool:
+    """Take the run for this execution; False when another has it or it is finished.
+
+    One conditional UPDATE: a queued run is taken by whoever comes first; a running one only
+    by a redelivery of the task that took it (the same task id: its worker died mid-run) or,
+    once it has been running for longer than the task's hard time limit, by anyone (no
+    execution can still be alive). A finished run is never run again, so a swept or
+    duplicated task never repeats committed work.
+    """
+    now = timezone.now()
+    takeable = Q(status=WhatIfRun.Status.QUEUED) | Q(
+        status=WhatIfRun.Status.RUNNING,
+        started_at__lte=now - timedelta(seconds=RUN_WHATIF_TIME_LIMIT),
+    )
+    if task_id:
+        takeable |= Q(status=WhatIfRun.Status.RUNNING, claimed_by=task_id)
+    return bool(
+        WhatIfRun.objects.filter(takeable, pk=run_id).update(
+            status=WhatIfRun.Status.RUNNING,
+            progress=0.0,
+            started_at=now,
+            error="",
+            claimed_by=task_id,
+        )
+    )
+
+
+def whatif_execute(*, run_id: int, task_id: str = "") -> WhatIfRun:
     """Run both policies, writing progress (0..1) as it goes; failures are stored, not raised.
 
-    Re-running a run (a redelivered task) starts it over: the result only appears once both
-    policies have finished.
+    Runs only if :func:`whatif_claim` takes the run (else returns it as it is). A redelivered
+    task starts the run over: the result only appears once both policies have finished.
     """
-    WhatIfRun.objects.filter(pk=run_id).update(
-        status=WhatIfRun.Status.RUNNING, progress=0.0, started_at=timezone.now(), error=""
-    )
+    if not whatif_claim(run_id=run_id, task_id=task_id):
+        return WhatIfRun.objects.get(pk=run_id)
     run = WhatIfRun.objects.get(pk=run_id)
     last_write = [0.0]
 
@@ -203,3 +235,40 @@ def whatif_execute(*, run_id: int) -> WhatIfRun:
         status=WhatIfRun.Status.DONE, progress=1.0, result=result, finished_at=timezone.now()
     )
     return WhatIfRun.objects.get(pk=run_id)
+
+
+# A queued run whose task has not started within this long was probably never sent (the
+# broker was down at commit); the sweep sends it again, and again at most this often, so a
+# long queue behind busy workers is not flooded with copies.
+QUEUED_GRACE_SECONDS = 120
+REDISPATCH_EVERY_SECONDS = 600
+
+
+def whatif_runs_to_redispatch(*, now=None, limit: int = 100) -> list[int]:
+    """Runs whose task was lost: queued past the grace (and not re-sent lately), or running
+    since before the task's hard time limit (its worker died and no redelivery came)."""
+    now = now or timezone.now()
+    queued = Q(
+        status=WhatIfRun.Status.QUEUED,
+        created_at__lte=now - timedelta(seconds=QUEUED_GRACE_SECONDS),
+    ) & (
+        Q(redispatched_at__isnull=True)
+        | Q(redispatched_at__lte=now - timedelta(seconds=REDISPATCH_EVERY_SECONDS))
+    )
+    dead = Q(
+        status=WhatIfRun.Status.RUNNING,
+        started_at__lte=now - timedelta(seconds=RUN_WHATIF_TIME_LIMIT + 60),
+    ) & (
+        Q(redispatched_at__isnull=True)
+        | Q(redispatched_at__lte=now - timedelta(seconds=REDISPATCH_EVERY_SECONDS))
+    )
+    return list(
+        WhatIfRun.objects.filter(queued | dead)
+        .order_by("created_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+
+
+def whatif_redispatch_mark(*, run_id: int) -> None:
+    """Note that the sweep sends the run's task again now (it waits before the next time)."""
+    WhatIfRun.objects.filter(pk=run_id).update(redispatched_at=timezone.now())

@@ -9,6 +9,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from cluster_portal.web.outbound import validate_outbound_url
+
 # The portal-side label names a mapping may rename (what dcgm-exporter and npu-exporter print,
 # plus Prometheus' ``instance``, the host of last resort).
 MAPPABLE_LABELS = (
@@ -50,6 +52,7 @@ class PromQLDataSource(models.Model):
     url = models.URLField(
         _("query URL"),
         max_length=500,
+        validators=[validate_outbound_url],
         help_text=_(
             "Base URL of the Prometheus HTTP API, without /api/v1 "
             "(e.g. http://thanos-query:9090 or http://vmselect:8481/select/0/prometheus)."

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from cluster_portal.web.outbound import url_host_refused
+from cluster_portal.web.outbound import validate_outbound_url
 
 
 class ExporterTarget(models.Model):
@@ -22,7 +21,7 @@ class ExporterTarget(models.Model):
         NPU = "npu", _("Ascend npu-exporter")
 
     name = models.SlugField(_("name"), max_length=100, unique=True)
-    url = models.URLField(_("URL"), max_length=500)
+    url = models.URLField(_("URL"), max_length=500, validators=[validate_outbound_url])
     kind = models.CharField(_("kind"), max_length=10, choices=Kind.choices, default=Kind.AUTO)
     cluster = models.ForeignKey(
         "inventory.Cluster", on_delete=models.CASCADE, related_name="exporter_targets"
@@ -41,6 +40,9 @@ class ExporterTarget(models.Model):
     )
     enabled = models.BooleanField(_("enabled"), default=True)
     last_attempt_at = models.DateTimeField(_("last attempt"), null=True, blank=True)
+    # Set by the claim, cleared when the scrape records its outcome: while it lies ahead, a
+    # scrape of this target may still be running and no other is started.
+    scrape_lease_until = models.DateTimeField(_("scrape in flight until"), null=True, blank=True)
     last_success_at = models.DateTimeField(_("last success"), null=True, blank=True)
     last_error_at = models.DateTimeField(_("last error at"), null=True, blank=True)
     last_error = models.TextField(_("last error"), blank=True)
@@ -55,9 +57,3 @@ class ExporterTarget(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-    def clean(self) -> None:
-        if self.url and url_host_refused(self.url):
-            raise ValidationError(
-                {"url": _("Address refused by the outbound policy (OUTBOUND_ALLOWED_NETWORKS).")}
-            )

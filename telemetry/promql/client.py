@@ -5,21 +5,26 @@ unless allow-listed); nothing else in the package opens a connection."""
 from __future__ import annotations
 
 import http.client
+import json
 import math
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import APIException
 
-from cluster_portal.web.outbound import outbound_opener, refused_by_policy
+from cluster_portal.web.outbound import (
+    OutboundRefused,
+    OutboundTimeout,
+    ResponseTooLarge,
+    outbound_request,
+)
+from telemetry.promql.guard import SourceBusy, note_failure, read_slot
 
 __all__ = ["DataSourceUnavailable", "PromQLClient", "outbound_get"]
 
-MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 USER_AGENT = "cluster-portal-promql/1"
 
 
@@ -28,12 +33,15 @@ class DataSourceUnavailable(APIException):
 
     The API answers 503 in the one error body, pages show "data source unavailable"
     (``telemetry.promql.middleware``), gates measure Inconclusive: never a 500 and never "no
-    problem"."""
+    problem". ``reason`` is safe for anyone (what went wrong, in a few words: no address,
+    error number or answer); ``staff_detail`` adds the source URL and what it said, and is
+    shown to signed-in staff only (``cluster_portal.web.errors``) and kept as the source's
+    last error."""
 
     status_code = 503
     default_code = "data_source_unavailable"
 
-    def __init__(self, cluster: str, reason: str) -> None:
+    def __init__(self, cluster: str, reason: str, detail: str = "") -> None:
         message = _("Data source unavailable for cluster %(cluster)s: %(reason)s") % {
             "cluster": cluster,
             "reason": reason,
@@ -41,6 +49,7 @@ class DataSourceUnavailable(APIException):
         super().__init__(str(message), self.default_code)
         self.cluster = cluster
         self.reason = reason
+        self.staff_detail = detail or reason
 
 
 def outbound_get(
@@ -51,23 +60,17 @@ def outbound_get(
     It goes through the portal's outbound policy (``cluster_portal.web.outbound``): the
     address actually dialled — after DNS and on every redirect — must be public or inside
     ``OUTBOUND_ALLOWED_NETWORKS``, so a data-source URL cannot reach the metadata service or
-    the portal's own network. The body is capped at ``MAX_RESPONSE_BYTES``; ``timeout``
-    bounds connect and each read. Raises ``OutboundRefused``, ``OSError`` (``URLError``,
-    timeouts) or ``ValueError`` (body too large).
+    the portal's own network. ``timeout`` is one wall-clock deadline over connect, headers
+    and body; the body is capped at ``PROMQL_MAX_RESPONSE_BYTES``. Raises
+    ``OutboundRefused``, ``OutboundTimeout``, ``ResponseTooLarge`` or ``OSError``.
     """
-    request = urllib.request.Request(
+    answer = outbound_request(
         f"{url}?{urllib.parse.urlencode(params)}",
+        deadline_seconds=timeout,
+        max_bytes=settings.PROMQL_MAX_RESPONSE_BYTES,
         headers={"User-Agent": USER_AGENT, "Accept": "application/json", **headers},
     )
-    try:
-        response = outbound_opener().open(request, timeout=timeout)
-    except urllib.error.HTTPError as error:  # 4xx/5xx: Prometheus explains in its JSON body
-        response = error
-    with response:
-        body = response.read(MAX_RESPONSE_BYTES + 1)
-        if len(body) > MAX_RESPONSE_BYTES:
-            raise ValueError(f"response larger than {MAX_RESPONSE_BYTES:,} bytes")
-        return response.status if hasattr(response, "status") else response.code, body
+    return answer.status, answer.body
 
 
 @dataclass(frozen=True)
@@ -104,32 +107,44 @@ class PromQLClient:
         return self._get("/api/v1/query_range", params)
 
     def _get(self, path: str, params: dict) -> list[ResultSeries]:
-        import json
+        def unavailable(reason: str, detail: str) -> DataSourceUnavailable:
+            return DataSourceUnavailable(self.cluster, reason, f"{self.base}: {detail}")
 
-        params = {**params, "timeout": f"{self.timeout:g}s"}
         try:
-            status, body = outbound_get(
-                self.base + path, params=params, headers=self.headers, timeout=self.timeout
-            )
-        except Exception as exc:  # noqa: BLE001 - every failure is "unavailable", classified
-            if refused_by_policy(exc):
-                reason = f"{self.base}: refused by policy (OUTBOUND_ALLOWED_NETWORKS)"
-            elif isinstance(exc, TimeoutError) or isinstance(
-                getattr(exc, "reason", None), TimeoutError
-            ):
-                reason = f"no answer from {self.base} within {self.timeout:g} s"
-            elif isinstance(exc, (OSError, ValueError, http.client.HTTPException)):
-                reason = f"{self.base}: {getattr(exc, 'reason', None) or exc}"
-            else:
-                raise
-            raise DataSourceUnavailable(self.cluster, reason) from None
+            with read_slot(self.base, self.timeout) as seconds:
+                query = {**params, "timeout": f"{seconds:g}s"}
+                try:
+                    status, body = outbound_get(
+                        self.base + path, params=query, headers=self.headers, timeout=seconds
+                    )
+                except OutboundRefused:
+                    raise unavailable(
+                        "refused by policy (OUTBOUND_ALLOWED_NETWORKS)", "refused by policy"
+                    ) from None
+                except OutboundTimeout:
+                    note_failure(self.base)
+                    raise unavailable(
+                        f"no answer within {seconds:.3g} s",
+                        f"no complete answer in {seconds:.3g} s",
+                    ) from None
+                except ResponseTooLarge as exc:
+                    raise unavailable(
+                        "the answer is larger than PROMQL_MAX_RESPONSE_BYTES", str(exc)
+                    ) from None
+                except (OSError, http.client.HTTPException) as exc:
+                    note_failure(self.base)
+                    raise unavailable(
+                        "cannot connect to it", f"{type(exc).__name__}: {exc}"
+                    ) from None
+        except SourceBusy as exc:
+            raise unavailable(exc.reason, exc.reason) from None
         try:
             payload = json.loads(body)
         except ValueError:
             payload = None
         if not isinstance(payload, dict) or payload.get("status") != "success":
-            detail = payload.get("error") if isinstance(payload, dict) else body[:200]
-            raise DataSourceUnavailable(self.cluster, f"HTTP {status} from {self.base}: {detail}")
+            said = payload.get("error") if isinstance(payload, dict) else body[:200]
+            raise unavailable(f"HTTP {status}, no usable answer", f"HTTP {status}: {said}")
         return _series(payload.get("data") or {})
 
 

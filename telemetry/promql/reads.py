@@ -91,7 +91,7 @@ class _Reader:
             result = call()
         except DataSourceUnavailable as exc:
             PromQLDataSource.objects.filter(pk=self.source.pk).update(
-                last_error=exc.reason[:2000], last_error_at=timezone.now()
+                last_error=exc.staff_detail[:2000], last_error_at=timezone.now()
             )
             raise
         last = self.source.last_success_at

@@ -21,17 +21,19 @@ def due_before(*, interval_seconds: int, now: datetime) -> datetime:
 
 
 def exporter_targets_due(*, now: datetime | None = None) -> list[int]:
-    """Ids of enabled targets never attempted or last attempted at least one interval ago."""
+    """Ids of enabled targets never attempted or last attempted at least one interval ago,
+    and not being scraped right now (a stuck scrape is not joined by another each interval)."""
     now = now or timezone.now()
     # Targets number in the tens or hundreds; comparing per-row intervals in Python keeps the
     # query portable (duration arithmetic differs between SQLite and PostgreSQL).
     rows = ExporterTarget.objects.filter(enabled=True).values_list(
-        "id", "last_attempt_at", "interval_seconds"
+        "id", "last_attempt_at", "interval_seconds", "scrape_lease_until"
     )
     return [
         target_id
-        for target_id, last_attempt, interval in rows
-        if last_attempt is None or last_attempt <= due_before(interval_seconds=interval, now=now)
+        for target_id, last_attempt, interval, lease in rows
+        if (lease is None or lease <= now)
+        and (last_attempt is None or last_attempt <= due_before(interval_seconds=interval, now=now))
     ]
 
 

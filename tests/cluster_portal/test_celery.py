@@ -22,6 +22,7 @@ EXPECTED_TASKS = {
     "monitoring.telemetry_retention",
     "rollout.deliver_webhook",
     "rollout.measure_analyses",
+    "rollout.sweep_webhook_deliveries",
     "simulation.advance_pool",
     "simulation.advance_run",
     "simulation.commit_tick",
@@ -29,6 +30,7 @@ EXPECTED_TASKS = {
     "simulation.schedule_pool_ticks",
     "simulation.schedule_ticks",
     "simulation.stage_tick_part",
+    "simulation.sweep_whatif_runs",
 }
 
 
@@ -47,6 +49,25 @@ def test_every_periodic_task_is_registered_and_expires():
         assert entry["task"] in registered, entry_name
         assert entry["options"]["expires"] > 0, f"{entry_name} must expire"
         assert entry["schedule"] > 0
+
+
+# Tasks that call out to a peer (exporter, webhook receiver, PromQL server) or run long:
+# each has its own wall-clock deadline, and these limits are the backstop.
+TIME_LIMITED = (
+    "monitoring.scrape_target",
+    "monitoring.evaluate_alerts",
+    "rollout.deliver_webhook",
+    "rollout.measure_analyses",
+    "simulation.run_whatif",
+)
+
+
+@pytest.mark.parametrize("name", TIME_LIMITED)
+def test_tasks_that_reach_a_peer_have_soft_and_hard_time_limits(name):
+    project_tasks()
+    task = app.tasks[name]
+    assert task.soft_time_limit and task.time_limit
+    assert task.soft_time_limit < task.time_limit
 
 
 def test_beat_uses_the_schedule_module():

@@ -385,9 +385,44 @@ def test_the_claim_lets_only_one_of_two_workers_scrape(cluster, exporters):
 
     assert first is not None and second is None
     assert ExporterTarget.objects.get(pk=target.pk).last_attempt_at == now
-    # One interval later it is due again and can be claimed.
+    # Once the scrape has recorded its outcome, one interval later it is due again.
+    exporter_scrape(target=first, now=now.timestamp())
     later = now + timedelta(seconds=target.interval_seconds)
     assert exporter_target_claim(target_id=target.pk, now=later) is not None
+
+
+@pytest.mark.django_db
+def test_a_target_whose_scrape_is_still_in_flight_is_not_claimed_again(cluster, monkeypatch):
+    from django.utils import timezone
+
+    from telemetry.scrape import SCRAPE_TIME_LIMIT_SECONDS
+    from telemetry.selectors.exporters import exporter_targets_due
+
+    target = make_target(cluster, "http://127.0.0.1:9/stuck", interval_seconds=5)
+    now = timezone.now()
+    assert exporter_target_claim(target_id=target.pk, now=now) is not None
+    # The scrape hangs: interval after interval, nobody else claims it nor is it dispatched.
+    for seconds in (5, 10, 30, SCRAPE_TIME_LIMIT_SECONDS - 1):
+        moment = now + timedelta(seconds=seconds)
+        assert exporter_targets_due(now=moment) == []
+        assert exporter_target_claim(target_id=target.pk, now=moment) is None
+    # A worker killed mid-scrape never records an outcome: the lease lapses with the task's
+    # hard time limit and the target is scraped again.
+    lapsed = now + timedelta(seconds=SCRAPE_TIME_LIMIT_SECONDS)
+    assert exporter_targets_due(now=lapsed) == [target.pk]
+    assert exporter_target_claim(target_id=target.pk, now=lapsed) is not None
+
+
+@pytest.mark.django_db
+def test_recording_the_outcome_ends_the_lease(cluster, refused_url):
+    from django.utils import timezone
+
+    target = make_target(cluster, refused_url)
+    claimed = exporter_target_claim(target_id=target.pk, now=timezone.now())
+    assert claimed.scrape_lease_until is not None
+    exporter_scrape(target=claimed)
+    target.refresh_from_db()
+    assert target.scrape_lease_until is None and target.consecutive_failures == 1
 
 
 @pytest.mark.django_db
