@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('rollout', '0007_reason_codes'),
+        ('rollout', '0008_workload_identities_and_baselines'),
     ]
 
     operations = [
