@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from accounts.api.permissions import HasRequiredScope
 from accounts.api.scoping import TenantScopedMixin
+from accounts.selectors.people import person_shown
 from alerts.models import Alert
 from alerts.selectors import (
     SEVERITY_FILTERS,
@@ -36,12 +37,10 @@ class AlertSerializer(serializers.ModelSerializer):
     entity_kind = serializers.CharField(source="entity.kind")
     entity = serializers.CharField(source="entity.key")
     tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
-    acknowledged_by = serializers.SlugRelatedField(
-        slug_field="username", read_only=True, allow_null=True
-    )
-    resolved_by = serializers.SlugRelatedField(
-        slug_field="username", read_only=True, allow_null=True
-    )
+    # Staff see the username; customers (and tenant tokens) the role ("operator"), never a
+    # staff identity (accounts/selectors/people.py).
+    acknowledged_by = serializers.SerializerMethodField()
+    resolved_by = serializers.SerializerMethodField()
 
     class Meta:
         model = Alert
@@ -68,6 +67,18 @@ class AlertSerializer(serializers.ModelSerializer):
             "resolved_by",
             "resolved_at",
         ]
+
+    def _person(self, user) -> str | None:
+        if user is None:
+            return None
+        request = self.context.get("request")
+        return person_shown(getattr(request, "user", None), user)
+
+    def get_acknowledged_by(self, alert: Alert) -> str | None:
+        return self._person(alert.acknowledged_by)
+
+    def get_resolved_by(self, alert: Alert) -> str | None:
+        return self._person(alert.resolved_by)
 
 
 @extend_schema(
@@ -144,4 +155,4 @@ class AlertCommandView(TenantScopedMixin, APIView):
             alert = ALERT_COMMANDS[command](alert=alert, user=request.user)
         except AlertTransitionError as error:
             return Response({"detail": str(error), "code": "conflict"}, status=409)
-        return Response(AlertSerializer(alert).data)
+        return Response(AlertSerializer(alert, context={"request": request}).data)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import models
+from django.utils import translation
 
 from accounts.api.permissions import principal_has_scope
+from accounts.selectors.people import role_of
 from rollout.models import AuditEntry, MigrationPlan
 
 
@@ -52,6 +54,13 @@ class Actor:
             name = f"token:{self.token.name}"
             return f"{person.username} ({name})" if person is not None else name
         return str(getattr(self.principal, "username", None) or self.principal)
+
+    @property
+    def role(self) -> str:
+        """What a customer is told instead of the person: ``operator``, ``approver``, ``system``
+        … (English: it goes into machine-read payloads, whatever the request's language)."""
+        with translation.override("en"):
+            return str(role_of(self.user, self.label))
 
     def can_operate(self) -> bool:
         """Operating needs a signed-in operator: tokens never operate plans."""

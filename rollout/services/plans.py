@@ -346,8 +346,10 @@ def plan_move(
         reason_data=reason_data,
     )
     data = {"action": action, "from": before, "to": to, "by": actor.label, "reason": reason}
+    # The tenant's own receivers get the actor's role, never a staff username.
+    customer_data = {**data, "by": actor.role}
     for event in ("transition", *events):
-        webhooks_emit(plan=plan, event=event, data=data)
+        webhooks_emit(plan=plan, event=event, data=data, customer_data=customer_data)
 
 
 def phase_of(plan: MigrationPlan, kind: str) -> Phase:

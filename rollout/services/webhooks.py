@@ -39,8 +39,13 @@ def webhook_signature(*, secret: str, timestamp: str, body: bytes) -> str:
     return "sha256=" + digest.hexdigest()
 
 
-def webhooks_emit(*, plan: MigrationPlan, event: str, data: dict) -> list[int]:
+def webhooks_emit(
+    *, plan: MigrationPlan, event: str, data: dict, customer_data: dict | None = None
+) -> list[int]:
     """Queue ``event`` for every active subscription that wants it (caller's transaction).
+
+    ``customer_data`` replaces ``data`` for the tenant's own subscriptions: customers get roles
+    where staff get names (``"by": "operator"``, never a staff username).
 
     The Celery task is sent only after commit: a rolled-back transition notifies nobody. A
     broker that is down then is logged, not raised (the command has committed); the delivery
@@ -67,8 +72,11 @@ def webhooks_emit(*, plan: MigrationPlan, event: str, data: dict) -> list[int]:
     for subscription in subscriptions:
         if event not in subscription.events:
             continue
+        shown = payload
+        if subscription.tenant_id is not None and customer_data is not None:
+            shown = {**payload, "data": customer_data}
         delivery = WebhookDelivery.objects.create(
-            subscription=subscription, event=event, payload=payload
+            subscription=subscription, event=event, payload=shown
         )
         ids.append(delivery.pk)
     for delivery_id in ids:
