@@ -8,7 +8,7 @@ a documented assumption and mark it ``low``. Capacities written "80 GB" are trea
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 GIB = 2**30
 TB = 1e12
@@ -61,6 +61,9 @@ class ModelSpec:
     qk_rope_head_dim: int = 0  # MLA decoupled RoPE key width
     vocab: int = 0
     source: str = ""
+    # Context window in tokens (``max_position_embeddings`` of the published config; 0 =
+    # unknown: no limit enforced). Prompts beyond it are truncated and counted (issue 25).
+    max_context: int = 0
 
     @property
     def weight_bytes(self) -> float:
@@ -270,6 +273,24 @@ MODELS.update(
         )
     }
 )
+
+
+# Context windows (``max_position_embeddings`` / trained sequence length of each published
+# config: Llama 2 4k, Llama 3 8k, Llama 3.1 405B 128k, GPT-3 and BLOOM 2k, DeepSeek-V3/R1 160k,
+# Qwen3-235B-A22B 40k, Kimi-K2 128k).
+_CONTEXT = {
+    "llama-2-70b": 4096,
+    "bloom-176b": 2048,
+    "gpt-3-175b": 2048,
+    "llama-3-8b": 8192,
+    "llama-3-405b": 131072,
+    "llama-3-70b": 8192,
+    "deepseek-r1": 163840,
+    "qwen3-235b-a22b": 40960,
+    "kimi-k2": 131072,
+}
+for _id, _ctx in _CONTEXT.items():
+    MODELS[_id] = replace(MODELS[_id], max_context=_ctx)
 
 
 def get_hardware(hardware_id: str) -> HardwareSpec:

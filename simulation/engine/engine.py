@@ -25,6 +25,7 @@ import numpy as np
 from . import state as state_mod
 from .scenario.types import Scenario
 from .sched.policy import features_of, schedule
+from .serving.requests import RequestModel
 from .snapshot import Snapshot, StepResult, build_snapshot, card_activity
 from .state import EngineState
 from .summary import Summary
@@ -37,6 +38,7 @@ class Engine:
     def __init__(self, scenario: Scenario, _state: EngineState | None = None) -> None:
         self.scenario = scenario
         self.world = World(scenario, features_of(scenario.policy))
+        self.requests = RequestModel(self.world)  # request-level latency sample (issue 25)
         if _state is None:
             _state = EngineState.new(self.world)
             _state.summary = Summary.empty()
@@ -204,6 +206,7 @@ class Engine:
         ready = np.clip(1.0 - load_s / dt, 0.0, 1.0)
         eff_rep = np.maximum(replicas - st.services.new_replicas * (1.0 - ready), 0.0)
         lat = w.svc.latency(lam, eff_rep, st.memory.hit, dt, backlog=backlog)
+        self.requests.apply(w, st, lat, lam, eff_rep, dt, backlog)
         st.services.account(lat, lam, dt)
         penalty = st.faults.link_effects(dt, st.t)
         train = st.jobs.step(dt, st.t, penalty)

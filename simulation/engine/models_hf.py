@@ -78,6 +78,9 @@ def model_from_hf_config(cfg: dict, *, model_id: str, name: str | None = None) -
     kv_lora = _get(cfg, ("kv_lora_rank",), required=False, default=0)
     rope = _get(cfg, ("qk_rope_head_dim",), required=False, default=0)
     q_lora = _get(cfg, ("q_lora_rank",), required=False, default=0)
+    ctx = _get(
+        cfg, ("max_position_embeddings", "seq_length", "n_positions"), required=False, default=0
+    )
     first_dense = cfg.get("first_k_dense_replace", 0)
     if not isinstance(first_dense, int) or isinstance(first_dense, bool) or first_dense < 0:
         raise ValueError("config.json: field 'first_k_dense_replace' must be an int >= 0")
@@ -138,6 +141,7 @@ def model_from_hf_config(cfg: dict, *, model_id: str, name: str | None = None) -
         qk_rope_head_dim=rope,
         vocab=vocab,
         source="user config.json",
+        max_context=ctx,
     )
 
 

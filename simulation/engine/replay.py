@@ -25,6 +25,7 @@ import numpy as np
 from .catalog import get_hardware, get_model
 from .scenario.defaults import SLO_DEFAULTS, _tp_for_tpot
 from .scenario.types import InferenceService, Scenario
+from .serving.requests import fit_context
 from .traces import InferenceTrace, read_azure, read_mooncake
 
 
@@ -48,6 +49,7 @@ def load_trace(kind: str, path: Path) -> tuple[InferenceTrace, float | None]:
         t[order] - t.min(),
         np.array([reqs[i].input_length for i in order], dtype=float),
         np.array([reqs[i].output_length for i in order], dtype=float),
+        hash_ids=[list(reqs[i].hash_ids) for i in order],
     )
     return tr, (reused / blocks if blocks else 0.0)
 
@@ -85,7 +87,8 @@ def window(
     if start_s >= period and not loop:
         raise ValueError(f"start: offset {start_s:.0f} s is past the trace end ({period:.0f} s)")
     span = horizon_s * rate_scale  # trace seconds covered by the horizon
-    ts, ps, os_ = [], [], []
+    ts, ps, os_, src = [], [], [], []
+    rows = np.arange(tr.t.size)
     k = 0
     while True:
         off = k * period - start_s  # trace time t plays at (t + off) / rate_scale
@@ -93,11 +96,14 @@ def window(
         ts.append((tr.t[sel] + off) / rate_scale)
         ps.append(tr.prompt_tokens[sel])
         os_.append(tr.output_tokens[sel])
+        src.append(rows[sel])
         k += 1
         if not loop or period <= 0 or k * period - start_s >= span:
             break
     t = np.concatenate(ts)
-    return InferenceTrace(t, np.concatenate(ps), np.concatenate(os_))
+    return InferenceTrace(
+        t, np.concatenate(ps), np.concatenate(os_), hash_ids=tr.hash_ids, src=np.concatenate(src)
+    )
 
 
 def per_step(tr: InferenceTrace, step_s: float, n_steps: int) -> dict[str, np.ndarray]:
@@ -144,7 +150,12 @@ def apply_replay(
     if full.t.size == 0:
         raise ValueError(f"{path}: trace has no requests")
     tr = window(full, start_s, horizon_s, rate_scale, loop)
+    m = get_model(model)
+    pr, out_t, truncated = fit_context(tr.prompt_tokens, tr.output_tokens, m.max_context)
     summ = trace_summary(tr) if tr.t.size else trace_summary(full)
+    summ["prompts_truncated"] = truncated
+    summ["max_context"] = m.max_context
+    tr = dataclasses.replace(tr, prompt_tokens=pr, output_tokens=out_t)
     summ.update(
         {
             "source": f"{kind}:{path}",
@@ -165,7 +176,6 @@ def apply_replay(
     prompt = np.where(np.isnan(ps["prompt"]), prompt_mean, ps["prompt"])
     output = np.where(np.isnan(ps["output"]), output_mean, ps["output"])
     hw = get_hardware(scen.topology.hardware)
-    m = get_model(model)
     ttft_ms, tpot_ms = SLO_DEFAULTS["chat"]
     svc = InferenceService(
         name=f"trace-{Path(path).stem}"[:60],
@@ -196,6 +206,21 @@ def apply_replay(
         replay={
             "prompt_tokens": np.maximum(prompt, 1.0).tolist(),
             "output_tokens": np.maximum(output, 1.0).tolist(),
+            "requests": _rows(tr),
+            "prompts_truncated": truncated,
         },
     )
     return out, summ
+
+
+def _rows(tr: InferenceTrace) -> dict:
+    """The replayed requests (sorted by arrival) for the request-level sample."""
+    order = np.argsort(tr.t, kind="stable")
+    rows = {
+        "t": tr.t[order].tolist(),
+        "prompt": np.maximum(tr.prompt_tokens[order], 1.0).tolist(),
+        "output": np.maximum(tr.output_tokens[order], 1.0).tolist(),
+    }
+    if tr.hash_ids is not None and tr.src is not None:
+        rows["hash_ids"] = [tr.hash_ids[int(i)] for i in tr.src[order]]
+    return rows

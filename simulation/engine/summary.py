@@ -1,8 +1,8 @@
-"""Run-level aggregation used by ``compare`` (means over steps, request-weighted latencies).
+"""Run-level aggregation used by ``compare`` (means over steps, pooled request latencies).
 
-Latency figures over a run are request-weighted means of the per-step, per-service P50/P99
-(a percentile of the pooled distribution would need the full mixture; the weighted mean of
-per-step quantiles is a documented approximation of it).
+Latency quantiles over a run are quantiles of the pooled request sample (each sampled request
+weighted by the requests it stands for; :mod:`.serving.requests`); attainment is the
+request-weighted mean of the per-step sampled attainment.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import summary_training
+from .serving.requests import pooled_quantile
 
 if TYPE_CHECKING:  # annotations only
     from .state import EngineState
@@ -114,5 +115,23 @@ class Summary:
             "inference_requests": int(round(c.get("inference_requests", 0.0))),
             "inference_timeouts": int(round(c.get("inference_timeouts", 0.0))),
         }
+        # Request-level sample (issue 25): run quantiles of the pooled sampled requests.
+        for key, q, name in (
+            ("ttft", 0.5, "ttft_p50_ms"),
+            ("ttft", 0.99, "ttft_p99_ms"),
+            ("tpot", 0.5, "tpot_p50_ms"),
+            ("tpot", 0.99, "tpot_p99_ms"),
+            ("e2e", 0.5, "inference_p50_ms"),
+            ("e2e", 0.99, "inference_p99_ms"),
+            ("e2e", 0.99, "e2e_p99_ms"),
+        ):
+            v = pooled_quantile(acc, key, q)
+            if v is not None:
+                out[name] = v * 1e3
+        out["latency_sample_requests"] = int(acc.get("req_sampled", 0.0))
+        rp = w.scenario.replay or {}
+        out["prompts_truncated"] = int(
+            round(c.get("prompts_truncated", 0.0) + rp.get("prompts_truncated", 0))
+        )
         out.update(summary_training.finish(acc, w, st, out))
         return out

@@ -85,6 +85,10 @@ class InferenceTrace:
     t: np.ndarray
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
+    # Mooncake block ids per request (None for Azure traces) and, for a replay window, the
+    # row of each request in the full trace (so its block ids can be found).
+    hash_ids: list | None = None
+    src: np.ndarray | None = None
 
     def rate_curve(self, bin_seconds: float) -> list[float]:
         """Requests per bin, normalised to mean 1 (a demand multiplier curve)."""

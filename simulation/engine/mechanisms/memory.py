@@ -15,6 +15,7 @@ import numpy as np
 
 from ..memory.cache import LRUCache, make_cache
 from ..memory.pool import CHUNK_TOKENS, SAMPLED_REFS_PER_MINUTE, SLICE_BYTES
+from ..serving.requests import exact_services
 from .base import Mechanism
 from .cards import CardPool
 from .jobs import Jobs
@@ -206,8 +207,22 @@ class MemoryPool(Mechanism):
         looks = np.zeros(n)
         evict_real = np.zeros(n)
         budget = SAMPLED_REFS_PER_MINUTE * seconds / 60.0
+        # Trace-driven services (issue 25): an exact cache that serving/requests.py feeds per
+        # request and counts itself; here it only gets its real capacity and reports the
+        # step's exact hits to the pool figures.
+        exact = exact_services(self.world.scenario, n)
+        rates = np.where(exact, 1.0, pm.rate)
+        last = self.services.last_latency or {}
+        step_s = self.world.scenario.step_seconds
         for s in range(n):
             cache = self.caches[s]
+            if exact[s]:
+                cache.resize(int(hbm_cap_chunks[s]))
+                if self.dram_caches:
+                    self.dram_caches[s].resize(int(dram_cap_chunks[s]))
+                hits[s] = float(last.get("prefix_hits", np.zeros(n))[s]) * seconds / step_s
+                looks[s] = float(last.get("prefix_lookups", np.zeros(n))[s]) * seconds / step_s
+                continue
             cache.resize(int(hbm_cap_chunks[s] * pm.rate))
             dram = self.dram_caches[s] if self.dram_caches else None
             if dram is not None:
@@ -254,12 +269,12 @@ class MemoryPool(Mechanism):
                 self.hit[s] = (1 - wgt) * self.hit[s] + wgt * (dh / dl)
             if dram is not None:
                 dram.drain_evicted()
-        self.counters["kv_hits"] += float(hits.sum())
-        self.counters["kv_lookups"] += float(looks.sum())
+        self.counters["kv_hits"] += float(hits[~exact].sum())
+        self.counters["kv_lookups"] += float(looks[~exact].sum())
         self.counters["kv_evictions"] += float(evict_real.sum())
-        cached = np.array([len(c) for c in self.caches], dtype=float) / pm.rate * chunk_bytes
+        cached = np.array([len(c) for c in self.caches], dtype=float) / rates * chunk_bytes
         dram_cached = (
-            np.array([len(c) for c in self.dram_caches], dtype=float) / pm.rate * chunk_bytes
+            np.array([len(c) for c in self.dram_caches], dtype=float) / rates * chunk_bytes
             if self.dram_caches
             else np.zeros(n)
         )

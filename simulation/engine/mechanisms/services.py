@@ -30,7 +30,8 @@ class Services(Mechanism):
         "timeouts_total",
         "last_latency",
     )
-    COUNTERS = {"inference_requests": 0.0, "inference_timeouts": 0.0}
+    # prompts_truncated: requests cut to the model's context window (serving/requests.py).
+    COUNTERS = {"inference_requests": 0.0, "inference_timeouts": 0.0, "prompts_truncated": 0.0}
 
     def __init__(self, n_services: int) -> None:
         self.cards: list[np.ndarray] = [np.empty(0, np.int64) for _ in range(n_services)]

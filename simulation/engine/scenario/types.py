@@ -14,6 +14,8 @@ from ..catalog import HARDWARE, MODELS
 from .features import Features
 
 POLICIES = ("split", "unified")
+# Keys of ``Scenario.replay``: per-step means, the replayed rows (issue 25) and a count.
+_REPLAY_KEYS = {"prompt_tokens", "output_tokens", "requests", "prompts_truncated"}
 CRITICALITIES = ("core", "non-core")
 EVICTION_POLICIES = ("lru", "lru-k")
 WEIGHT_DTYPES = ("bf16", "fp8", "int8")
@@ -47,6 +49,42 @@ def _fraction(where: str, obj: Any, *names: str) -> None:
             "must be a number in [0, 1]",
             v,
         )
+
+
+def _check_replay_rows(rows: Any) -> None:
+    """Replayed request rows: sorted times, positive lengths, optional block-id lists."""
+    if rows is None:
+        return
+    w, f = "Scenario", "replay"
+    _check(isinstance(rows, dict), w, f, "requests must be an object", type(rows).__name__)
+    t, p, o = rows.get("t"), rows.get("prompt"), rows.get("output")
+    ok = all(isinstance(x, list) for x in (t, p, o)) and len(t) == len(p) == len(o)
+    _check(ok, w, f, "requests needs equal-length t/prompt/output lists", sorted(rows))
+    _check(
+        all(math.isfinite(x) and x >= 0 for x in t)
+        and all(b >= a for a, b in zip(t, t[1:], strict=False)),
+        w,
+        f,
+        "requests.t must be sorted finite seconds >= 0",
+        t[:3],
+    )
+    _check(
+        all(math.isfinite(x) and x > 0 for x in p + o),
+        w,
+        f,
+        "requests prompt/output must be > 0",
+        (p[:3], o[:3]),
+    )
+    ids = rows.get("hash_ids")
+    _check(
+        ids is None or (isinstance(ids, list) and len(ids) == len(t)),
+        w,
+        f,
+        "requests.hash_ids must have one list per request",
+        type(ids).__name__,
+    )
+    extra = sorted(set(rows) - {"t", "prompt", "output", "hash_ids"})
+    _check(not extra, w, f, "requests has unknown keys", extra)
 
 
 def _from_dict(cls: type, data: Any, where: str) -> Any:
@@ -465,7 +503,7 @@ class Scenario:
             rp = self.replay
             _check(
                 isinstance(rp, dict)
-                and set(rp) == {"prompt_tokens", "output_tokens"}
+                and {"prompt_tokens", "output_tokens"} <= set(rp) <= _REPLAY_KEYS
                 and len(rp["prompt_tokens"]) == len(rp["output_tokens"]) > 0
                 and all(math.isfinite(x) and x > 0 for x in rp["prompt_tokens"])
                 and all(math.isfinite(x) and x > 0 for x in rp["output_tokens"]),
@@ -474,6 +512,7 @@ class Scenario:
                 "must hold equal-length positive prompt_tokens/output_tokens lists",
                 type(rp).__name__,
             )
+            _check_replay_rows(rp.get("requests"))
         for j in self.training_jobs:
             _check(
                 j.min_cards <= self.topology.cards,

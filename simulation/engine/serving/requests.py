@@ -1,0 +1,474 @@
+"""Request-level serving: each step, a sample of that step's requests goes through replica queues.
+
+The analytic model (:mod:`..sched.inference`) keeps sizing replicas, carrying the fluid backlog
+and counting throughput; the *latency figures* of a step come from here:
+
+* **Requests.** In a replay, the trace rows that arrive in the step (their own timestamps,
+  prompt and output lengths, and for Mooncake their 512-token ``hash_ids``); otherwise arrivals
+  drawn as a renewal process with the service's arrival CV and lengths drawn log-normally
+  around the service's means (:data:`PROMPT_SIGMA`, :data:`OUTPUT_SIGMA`, assumptions).
+* **Routing.** Requests are spread round-robin over the service's replicas; the requests of
+  ``m`` replicas are simulated (as many as fit in :data:`SAMPLE_REQUESTS`; one replica over the
+  first part of the step when a single replica alone receives more). The sample size is
+  reported per service (``sample_size``).
+* **Per-replica queue** (continuous batching, non-chunked prefill, FCFS): ``batch`` slots (the
+  operator's ``max_num_seqs``); a request waits for a slot, then for the replica's prefill
+  engine (prefills run one at a time and stall decoding), gets its first token one decode step
+  after its prefill and then decodes ``output - 1`` tokens at the decode step time of the
+  replica's occupancy when it started, stretched by the share of the replica's time spent on
+  prefills. A request whose slot wait would exceed ``timeout_s`` times out (an SLO miss).
+* **Warm start.** A replica starts the step with the analytic model's occupancy in flight
+  (residual service uniform over a mean service time) and the carried backlog ahead of the
+  step's arrivals (every slot busy for ``backlog x E[S] / slots``), so waits carry over.
+* **Prefix cache per request.** Mooncake rows look up their own block ids, in arrival order,
+  in the service's exact LRU / LRU-K cache at the pool's real capacity (every row of the step,
+  not only the sampled ones); a request skips prefill for its leading cached blocks. Otherwise
+  a request finds its shared prefix cached with the probability the sampled cache measures.
+
+TTFT / TPOT / end-to-end P50 and P99 and SLO attainment (TTFT and TPOT targets met, not timed
+out) are quantiles of the sampled requests. Each sampled request also adds its weight
+(``requests in the step / sample size``) to run-level histograms, so a run's P99 is a quantile
+of the pooled requests, not a mean of per-step quantiles.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right, insort
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..catalog import get_model
+from ..perf.inference import decode_seconds_per_token, prefill_seconds
+
+if TYPE_CHECKING:  # annotations only
+    from ..state import EngineState
+    from ..world import World
+
+SAMPLE_REQUESTS = 64  # measured requests per service per step (upper bound; step cost)
+# Log-normal shape of synthetic prompt / output lengths (sigma of log). Assumption: near the
+# spread of public chat traces (a replay uses the trace's own lengths instead).
+PROMPT_SIGMA = 0.8
+OUTPUT_SIGMA = 0.9
+BLOCK_TOKENS = 512  # Mooncake block size (traces.MOONCAKE_BLOCK_TOKENS)
+# Run-level histograms: log-spaced seconds, 1 ms .. 3 h, 40 bins per decade.
+HIST_EDGES = np.logspace(-3.0, 4.0, 281)
+HIST_KEYS = ("ttft", "tpot", "e2e")
+
+
+def exact_services(scenario, n: int) -> np.ndarray:
+    """Services whose prefix cache is looked up exactly, per request (a Mooncake replay).
+
+    The trace drives service 0 (:func:`..replay.apply_replay` replaces the services with one).
+    """
+    rows = (scenario.replay or {}).get("requests") or {}
+    out = np.zeros(n, dtype=bool)
+    if rows.get("hash_ids") is not None and n:
+        out[0] = True
+    return out
+
+
+class RequestSource:
+    """Static trace rows of a replay (rebuilt from the scenario on load, never saved)."""
+
+    def __init__(self, rows: dict | None) -> None:
+        self.t = np.asarray(rows["t"], dtype=float) if rows else np.empty(0)
+        self.prompt = np.asarray(rows["prompt"], dtype=float) if rows else np.empty(0)
+        self.output = np.asarray(rows["output"], dtype=float) if rows else np.empty(0)
+        ids = rows.get("hash_ids") if rows else None
+        self.hash_ids: list[list[int]] | None = [list(x) for x in ids] if ids else None
+
+    def __bool__(self) -> bool:
+        return bool(self.t.size)
+
+    def span(self, t0: float, t1: float) -> tuple[int, int]:
+        """Index range of rows arriving in ``[t0, t1)``."""
+        return int(np.searchsorted(self.t, t0, "left")), int(np.searchsorted(self.t, t1, "left"))
+
+
+def simulate_replica(
+    arr: list[float],
+    prefill: list[float],
+    output: list[float],
+    dec: list[float],
+    slots0: list[float],
+    pf_free: float,
+    timeout_s: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """FCFS continuous-batching replica: (ttft, tpot, e2e, timed_out) per request.
+
+    ``dec[n-1]`` is the (prefill-stretched) decode step at occupancy ``n``; ``slots0`` the
+    times the replica's ``len(dec)`` slots free up; ``pf_free`` when its prefill engine does.
+    Slot free times are kept sorted: the earliest is the next slot, and the slots still busy
+    at a request's start give the occupancy it decodes at.
+    """
+    ends = sorted(slots0)
+    c = len(dec)
+    n = len(arr)
+    ttft, tpot, e2e = np.zeros(n), np.zeros(n), np.zeros(n)
+    dead = np.zeros(n, dtype=bool)
+    for i in range(n):
+        a = arr[i]
+        f = ends[0]
+        start = f if f > a else a
+        if start - a > timeout_s:
+            dead[i] = True
+            ttft[i] = e2e[i] = timeout_s
+            continue
+        del ends[0]
+        occ = 1 + len(ends) - bisect_right(ends, start)
+        step = dec[min(occ, c) - 1]
+        p0 = pf_free if pf_free > start else start
+        pf_free = p0 + prefill[i]
+        first = pf_free + step
+        end = first + max(output[i] - 1.0, 0.0) * step
+        insort(ends, end)
+        ttft[i], tpot[i], e2e[i] = first - a, step, end - a
+    return ttft, tpot, e2e, dead
+
+
+def _quantiles(a: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+    """Linear-interpolated quantiles (NumPy's default method) without its per-call overhead."""
+    x = np.sort(a)
+    pos = np.asarray(qs) * (x.size - 1)
+    lo = np.floor(pos).astype(int)
+    hi = np.minimum(lo + 1, x.size - 1)
+    return (x[lo] + (pos - lo) * (x[hi] - x[lo])).tolist()
+
+
+class RequestModel:
+    """Per-engine request sampler (static tables only; caches live in the engine state)."""
+
+    def __init__(self, w: World) -> None:
+        rp = w.scenario.replay or {}
+        self.source = RequestSource(rp.get("requests"))
+        self.exact = exact_services(w.scenario, w.svc.n)
+        self.max_context = [get_model(m).max_context for m in w.svc.model_ids]
+
+    # -- prefix cache (Mooncake rows, exact) ------------------------------------------
+    def _lookup(self, w: World, st: EngineState, s: int, lo: int, hi: int, share_ok) -> np.ndarray:
+        """Run rows ``lo:hi`` through service ``s``'s exact cache; cached prompt share each."""
+        mem = st.memory
+        cache = mem.caches[s]
+        dram = mem.dram_caches[s] if mem.dram_caches else None
+        ids = self.source.hash_ids
+        chunk = BLOCK_TOKENS * float(w.svc.m.kv_bytes_per_token[s])
+        out = np.zeros(hi - lo)
+        h0, l0, e0 = cache.hits, cache.lookups, cache.evictions
+        dram_hits = 0
+        for j in range(lo, hi):
+            if not share_ok[j - lo]:
+                continue  # routed elsewhere (traffic share below 1)
+            keys = ids[j]
+            lead, leading = 0, True
+            for k in keys:
+                if k not in cache and dram is not None and k in dram:
+                    dram_hits += 1
+                    cache.hits += 1  # served from the DRAM tier: still a prefix hit
+                    cache.lookups += 1
+                    cache._insert(k)
+                    hit = True
+                else:
+                    hit = cache.access(k)
+                cache.pin(k)
+                if leading and hit:
+                    lead += 1
+                else:
+                    leading = False
+            for k in keys:
+                cache.unpin(k)
+            for k in cache.drain_evicted():
+                if dram is not None:
+                    dram.access(k)
+            p = max(self.source.prompt[j], 1.0)
+            out[j - lo] = min(lead * BLOCK_TOKENS / p, 1.0 - 1.0 / p)
+        if dram is not None:
+            dram.drain_evicted()
+        dh, dl, de = cache.hits - h0, cache.lookups - l0, cache.evictions - e0
+        c = mem.counters
+        c["kv_hits"] += dh
+        c["kv_lookups"] += dl
+        c["kv_evictions"] += de
+        c["kv_onload_bytes"] += dram_hits * chunk
+        if dram is not None:
+            c["kv_offload_bytes"] += de * chunk
+        if dl:
+            mem.hit[s] = dh / dl
+        self.step_hits[s], self.step_lookups[s] = dh, dl
+        return out
+
+    # -- one step ---------------------------------------------------------------------
+    def apply(
+        self,
+        w: World,
+        st: EngineState,
+        lat: dict,
+        lam: np.ndarray,
+        replicas: np.ndarray,
+        dt: float,
+        backlog: np.ndarray,
+    ) -> None:
+        """Replace the step's latency quantiles and attainment in ``lat`` by sampled ones."""
+        svc = w.svc
+        t0 = st.t - dt  # the engine has already advanced its clock
+        rng = np.random.default_rng([w.scenario.seed, st.steps, 0x5E7])
+        n = svc.n
+        self.step_hits, self.step_lookups = np.zeros(n), np.zeros(n)
+        groups: list[dict] = []
+        for s in range(n):
+            g = self._requests(w, st, s, lam, replicas, t0, dt, rng)
+            if g is not None:
+                groups.append(g)
+        sample = np.zeros(n)
+        for key in ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "p50", "p99"):
+            lat[key] = np.array(lat[key], dtype=float)
+        lat["attainment"] = np.array(lat["attainment"], dtype=float)
+        if groups:
+            self._times(w, groups)
+        acc = st.summary
+        for g in groups:
+            s = g["s"]
+            res = self._simulate(w, g, lat, backlog, replicas, rng)
+            if res is None:
+                continue
+            ttft, tpot, e2e, dead = res
+            k = ttft.size
+            sample[s] = k
+            live = ~dead
+            lat["ttft_p50"][s], lat["ttft_p99"][s] = _quantiles(ttft, (0.5, 0.99))
+            if live.any():
+                lat["tpot_p50"][s], lat["tpot_p99"][s] = _quantiles(tpot[live], (0.5, 0.99))
+            lat["p50"][s], lat["p99"][s] = _quantiles(e2e, (0.5, 0.99))
+            ok = live & (ttft <= svc.slo_ttft_s[s]) & (tpot <= svc.slo_tpot_s[s])
+            lat["attainment"][s] = float(ok.mean())
+            wt = float(lam[s] * dt) / k  # requests each sampled request stands for
+            _accumulate(acc, "ttft", ttft, wt)
+            _accumulate(acc, "tpot", tpot[live], wt)
+            _accumulate(acc, "e2e", e2e, wt)
+            acc["req_sampled"] = acc.get("req_sampled", 0.0) + k
+            if g.get("cut"):  # synthetic draws past the context window, scaled to the step
+                c = st.services.counters
+                c["prompts_truncated"] = c.get("prompts_truncated", 0.0) + g["cut"] * wt
+        lat["e2e_p99"] = lat["p99"]
+        lat["sample_size"] = sample
+        lat["prefix_hits"], lat["prefix_lookups"] = self.step_hits, self.step_lookups
+
+    def _requests(self, w, st, s, lam, replicas, t0, dt, rng) -> dict | None:
+        """Arrivals (relative to the window start), lengths and cached share for service s."""
+        svc = w.svc
+        if lam[s] <= 0:
+            return None
+        reps = float(replicas[s])
+        r_int = max(int(math.ceil(reps - 1e-9)), 1)
+        if self.source and s == 0:
+            lo, hi = self.source.span(t0, t0 + dt)
+            if hi <= lo:
+                return None
+            share = float(st.services.share[s])
+            keep = rng.random(hi - lo) < share if share < 1.0 else np.ones(hi - lo, bool)
+            if self.exact[s]:
+                hit_all = self._lookup(w, st, s, lo, hi, keep)
+            else:
+                hit_all = np.full(hi - lo, float(st.memory.hit[s]))
+            idx = np.flatnonzero(keep)
+            if idx.size == 0:
+                return None
+            per_rep = idx.size / r_int
+            m = int(np.clip(SAMPLE_REQUESTS // max(per_rep, 1.0), 1, r_int))
+            off = int(rng.integers(r_int))
+            reps_rows = []
+            for j in range(m):
+                c = idx[(off + j) % r_int :: r_int]
+                if c.size == 0:
+                    continue
+                window = dt
+                if c.size > SAMPLE_REQUESTS:  # one busy replica: the first part of its step
+                    window = float(self.source.t[lo + c[SAMPLE_REQUESTS]] - t0)
+                    c = c[:SAMPLE_REQUESTS]
+                reps_rows.append(
+                    (
+                        self.source.t[lo + c] - t0,
+                        self.source.prompt[lo + c],
+                        self.source.output[lo + c],
+                        hit_all[c],
+                        max(window, 1e-3),
+                    )
+                )
+            if not reps_rows:
+                return None
+            return {"s": s, "replicas": reps_rows}
+        # Synthetic: renewal arrivals with the service's CV, log-normal lengths.
+        from ..perf.des import interarrivals
+
+        rate = float(lam[s]) / max(reps, 1e-9)
+        per_rep = rate * dt
+        m = int(np.clip(SAMPLE_REQUESTS // max(per_rep, 1.0), 1, r_int))
+        window = min(dt, SAMPLE_REQUESTS / rate)
+        p_hit = float(st.memory.hit[s]) / max(float(svc.prefix_share[s]), 1e-9)
+        p_hit = min(p_hit, 1.0) if svc.prefix_share[s] > 0 else 0.0
+        # All m replicas' arrivals and lengths in one draw (step cost), then split per replica.
+        k = int(rate * window * 1.5 + 10)
+        gaps = interarrivals(rng, rate, m * k, float(svc.ca2[s])).reshape(m, k)
+        a = np.cumsum(gaps, axis=1) - rng.random((m, 1)) * gaps[:, :1]
+        keep = (a >= 0) & (a < window)
+        counts = keep.sum(axis=1)
+        a = a[keep]
+        if a.size == 0:
+            return None
+        z = rng.standard_normal((2, a.size))
+        prompt = svc.prompt[s] * np.exp(PROMPT_SIGMA * z[0] - 0.5 * PROMPT_SIGMA**2)
+        output = svc.output[s] * np.exp(OUTPUT_SIGMA * z[1] - 0.5 * OUTPUT_SIGMA**2)
+        hit = np.where(rng.random(a.size) < p_hit, float(svc.prefix_share[s]), 0.0)
+        prompt, output, cut_n = fit_context(
+            np.maximum(np.round(prompt), 1.0),
+            np.maximum(np.round(output), 1.0),
+            self.max_context[s],
+        )
+        edges = np.cumsum(counts)[:-1]
+        reps_rows = [
+            (x, p, o, h, window)
+            for x, p, o, h in zip(
+                np.split(a, edges),
+                np.split(prompt, edges),
+                np.split(output, edges),
+                np.split(hit, edges),
+                strict=True,
+            )
+            if x.size
+        ]
+        return {"s": s, "replicas": reps_rows, "cut": cut_n}
+
+    def _times(self, w: World, groups: list[dict]) -> None:
+        """Prefill time per sampled request and decode-step tables, one vectorised call each."""
+        svc = w.svc
+        sid, tokens = [], []
+        for g in groups:
+            for a, p, _o, h, _w in g["replicas"]:
+                sid.append(np.full(a.size, g["s"]))
+                tokens.append(np.maximum(p * (1.0 - h), 1.0))
+        sid_a = np.concatenate(sid)
+        tok = np.concatenate(tokens)
+        pf = _per_dtype(
+            svc,
+            sid_a,
+            lambda sub, sel, d: prefill_seconds(
+                sub, svc.hw, svc.tp_attn[sid_a[sel]], tok[sel], ep=svc.ep[sid_a[sel]], dtype=d
+            ),
+        )
+        pos = 0
+        for g in groups:
+            g["prefill"] = []
+            for a, *_ in g["replicas"]:
+                g["prefill"].append(pf[pos : pos + a.size])
+                pos += a.size
+        # Decode step at occupancy 1..batch for every sampled service.
+        ds, dn = [], []
+        for g in groups:
+            b = int(svc.batch[g["s"]])
+            ds.append(np.full(b, g["s"]))
+            dn.append(np.arange(1, b + 1, dtype=float))
+        ds_a, dn_a = np.concatenate(ds), np.concatenate(dn)
+        dec = _per_dtype(
+            svc,
+            ds_a,
+            lambda sub, sel, d: decode_seconds_per_token(
+                sub,
+                svc.hw,
+                svc.tp_attn[ds_a[sel]],
+                dn_a[sel],
+                svc.context[ds_a[sel]],
+                ep=svc.ep[ds_a[sel]],
+                dtype=d,
+            ),
+        )
+        pos = 0
+        for g in groups:
+            b = int(svc.batch[g["s"]])
+            g["decode"] = dec[pos : pos + b]
+            pos += b
+
+    def _simulate(self, w, g, lat, backlog, replicas, rng):
+        svc = w.svc
+        s = g["s"]
+        c = int(svc.batch[s])
+        es = float(lat["s0"][s] + lat["s1"][s])
+        occ0 = int(min(round(float(lat["batch"][s])), c))
+        q0 = float(backlog[s]) / max(float(replicas[s]), 1e-9)
+        delay = q0 * es / c
+        # Share of a replica's time on prefills: the sampled arrivals over their window.
+        pf_all = sum(float(pf.sum()) for pf in g["prefill"])
+        span = sum(r[4] for r in g["replicas"])
+        u_pre = min(pf_all / max(span, 1e-9), 0.9)
+        dec = (g["decode"] / (1.0 - u_pre)).tolist()
+        busy = rng.random((len(g["replicas"]), occ0)) * es + (delay if q0 > 0 else 0.0)
+        free = [delay if q0 > 0 else 0.0] * (c - occ0)
+        timeout = float(svc.timeout_s[s])
+        out = []
+        for j, ((a, _p, o, _h, _w), pf) in enumerate(zip(g["replicas"], g["prefill"], strict=True)):
+            # Rows arrive sorted (trace rows by time, synthetic arrivals by construction).
+            res = simulate_replica(
+                a.tolist(), pf.tolist(), o.tolist(), dec, busy[j].tolist() + free, delay, timeout
+            )
+            out.append(res)
+        if not out:
+            return None
+        return tuple(np.concatenate([r[i] for r in out]) for i in range(4))
+
+
+def fit_context(
+    prompt: np.ndarray, output: np.ndarray, max_context: int
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Truncate requests longer than the model's context window; (prompt, output, count).
+
+    A request whose prompt + output exceeds ``max_context`` keeps its output (up to half the
+    window) and its prompt is cut to the rest, as a client truncating history does; the
+    count is reported as a warning. ``max_context`` 0 (unknown) changes nothing.
+    """
+    prompt = np.asarray(prompt, dtype=float)
+    output = np.asarray(output, dtype=float)
+    if max_context <= 0:
+        return prompt, output, 0
+    over = prompt + output > max_context
+    out = np.where(over, np.minimum(output, max_context // 2), output)
+    pr = np.where(over, np.maximum(max_context - out, 1.0), prompt)
+    return pr, out, int(over.sum())
+
+
+def _per_dtype(svc, sid: np.ndarray, fn) -> np.ndarray:
+    """Evaluate ``fn(model arrays, selection, dtype)`` per weight dtype over rows ``sid``."""
+    out = np.empty(sid.size)
+    dts = np.array(svc.dtype, dtype=object)[sid]
+    for d in sorted(set(dts.tolist())):
+        sel = dts == d
+        sub = SimpleNamespace(**{k: v[sid[sel]] for k, v in vars(svc.m).items()})
+        out[sel] = fn(sub, sel, d)
+    return out
+
+
+def _accumulate(acc: dict, key: str, values: np.ndarray, weight: float) -> None:
+    """Add ``values`` (seconds) with ``weight`` each to the run histogram ``req_hist_<key>``."""
+    name = f"req_hist_{key}"
+    h = acc.get(name)
+    if not isinstance(h, np.ndarray):
+        h = np.zeros(HIST_EDGES.size + 1)
+    idx = np.searchsorted(HIST_EDGES, np.asarray(values, dtype=float), "right")
+    acc[name] = h + np.bincount(idx, minlength=h.size) * weight
+
+
+def pooled_quantile(acc: dict, key: str, q: float) -> float | None:
+    """Quantile (seconds) of a run histogram; log-linear inside a bin; None when empty."""
+    h = acc.get(f"req_hist_{key}")
+    if not isinstance(h, np.ndarray) or h.sum() <= 0:
+        return None
+    cum = np.cumsum(h) / h.sum()
+    i = int(np.searchsorted(cum, q, "left"))
+    if i == 0:
+        return float(HIST_EDGES[0])
+    if i >= HIST_EDGES.size:
+        return float(HIST_EDGES[-1])
+    lo, hi = math.log(HIST_EDGES[i - 1]), math.log(HIST_EDGES[i])
+    prev = cum[i - 1]
+    frac = (q - prev) / max(cum[i] - prev, 1e-12)
+    return float(math.exp(lo + frac * (hi - lo)))
