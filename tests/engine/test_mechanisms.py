@@ -120,7 +120,10 @@ def test_a_state_saved_by_the_format_2_engine_loads_with_every_value_and_continu
         sorted([k, v] for k, v in st.faults.link_failed_until.items()) == facts["link_failed_until"]
     )
     expected = {k: v for k, v in facts["counters"].items() if k != "requests"}
-    assert dict(st.counters) == expected
+    # Counters added after the fixture was written (issue 25: prompts_truncated) start at zero.
+    added = {k: v for k, v in st.counters.items() if k not in expected}
+    assert all(v == 0 for v in added.values())
+    assert {k: v for k, v in st.counters.items() if k in expected} == expected
     assert st.summary == facts["summary"]
     assert [len(c) for c in st.memory.caches] == facts["cache_sizes"]
     assert [len(c) for c in st.memory.dram_caches] == facts["dram_cache_sizes"]
