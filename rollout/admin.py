@@ -33,6 +33,7 @@ from rollout.models import (
     PlanWorkload,
     WebhookDelivery,
 )
+from rollout.selectors import gate_choices
 from rollout.services.audit import Actor, audit_record
 from rollout.services.commands import plan_command
 from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
@@ -248,7 +249,7 @@ class GateAdmin(_ReadOnly):
     fields = (
         "plan",
         "phase",
-        "step_index",
+        "gray_step",
         "state",
         "revision",
         "requested_by",
@@ -263,6 +264,13 @@ class GateAdmin(_ReadOnly):
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("plan", "phase", "requested_by")
+
+    @admin.display(description=_("gray step"))
+    def gray_step(self, gate: Gate) -> str:
+        """The step's traffic share ("5%"), not its index in the plan's steps."""
+        if gate.phase.kind != "gray":
+            return "—"
+        return f"{gate.plan.gray_steps[gate.step_index]}%"
 
     @admin.display(description=_("criteria"))
     def criteria_shown(self, gate: Gate) -> str:
@@ -283,7 +291,13 @@ class GateAdmin(_ReadOnly):
             )
             for a in gate.approvals.filter(revision=gate.revision)
         ]
-        return _table((_("approver"), _("decision"), _("comment"), _("at")), rows) or "—"
+        choices = gate_choices(gate, None)
+        summary = _("approved %(n)s of %(required)s") % {
+            "n": choices["approved"],
+            "required": choices["required"],
+        }
+        table = _table((_("approver"), _("decision"), _("comment"), _("at")), rows)
+        return format_html("<p>{}</p>{}", summary, table) if table else summary
 
     @admin.display(description=_("analysis history (measured values)"))
     def analysis_history(self, gate: Gate) -> str:
@@ -352,6 +366,9 @@ class GateAdmin(_ReadOnly):
                 "gate": gate,
                 "version": gate.plan.version,
                 "can_decide": Actor.from_request(request).can_approve(),
+                # Only what this approver may still do (no Approve for the requester or
+                # for someone who already decided this revision).
+                "choices": gate_choices(gate, request.user),
             }
         return super().change_view(request, object_id, form_url, extra_context=context)
 
@@ -389,7 +406,14 @@ class GateAdmin(_ReadOnly):
         except (FourEyesViolation, NotPermitted, WorkflowConflict) as exc:
             self.message_user(request, f"{gate}: {exc}", messages.ERROR)
         else:
-            done = _("approved") if command == "approve" else _("rejected")
+            done = _("rejected")
+            if command == "approve":
+                gate.refresh_from_db()
+                choices = gate_choices(gate, request.user)
+                done = _("approved %(n)s of %(required)s") % {
+                    "n": choices["approved"],
+                    "required": choices["required"],
+                }
             self.message_user(request, f"{gate}: {done}", messages.SUCCESS)
         return back
 

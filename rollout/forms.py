@@ -1,8 +1,10 @@
 """The "New migration plan" form: tenant → clusters → workloads, steps, analysis, approvals.
 
-Workloads are listed as ``tenant / cluster / workload`` (pilot: non-core, gray: core) so the
-same name on several clusters is never ambiguous; the model's rules (tenant, source cluster,
-pilot non-core) still decide and name the offending workload.
+The workload lists hold only what the chosen tenant runs on the chosen source cluster and
+has not finished (``rollout.selectors.workloads_movable``; pilot: non-core, gray: core) —
+nothing until both are chosen; a posted workload outside them is "not a valid choice". The
+model's rules (tenant, source cluster, pilot non-core, an ambiguous name on the target)
+still decide and name the offending workload.
 """
 
 from __future__ import annotations
@@ -12,22 +14,17 @@ from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Tenant
 from inventory.models import Cluster, Workload
+from rollout.models import Criterion, MigrationPlan, Phase
 from rollout.models.plans import validate_gray_steps
-from rollout.services.authoring import DEFAULT_COUNT, DEFAULT_INTERVAL_SECONDS
+from rollout.selectors import workloads_movable
+from rollout.services.authoring import DEFAULT_COUNT, analysis_defaults
 
 
 class WorkloadChoice(forms.ModelMultipleChoiceField):
+    """A workload listed by name and kind (tenant and cluster are chosen above it)."""
+
     def label_from_instance(self, obj: Workload) -> str:
-        return f"{obj.tenant.name} / {obj.cluster.name} / {obj.name}"
-
-
-def _workloads(criticality: str):
-    return (
-        Workload.objects.filter(criticality=criticality)
-        .exclude(cluster__kind=Cluster.Kind.UNIFIED)
-        .select_related("tenant", "cluster")
-        .order_by("tenant__name", "cluster__name", "name")
-    )
+        return f"{obj.name} ({obj.get_kind_display()})"
 
 
 class PlanAuthorForm(forms.Form):
@@ -42,13 +39,13 @@ class PlanAuthorForm(forms.Form):
         label=_("Target cluster (unified)"),
     )
     pilot = WorkloadChoice(
-        _workloads("non_core"),
+        Workload.objects.none(),
         required=False,
         label=_("Pilot workloads (non-core)"),
         widget=forms.SelectMultiple(attrs={"size": 10}),
     )
     gray = WorkloadChoice(
-        _workloads("core"),
+        Workload.objects.none(),
         required=False,
         label=_("Gray workloads (core)"),
         widget=forms.SelectMultiple(attrs={"size": 10}),
@@ -59,7 +56,10 @@ class PlanAuthorForm(forms.Form):
         help_text=_("Whole percentages, increasing, ending at 100."),
     )
     interval_seconds = forms.IntegerField(
-        label=_("Analysis interval (s)"), min_value=5, initial=DEFAULT_INTERVAL_SECONDS
+        label=_("Analysis interval (s)"),
+        min_value=5,
+        initial=lambda: analysis_defaults().interval_seconds,
+        help_text=_("Default: two telemetry intervals."),
     )
     count = forms.IntegerField(
         label=_("Measurements per gate"), min_value=1, max_value=1000, initial=DEFAULT_COUNT
@@ -67,6 +67,25 @@ class PlanAuthorForm(forms.Form):
     required_approvals = forms.IntegerField(
         label=_("Approvals required per gate"), min_value=1, max_value=10, initial=2
     )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        tenant = self._chosen("tenant")
+        source = self._chosen("source_cluster")
+        self.workloads_listed = tenant is not None and source is not None
+        if self.workloads_listed:
+            movable = workloads_movable(tenant_id=tenant.pk, cluster_id=source.pk)
+            self.fields["pilot"].queryset = movable.filter(criticality="non_core")
+            self.fields["gray"].queryset = movable.filter(criticality="core")
+
+    def _chosen(self, name: str):
+        """The tenant or source cluster chosen so far (posted, or the page's query)."""
+        raw = self.data.get(name) if self.is_bound else self.initial.get(name)
+        field = self.fields[name]
+        try:
+            return field.clean(raw) if raw not in (None, "") else None
+        except forms.ValidationError:
+            return None
 
     def clean_gray_steps(self) -> list[int]:
         raw = self.cleaned_data["gray_steps"]
@@ -82,3 +101,77 @@ class PlanAuthorForm(forms.Form):
         if not data.get("pilot") and not data.get("gray"):
             raise forms.ValidationError(_("Choose at least one workload to move."))
         return data
+
+
+class _WorkloadById(forms.ModelChoiceField):
+    """A workload shown with its id: names repeat across clusters and tenants."""
+
+    def label_from_instance(self, obj: Workload) -> str:
+        return f"{obj.name} #{obj.pk}"
+
+
+class _PhaseChoice(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Phase) -> str:
+        return str(obj.get_kind_display())
+
+
+class CriterionForm(forms.ModelForm):
+    """One gate criterion of a plan, edited on the plan's page (saved by ``criterion_save``,
+    like the admin and the API; the model's ``clean()`` binds and checks the workloads).
+
+    Workloads are the plan's tenant's: on the target cluster (measured) and on the source
+    (the baseline of a relative criterion, by default the one the plan moves there).
+    """
+
+    ENTITY_KINDS = (("workload", _("workload")), ("cluster", _("cluster")))
+
+    entity_kind = forms.ChoiceField(label=_("entity kind"), choices=ENTITY_KINDS)
+
+    class Meta:
+        model = Criterion
+        fields = [
+            "phase",
+            "name",
+            "metric",
+            "entity_kind",
+            "workload",
+            "entity_key",
+            "aggregation",
+            "comparator",
+            "threshold",
+            "compare_to_baseline",
+            "baseline_workload",
+            "window_seconds",
+            "min_samples",
+            "initial_delay_seconds",
+            "count",
+            "interval_seconds",
+            "failure_limit",
+            "inconclusive_limit",
+            "dry_run",
+        ]
+        labels = {"phase": _("phase")}
+        field_classes = {
+            "workload": _WorkloadById,
+            "baseline_workload": _WorkloadById,
+            "phase": _PhaseChoice,
+        }
+
+    def __init__(self, *args, plan: MigrationPlan, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["phase"].queryset = plan.phases.all()
+        mine = Workload.objects.filter(tenant_id=plan.tenant_id).order_by("name")
+        self.fields["workload"].queryset = mine.filter(cluster_id=plan.target_cluster_id)
+        self.fields["baseline_workload"].queryset = mine.filter(cluster_id=plan.source_cluster_id)
+        self.fields["entity_key"].required = False
+        if self.instance.pk is None and not self.is_bound:
+            derived = analysis_defaults()
+            for name in (
+                "window_seconds",
+                "min_samples",
+                "initial_delay_seconds",
+                "interval_seconds",
+                "inconclusive_limit",
+                "count",
+            ):
+                self.initial.setdefault(name, getattr(derived, name))

@@ -34,6 +34,8 @@ ACTIONS = {
     "analysis_inconclusive": pgettext_lazy("audit action", "analysis inconclusive"),
     "criterion_add": pgettext_lazy("audit action", "add criterion"),
     "criterion_delete": pgettext_lazy("audit action", "delete criterion"),
+    "criterion_change": pgettext_lazy("audit action", "change criterion"),
+    "manual_gate_off": pgettext_lazy("audit action", "end manual gate"),
     "criterion_move": pgettext_lazy("audit action", "move criterion to another gate"),
     "manual_gate_on": pgettext_lazy("audit action", "make gate manual"),
 }
@@ -44,6 +46,13 @@ OBJECT_TYPES = {
     "phase": gettext_lazy("phase"),
     "approval": gettext_lazy("approval"),
 }
+# Gate names in audit reasons (the phases' own labels; gray steps by their share).
+PHASES = {
+    "pilot": gettext_lazy("pilot"),
+    "gray": gettext_lazy("gray"),
+    "full": gettext_lazy("full"),
+}
+GRAY_STEP = gettext_lazy("gray %(percent)s%%")
 # The analysis reasons the services write; the params fill the placeholders.
 REASONS = {
     "manual_gate": gettext_lazy("manual gate: no criteria, approvers decide"),
@@ -80,6 +89,15 @@ REASONS = {
     "values": gettext_lazy("%(samples)s values"),
     "error": gettext_lazy("error: %(detail)s"),
     "vote": gettext_lazy("%(count)s/%(required)s: %(comment)s"),
+    "vote_words": gettext_lazy("approval %(count)s of %(required)s"),
+    "criterion_saved": gettext_lazy("criterion %(name)s: %(condition)s"),
+    "criterion_deleted": gettext_lazy("criterion %(name)s deleted (it measured %(condition)s)"),
+    "criterion_moved": gettext_lazy(
+        "criterion %(name)s moved to %(destination)s (it measures %(condition)s)"
+    ),
+    "gate_revised": gettext_lazy(
+        "the %(gate)s gate is now at revision %(revision)s: earlier approvals no longer count"
+    ),
     "break_glass": gettext_lazy("break-glass %(count)s/%(required)s: %(comment)s"),
 }
 
@@ -104,6 +122,17 @@ def reason_text(data: dict | None, fallback: str, *, outcomes: dict | None = Non
                 return fallback
             return data.get("joiner", " ").join(parts)
         code, params = data["code"], dict(data.get("params") or {})
+        if code == "text":
+            return str(params["text"])  # what a person typed, as typed
+        if code == "vote":
+            # "approval 1 of 2", then the approver's comment as they typed it.
+            text = str(REASONS["vote_words"]) % params
+            return f"{text}: {params['comment']}" if params.get("comment") else text
+        if code == "gate_revised":
+            # The gate by its name ("gray 5%"), never its database id.
+            percent = params.get("percent")
+            gate = GRAY_STEP % {"percent": percent} if percent else PHASES[params["phase"]]
+            return str(REASONS[code]) % {"gate": gate, "revision": params["revision"]}
         if code == "message":
             # A refused command's reason (rollout/services/errors.py): its own template.
             return _(params["message"]) % params.get("values", {})

@@ -6,7 +6,13 @@ from django.db.models import Q, QuerySet
 
 from accounts.selectors.people import role_of, sees_people
 from accounts.selectors.scoping import scope_to_tenant
+from inventory.models import Workload
 from rollout.models import AuditEntry, MigrationPlan, PlanState, PlanWorkload
+from telemetry.models import Entity
+from telemetry.read import latest_values
+
+# ``training_state`` of a job that has finished (the twin's 0 not submitted … 3 done).
+TRAINING_DONE = 3.0
 
 
 def traffic_shares_for_cluster(*, cluster_id: int) -> dict[str, float]:
@@ -43,6 +49,25 @@ def traffic_shares_for_cluster(*, cluster_id: int) -> dict[str, float]:
         elif cluster == cluster_id:
             shares[name] = 1.0 - float(share)
     return shares
+
+
+def workloads_movable(*, tenant_id: int, cluster_id: int) -> QuerySet[Workload]:
+    """What a plan of ``tenant_id`` may move off ``cluster_id``: the tenant's workloads
+    there, without finished training jobs (newest ``training_state`` within the hour is
+    done; a job whose state is unknown stays listed)."""
+    workloads = Workload.objects.filter(tenant_id=tenant_id, cluster_id=cluster_id)
+    entities = list(
+        Entity.objects.filter(
+            workload__in=workloads.filter(kind=Workload.Kind.TRAINING), kind="workload"
+        )
+    )
+    latest = latest_values(entities)
+    done = [
+        e.workload_id
+        for e in entities
+        if latest.get(e.pk, {}).get("training_state") == TRAINING_DONE
+    ]
+    return workloads.exclude(pk__in=done).select_related("tenant", "cluster").order_by("name")
 
 
 def plans_visible_to(user) -> QuerySet[MigrationPlan]:
@@ -88,3 +113,31 @@ def redact_people(viewer, *, audit=(), approvals=(), gates=()) -> None:
         approval.principal = role(approval.user, approval.principal)
     for gate in gates:
         gate.requested_by_role = role(gate.requested_by) if gate.requested_by_id else ""
+
+
+def gate_choices(gate, user) -> dict:
+    """What ``user`` may still do on ``gate``'s current revision, so screens offer only that.
+
+    The requester of a promotion neither approves nor forces it (four-eyes); a person who
+    decided (or voted to force) this revision does not do it again. ``approved`` /
+    ``required``: distinct people who approved this revision so far, and how many it needs.
+    """
+    if gate is None:
+        return {"approve": False, "force": False, "requester": False, "decided": False}
+    user_id = getattr(user, "pk", None)
+    requester = gate.requested_by_id is not None and gate.requested_by_id == user_id
+    revision = gate.approvals.filter(revision=gate.revision)
+    mine = revision.filter(user_id=user_id) if user_id is not None else revision.none()
+    decided = mine.filter(decision__in=("approve", "reject")).exists()
+    voted = mine.filter(decision="force").exists()
+    approved = (
+        revision.filter(decision="approve").exclude(user=None).values("user").distinct().count()
+    )
+    return {
+        "approve": not requester and not decided,
+        "force": not requester and not voted,
+        "requester": requester,
+        "decided": decided,
+        "approved": approved,
+        "required": gate.plan.required_approvals,
+    }

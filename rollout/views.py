@@ -19,6 +19,7 @@ from rollout.labels import action_label
 from rollout.models import AnalysisRun, Approval, PlanState, WebhookDelivery
 from rollout.selectors import (
     audit_visible_to,
+    gate_choices,
     plan_timeline,
     plans_visible_to,
     redact_people,
@@ -28,6 +29,7 @@ from rollout.services.audit import Actor
 from rollout.services.authoring import plan_author
 from rollout.services.commands import plan_command as plan_command_run
 from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
+from rollout.views_criteria import criteria_context
 
 PAGE_SIZE = 100
 CSV_COLUMNS = (
@@ -47,8 +49,16 @@ CSV_COLUMNS = (
 
 @operator_page
 def plan_new(request: HttpRequest) -> HttpResponse:
-    """Author a draft plan with template gate criteria (edited on the plan, the admin or API)."""
-    form = PlanAuthorForm(request.POST or None)
+    """Author a draft plan with template gate criteria (edited on the plan page, the admin or
+    the API). ``?tenant=&source_cluster=&target_cluster=`` (the "List workloads" button)
+    narrows the workload lists to that tenant's unfinished workloads on that cluster."""
+    # What the author typed before listing the workloads stays filled in.
+    chosen = {
+        k: v
+        for k, v in request.GET.items()
+        if k in PlanAuthorForm.base_fields and k not in ("pilot", "gray")
+    }
+    form = PlanAuthorForm(request.POST or None, initial=chosen)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -119,7 +129,11 @@ def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "can_approve": user.has_perm("monitoring.approve_migrations"),
         "can_force": user.has_perm("monitoring.force_promote_migrations"),
         "current_gate": current_gate,
+        # Only what this person may still do: no Approve for the requester or for someone
+        # who already decided this revision, no break-glass for the requester.
+        "choices": gate_choices(current_gate, user),
     }
+    context.update(criteria_context(plan, user))
     return render(request, "rollout/plan_detail.html", context)
 
 

@@ -229,12 +229,15 @@ class CriterionDraftSerializer(serializers.Serializer):
     aggregation = serializers.ChoiceField(choices=Aggregation.choices)
     comparator = serializers.ChoiceField(choices=Comparator.choices)
     threshold = serializers.FloatField()
-    window_seconds = serializers.IntegerField(min_value=10, default=300)
+    # Left out: derived from the telemetry interval (``analysis_defaults``), like the page's.
+    window_seconds = serializers.IntegerField(min_value=10, required=False)
     compare_to_baseline = serializers.BooleanField(default=False)
-    count = serializers.IntegerField(min_value=1, default=5)
-    interval_seconds = serializers.IntegerField(min_value=5, default=60)
-    min_samples = serializers.IntegerField(min_value=1, default=3)
+    count = serializers.IntegerField(min_value=1, required=False)
+    interval_seconds = serializers.IntegerField(min_value=5, required=False)
+    min_samples = serializers.IntegerField(min_value=1, required=False)
     initial_delay_seconds = serializers.IntegerField(min_value=0, required=False, allow_null=True)
+    inconclusive_limit = serializers.IntegerField(min_value=0, max_value=1000, required=False)
+    failure_limit = serializers.IntegerField(min_value=0, max_value=1000, required=False)
     dry_run = serializers.BooleanField(default=False)
 
 
@@ -259,6 +262,8 @@ class PlanAuthorSerializer(serializers.Serializer):
         child=serializers.IntegerField(), required=False, default=default_gray_steps
     )
     required_approvals = serializers.IntegerField(min_value=1, max_value=10, default=2)
-    interval_seconds = serializers.IntegerField(min_value=5, default=60)
+    interval_seconds = serializers.IntegerField(
+        min_value=5, required=False, allow_null=True, default=None
+    )
     count = serializers.IntegerField(min_value=1, max_value=1000, default=5)
     criteria = CriterionDraftSerializer(many=True, required=False)

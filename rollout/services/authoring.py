@@ -12,27 +12,66 @@ Default criteria per phase, for the workloads that phase moves (the full phase c
 
 Each criterion takes the plan's analysis ``interval_seconds`` and ``count``; the caller may
 edit, drop or add criteria before the plan is created (``criteria=``), and a phase left
-without any is refused when the plan starts.
+without any is refused when the plan starts. Criteria name their workload by id: the
+moved workload's counterpart on the target cluster (``rollout.models.binding``).
+
+**Defaults that can pass** (:func:`analysis_defaults`), derived from the telemetry interval
+``T`` (``TELEMETRY_INTERVAL_SECONDS``): at least ``MIN_VALUES`` values per measurement; the
+first measurement waits ``(MIN_VALUES + 1) × T`` after the step's traffic took effect (one
+spare interval: a tick stamped across the step's start is cut, the newest may not be
+committed yet), so a healthy step has enough in-step values at its first measurement; the
+window is twice that (later measurements see at least twice the minimum); measurements come
+every ``2 × T``; one inconclusive measurement (a late tick) is tolerated, a second pauses.
+With the demo's 10 s: 3 values, 40 s delay, 80 s window, every 20 s.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from datetime import date
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from accounts.models import Tenant
 from inventory.models import Cluster, Workload
-from rollout.models import PHASE_ORDER, Criterion, MigrationPlan, PhaseKind
+from rollout.models import PHASE_ORDER, Criterion, MigrationPlan, PhaseKind, PlanWorkload
+from rollout.models.gates import MAX_WINDOW_SECONDS
 from rollout.services.audit import Actor
 from rollout.services.plans import criterion_save, plan_create
 
 TIMEOUT_RATE_PER_S = 0.05
 THROUGHPUT_FLOOR = 0.9
-DEFAULT_INTERVAL_SECONDS = 60
 DEFAULT_COUNT = 5
+MIN_VALUES = 3
+
+
+@dataclass(frozen=True)
+class AnalysisDefaults:
+    """A criterion's analysis settings derived from the telemetry interval (module doc)."""
+
+    telemetry_interval_seconds: int
+    min_samples: int
+    initial_delay_seconds: int
+    window_seconds: int
+    interval_seconds: int
+    inconclusive_limit: int
+    count: int = DEFAULT_COUNT
+
+
+def analysis_defaults(telemetry_interval_seconds: int | None = None) -> AnalysisDefaults:
+    """Settings under which the first measurement of a healthy step can pass."""
+    interval = max(1, telemetry_interval_seconds or settings.TELEMETRY_INTERVAL_SECONDS)
+    delay = (MIN_VALUES + 1) * interval
+    return AnalysisDefaults(
+        telemetry_interval_seconds=interval,
+        min_samples=MIN_VALUES,
+        initial_delay_seconds=delay,
+        window_seconds=min(max(2 * delay, 10), MAX_WINDOW_SECONDS),
+        interval_seconds=max(2 * interval, 5),
+        inconclusive_limit=1,
+    )
 
 
 @dataclass
@@ -46,15 +85,18 @@ class CriterionDraft:
     aggregation: str
     comparator: str
     threshold: float
-    window_seconds: int = 300
+    window_seconds: int
+    interval_seconds: int
+    initial_delay_seconds: int
+    min_samples: int
+    inconclusive_limit: int
+    workload: object = None  # the Workload on the target cluster (its identity)
     compare_to_baseline: bool = False
     count: int = DEFAULT_COUNT
-    interval_seconds: int = DEFAULT_INTERVAL_SECONDS
-    min_samples: int = 3
     entity_kind: str = "workload"
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def _slug(text: str) -> str:
@@ -64,12 +106,20 @@ def _slug(text: str) -> str:
 def criteria_defaults(
     *,
     workloads: dict[str, list[Workload]],
-    interval_seconds: int = DEFAULT_INTERVAL_SECONDS,
+    interval_seconds: int | None = None,
     count: int = DEFAULT_COUNT,
+    targets: dict[int, Workload] | None = None,
 ) -> list[CriterionDraft]:
-    """The template criteria for each phase's workloads (the full phase: every workload)."""
+    """The template criteria for each phase's workloads (the full phase: every workload).
+
+    ``targets`` maps a moved workload's id to its counterpart on the target cluster; the
+    criteria measure that identity (a workload without one gets criteria by name, which
+    authoring then refuses with the reason).
+    """
+    defaults = analysis_defaults()
+    interval_seconds = interval_seconds or defaults.interval_seconds
     everyone = [w for kind in PHASE_ORDER for w in workloads.get(kind, [])]
-    window = max(interval_seconds, 60)
+    window = min(max(interval_seconds, defaults.window_seconds), MAX_WINDOW_SECONDS)
     drafts: list[CriterionDraft] = []
     for phase in PHASE_ORDER:
         members = everyone if phase == PhaseKind.FULL else workloads.get(phase, [])
@@ -77,9 +127,13 @@ def criteria_defaults(
             common = {
                 "phase": phase,
                 "entity_key": w.name,
+                "workload": (targets or {}).get(w.pk),
                 "window_seconds": window,
                 "count": count,
                 "interval_seconds": interval_seconds,
+                "initial_delay_seconds": defaults.initial_delay_seconds,
+                "min_samples": defaults.min_samples,
+                "inconclusive_limit": defaults.inconclusive_limit,
             }
             slug = _slug(w.name)
             if w.kind == Workload.Kind.TRAINING:
@@ -136,7 +190,7 @@ def plan_author(
     actor: Actor,
     gray_steps: list[int] | None = None,
     required_approvals: int = 2,
-    interval_seconds: int = DEFAULT_INTERVAL_SECONDS,
+    interval_seconds: int | None = None,
     count: int = DEFAULT_COUNT,
     criteria: list[dict] | None = None,
     start: date | None = None,
@@ -159,15 +213,30 @@ def plan_author(
         start=start,
     )
     if criteria is None:
+        targets = {
+            item.workload_id: item.target_workload
+            for item in PlanWorkload.objects.filter(plan=plan).select_related("target_workload")
+            if item.target_workload is not None
+        }
         criteria = [
             d.as_dict()
             for d in criteria_defaults(
-                workloads=phases, interval_seconds=interval_seconds, count=count
+                workloads=phases, interval_seconds=interval_seconds, count=count, targets=targets
             )
         ]
     by_kind = {p.kind: p for p in plan.phases.all()}
+    derived = analysis_defaults()
+    unset = {
+        "window_seconds": derived.window_seconds,
+        "interval_seconds": interval_seconds or derived.interval_seconds,
+        "initial_delay_seconds": derived.initial_delay_seconds,
+        "min_samples": derived.min_samples,
+        "inconclusive_limit": derived.inconclusive_limit,
+        "count": count,
+    }
     for index, spec in enumerate(criteria):
-        spec = dict(spec)
+        # What the author left out follows the telemetry interval, not the model's defaults.
+        spec = {**unset, **spec}
         kind = spec.pop("phase", None)
         if kind not in by_kind:
             raise ValidationError({"criteria": f"criterion {index}: unknown phase {kind!r}"})

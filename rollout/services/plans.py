@@ -30,7 +30,7 @@ from django.utils.translation import gettext_noop
 
 from accounts.models import Tenant
 from inventory.models import Cluster, Workload
-from rollout.labels import action_label_lazy, state_label_lazy
+from rollout.labels import action_label_lazy, reason_data, state_label_lazy
 from rollout.models import (
     DEFAULT_PHASE_DAYS,
     PHASE_ORDER,
@@ -167,6 +167,18 @@ def _revisions(gates: list[Gate]) -> str:
     return "".join(f"; gate {g.pk} now at revision {g.revision}" for g in gates)
 
 
+def _in_words(first: dict, gates: list[Gate]) -> dict:
+    """An audit reason as codes: what changed, then each revised gate by name ("the gray 5%
+    gate is now at revision 4"), read in the reader's language (``rollout.labels``)."""
+    parts = [first]
+    for gate in gates:
+        step = gate.plan.gray_steps[gate.step_index] if gate.phase.kind == PhaseKind.GRAY else ""
+        parts.append(
+            reason_data("gate_revised", phase=gate.phase.kind, percent=step, revision=gate.revision)
+        )
+    return {"parts": parts, "joiner": "; "}
+
+
 def criterion_save_check(*, criterion: Criterion) -> Phase | None:
     """Refuse an edit that would leave a started plan's gate measuring nothing.
 
@@ -222,6 +234,10 @@ def criterion_save(*, criterion: Criterion, actor: Actor) -> Criterion:
         plan=criterion.phase.plan,
         obj=criterion,
         reason=criterion.describe() + _revisions(gates),
+        reason_data=_in_words(
+            reason_data("criterion_saved", name=criterion.name, condition=criterion.describe()),
+            gates,
+        ),
     )
     if left is not None:
         left_gates = _gate_revise(phase=left)
@@ -233,6 +249,15 @@ def criterion_save(*, criterion: Criterion, actor: Actor) -> Criterion:
             obj=criterion,
             reason=f"criterion {criterion.pk} moved to {destination}: {criterion.describe()}"
             + _revisions(left_gates),
+            reason_data=_in_words(
+                reason_data(
+                    "criterion_moved",
+                    name=criterion.name,
+                    destination=destination,
+                    condition=criterion.describe(),
+                ),
+                left_gates,
+            ),
         )
     return criterion
 
@@ -254,7 +279,7 @@ def criterion_delete(*, criterion: Criterion, actor: Actor) -> None:
                 "phase an explicit manual gate"
             )
         )
-    described, pk = criterion.describe(), criterion.pk
+    described, pk, name = criterion.describe(), criterion.pk, criterion.name
     criterion.delete()
     gates = _gate_revise(phase=phase)
     audit_record(
@@ -263,6 +288,9 @@ def criterion_delete(*, criterion: Criterion, actor: Actor) -> None:
         plan=phase.plan,
         obj=None,
         reason=f"criterion {pk} deleted: {described}" + _revisions(gates),
+        reason_data=_in_words(
+            reason_data("criterion_deleted", name=name, condition=described), gates
+        ),
     )
 
 
@@ -288,6 +316,7 @@ def phase_manual_gate_set(*, phase: Phase, manual: bool, actor: Actor, reason: s
         plan=phase.plan,
         obj=phase,
         reason=reason.strip() + _revisions(gates),
+        reason_data=_in_words(reason_data("text", text=reason.strip()), gates),
     )
     return phase
 

@@ -101,13 +101,16 @@ def test_only_operators_author_plans(client_as, workloads, role):
     assert not MigrationPlan.objects.exists()
 
 
-def test_the_page_lists_workloads_as_tenant_cluster_workload_and_creates_a_draft(
-    client_as, workloads, clusters
+def test_the_page_lists_the_chosen_tenants_workloads_and_creates_a_draft(
+    client_as, workloads, clusters, tenants
 ):
     client = client_as("operator")
-    page = client.get("/migrations/new/").content.decode()
-    assert "Acme Robotics / old / acme-batch" in page and "Acme Robotics / old / acme-chat" in page
-    assert "Acme Robotics / uni /" not in page  # the target's workloads are not moved
+    query = f"?tenant={tenants['acme'].pk}&source_cluster={clusters['legacy'].pk}"
+    page = client.get("/migrations/new/" + query).content.decode()
+    from tests.rollout.test_authoring_defaults import offered
+
+    # the source's workloads of the tenant; the target's are not moved
+    assert offered(page) == {workloads["legacy:acme-batch"].pk, workloads["legacy:acme-chat"].pk}
     response = client.post(
         "/migrations/new/",
         {
