@@ -8,6 +8,7 @@ from accounts.selectors.people import role_of, sees_people
 from accounts.selectors.scoping import scope_to_tenant
 from inventory.models import Workload
 from rollout.models import AuditEntry, MigrationPlan, PlanState, PlanWorkload
+from rollout.services.guards import APPROVE_PERMISSION, people_still_holding
 from telemetry.models import Entity
 from telemetry.read import latest_values
 
@@ -130,9 +131,8 @@ def gate_choices(gate, user) -> dict:
     mine = revision.filter(user_id=user_id) if user_id is not None else revision.none()
     decided = mine.filter(decision__in=("approve", "reject")).exists()
     voted = mine.filter(decision="force").exists()
-    approved = (
-        revision.filter(decision="approve").exclude(user=None).values("user").distinct().count()
-    )
+    # Counted as the workflow counts: distinct people who still hold the approver role.
+    approved = people_still_holding(revision.filter(decision="approve"), APPROVE_PERMISSION)
     return {
         "approve": not requester and not decided,
         "force": not requester and not voted,
