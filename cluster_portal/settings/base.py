@@ -320,6 +320,8 @@ TELEMETRY_MAX_ABS_VALUE = float(env_str("TELEMETRY_MAX_ABS_VALUE") or 1e18)
 # reserved address (also after redirects), unless it lies in one of these networks (CIDR,
 # comma-separated), e.g. "10.20.0.0/16,192.168.7.0/24" for exporters on a private LAN.
 OUTBOUND_ALLOWED_NETWORKS = env_list("OUTBOUND_ALLOWED_NETWORKS", [])
+# Anonymous CSP reports (/csp-report/) per client address: a browser sends a handful per page.
+CSP_REPORT_RATE = env_str("CSP_REPORT_RATE") or "30/min"
 # Every outbound call has one wall-clock deadline over connect, headers and body
 # (cluster_portal.web.outbound): a scrape its target's timeout, a PromQL read its data source's
 # timeout, a webhook this many seconds.

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+from django.db import IntegrityError, transaction
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 from rest_framework.generics import ListCreateAPIView, RetrieveUpdateDestroyAPIView
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.validators import UniqueValidator
 
 from accounts.api.permissions import HasRequiredScope
 from accounts.api.scoping import StaffOnlyMixin
 from inventory.models import Cluster
 from telemetry.models import PromQLDataSource
 
+DUPLICATE = _("This cluster already has a PromQL data source; edit that one.")
+
 
 class PromQLDataSourceSerializer(serializers.ModelSerializer):
-    cluster = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all())
+    cluster = serializers.SlugRelatedField(
+        slug_field="name",
+        queryset=Cluster.objects.all(),
+        validators=[UniqueValidator(PromQLDataSource.objects.all(), message=DUPLICATE)],
+    )
     bearer_token = serializers.CharField(
         write_only=True, required=False, allow_blank=True, max_length=2000
     )
@@ -34,6 +42,14 @@ class PromQLDataSourceSerializer(serializers.ModelSerializer):
         instance = PromQLDataSource(**{**self._current(), **attrs})
         instance.full_clean(exclude=["cluster"] if self.instance else None, validate_unique=False)
         return attrs
+
+    def save(self, **kwargs) -> PromQLDataSource:
+        # Two requests racing past the check meet the one-per-cluster constraint: still a 400.
+        try:
+            with transaction.atomic():
+                return super().save(**kwargs)
+        except IntegrityError:
+            raise serializers.ValidationError({"cluster": [DUPLICATE]}) from None
 
     def _current(self) -> dict:
         if self.instance is None:
