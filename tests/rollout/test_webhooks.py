@@ -134,3 +134,70 @@ def test_subscriptions_validate_their_events(db):
 
     with pytest.raises(ValidationError):
         WebhookSubscription(name="x", url="http://x", events=["nope"], secret="s").full_clean()
+
+
+def test_the_attempt_is_counted_before_the_request_and_holds_a_lease(receiver_factory, db):
+    from rollout.services.webhooks import webhook_attempt_claim
+
+    receiver = receiver_factory([])
+    subscription = subscribe(receiver.url)
+    delivery = WebhookDelivery.objects.create(
+        subscription=subscription, event="transition", payload={}
+    )
+    claimed = webhook_attempt_claim(delivery_id=delivery.pk)
+    assert claimed.attempts == 1 and claimed.attempt_lease_until is not None
+    # While that attempt may be in flight, no second one starts.
+    assert webhook_attempt_claim(delivery_id=delivery.pk) is None
+    assert receiver.requests == []
+
+
+def test_a_delivery_whose_last_attempt_was_killed_fails_instead_of_sending_again(
+    receiver_factory, db
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from rollout.services.webhooks import MAX_ATTEMPTS, webhook_deliver
+
+    receiver = receiver_factory([])
+    delivery = WebhookDelivery.objects.create(
+        subscription=subscribe(receiver.url),
+        event="transition",
+        payload={},
+        status="retrying",
+        attempts=MAX_ATTEMPTS,
+        attempt_lease_until=timezone.now() - timedelta(seconds=1),
+    )
+    assert webhook_deliver(delivery_id=delivery.pk).status == "failed"
+    assert receiver.requests == []
+
+
+def test_the_sweep_finds_only_lost_deliveries(receiver_factory, db):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from rollout.services.webhooks import webhook_deliveries_due
+
+    subscription = subscribe(receiver_factory([]).url)
+    now = timezone.now()
+
+    def make(**fields) -> int:
+        row = WebhookDelivery.objects.create(
+            subscription=subscription, event="transition", payload={}, **fields
+        )
+        WebhookDelivery.objects.filter(pk=row.pk).update(
+            created_at=fields.pop("created", now - timedelta(minutes=10))
+        )
+        return row.pk
+
+    never_sent = make()
+    lost_retry = make(status="retrying", attempts=1, next_attempt_at=now - timedelta(minutes=5))
+    dead_attempt = make(attempts=1, attempt_lease_until=now - timedelta(seconds=1))
+    make(status="delivered", attempts=1)
+    make(status="retrying", attempts=1, next_attempt_at=now + timedelta(seconds=20))  # on time
+    make(attempts=1, attempt_lease_until=now + timedelta(seconds=30))  # in flight
+    fresh = WebhookDelivery.objects.create(subscription=subscription, event="x", payload={})
+    due = webhook_deliveries_due(now=now)
+    assert set(due) == {never_sent, lost_retry, dead_attempt} and fresh.pk not in due

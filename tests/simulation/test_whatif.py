@@ -256,3 +256,43 @@ def test_ablation_changes_read_in_points_and_durations():
     assert delta_display(5.0, "pct") == "+5 pts"
     assert delta_display(-12.0, "ms") == "−12 ms"
     assert display(64.0, "int") == "64"
+
+
+@pytest.mark.django_db
+def test_a_run_is_claimed_once_and_a_redelivery_of_its_own_task_may_restart_it(small_run):
+    from simulation.services.whatif_run import whatif_claim
+
+    assert whatif_claim(run_id=small_run.pk, task_id="first") is True
+    # A copy sent by the sweep finds it running and leaves it alone...
+    assert whatif_claim(run_id=small_run.pk, task_id="swept") is False
+    # ...while the same task redelivered after its worker died starts it over.
+    assert whatif_claim(run_id=small_run.pk, task_id="first") is True
+    WhatIfRun.objects.filter(pk=small_run.pk).update(status="done")
+    assert whatif_claim(run_id=small_run.pk, task_id="first") is False
+
+
+@pytest.mark.django_db
+def test_the_sweep_resends_lost_runs_and_not_every_minute(small_run):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from simulation.services.whatif_run import (
+        RUN_WHATIF_TIME_LIMIT,
+        whatif_redispatch_mark,
+        whatif_runs_to_redispatch,
+    )
+
+    now = timezone.now()
+    assert whatif_runs_to_redispatch(now=now) == []  # just queued: its task is on the way
+    WhatIfRun.objects.filter(pk=small_run.pk).update(created_at=now - timedelta(minutes=5))
+    assert whatif_runs_to_redispatch(now=now) == [small_run.pk]
+    whatif_redispatch_mark(run_id=small_run.pk)
+    assert whatif_runs_to_redispatch(now=now + timedelta(minutes=1)) == []
+    # A run "running" for longer than the task's hard limit has no live execution.
+    WhatIfRun.objects.filter(pk=small_run.pk).update(
+        status="running",
+        started_at=now - timedelta(seconds=RUN_WHATIF_TIME_LIMIT + 120),
+        redispatched_at=None,
+    )
+    assert whatif_runs_to_redispatch(now=now) == [small_run.pk]
