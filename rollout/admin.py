@@ -18,13 +18,17 @@ from django.utils.formats import date_format, number_format
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
+from rest_framework.exceptions import ValidationError
 
+from cluster_portal.web.throttling import page_throttle_wait
 from rollout import webhook_admin  # noqa: F401 - registers the subscription admin
+from rollout.api.serializers import command_input, command_input_problem
 from rollout.models import (
     AnalysisRun,
     Approval,
     AuditEntry,
     Criterion,
+    DeniedAttemptCount,
     Gate,
     GateState,
     MigrationPlan,
@@ -111,7 +115,13 @@ class MigrationPlanAdmin(admin.ModelAdmin):
 
     @admin.action(description=_("Make phases without criteria manual gates (reason required)"))
     def make_manual_gates(self, request, queryset) -> None:
-        reason = request.POST.get("comment", "")
+        try:
+            reason = command_input("manual-gate", {"reason": request.POST.get("comment", "")})[
+                "reason"
+            ]
+        except ValidationError as exc:
+            self.message_user(request, command_input_problem(exc), messages.ERROR)
+            return
         actor = Actor.from_request(request)
         for plan in queryset:
             for kind in phases_without_gate(plan):
@@ -383,25 +393,38 @@ class GateAdmin(_ReadOnly):
         if request.method != "POST":
             return back
         command = request.POST.get("command", "")
-        try:
-            revision = int(request.POST.get("revision", ""))
-            version = int(request.POST.get("expected_version", ""))
-        except ValueError:
+        if command not in ("approve", "reject"):
+            self.message_user(request, _("Choose Approve or Reject."), messages.ERROR)
+            return back
+        if page_throttle_wait(request, "approve") is not None:
+            self.message_user(request, _("Too many commands; wait a minute."), messages.ERROR)
+            return back
+        if not request.POST.get("revision") or not request.POST.get("expected_version"):
             self.message_user(
                 request, _("The form did not say which revision you saw."), messages.ERROR
             )
             return back
-        if command not in ("approve", "reject"):
-            self.message_user(request, _("Choose Approve or Reject."), messages.ERROR)
+        try:
+            # The API's input contract: lengths, NUL characters, revision and version.
+            body = command_input(
+                command,
+                {
+                    "reason": request.POST.get("reason", ""),
+                    "revision": request.POST.get("revision", ""),
+                    "expected_version": request.POST.get("expected_version", ""),
+                },
+            )
+        except ValidationError as exc:
+            self.message_user(request, command_input_problem(exc), messages.ERROR)
             return back
         try:
             plan_command(
                 command=command,
                 plan_id=gate.plan_id,
                 actor=Actor.from_request(request),
-                reason=request.POST.get("reason", ""),
-                revision=revision,
-                expected_version=version,
+                reason=body["reason"],
+                revision=body["revision"],
+                expected_version=body["expected_version"],
             )
         except (FourEyesViolation, NotPermitted, WorkflowConflict) as exc:
             self.message_user(request, f"{gate}: {exc}", messages.ERROR)
@@ -416,6 +439,15 @@ class GateAdmin(_ReadOnly):
                 }
             self.message_user(request, f"{gate}: {done}", messages.SUCCESS)
         return back
+
+
+@admin.register(DeniedAttemptCount)
+class DeniedAttemptCountAdmin(_ReadOnly):
+    """Refusals of principals without any workflow role, counted per hour instead of audited
+    one by one (the first of each hour is in the audit trail)."""
+
+    list_display = ("hour", "plan", "action", "principal", "count", "last_at")
+    list_filter = ("action",)
 
 
 @admin.register(AnalysisRun)

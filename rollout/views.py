@@ -11,9 +11,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
+from rest_framework.exceptions import ValidationError
 
 from accounts.access import operator_page, staff_page
 from cluster_portal.web.csv import csv_attachment, csv_writer
+from cluster_portal.web.throttling import page_throttle_wait
+from rollout.api.serializers import command_input, command_input_problem
 from rollout.forms import PlanAuthorForm
 from rollout.labels import action_label
 from rollout.models import AnalysisRun, Approval, PlanState, WebhookDelivery
@@ -137,8 +140,13 @@ def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "rollout/plan_detail.html", context)
 
 
-def _int_or_none(text: str) -> int | None:
-    return int(text) if text.isdigit() and len(text) < 10 else None
+def too_many_commands(wait: float) -> HttpResponse:
+    """429 for a page's command over the API's budget (nothing was run or audited)."""
+    seconds = max(1, round(wait))
+    text = _("Too many commands; try again in %(seconds)d s.") % {"seconds": seconds}
+    return HttpResponse(
+        text, status=429, content_type="text/plain; charset=utf-8", headers={"Retry-After": seconds}
+    )
 
 
 @login_required
@@ -147,15 +155,30 @@ def plan_command(request: HttpRequest, pk: int, command: str) -> HttpResponse:
     """The page's buttons: the same service and arguments as the API (plan version and gate
     revision as the page showed them)."""
     plan = get_object_or_404(plans_visible_to(request.user), pk=pk)
-    text = request.POST.get("comment", "").strip()
+    # Throttled and validated exactly as the API is (same budget, same serializer).
+    wait = page_throttle_wait(request, "approve")
+    if wait is not None:
+        return too_many_commands(wait)
+    try:
+        body = command_input(
+            command,
+            {
+                "reason": request.POST.get("comment", ""),
+                "revision": request.POST.get("revision", ""),
+                "expected_version": request.POST.get("version", ""),
+            },
+        )
+    except ValidationError as exc:
+        messages.error(request, _("Not done: %(why)s") % {"why": command_input_problem(exc)})
+        return redirect("migration-plan", pk=plan.pk)
     try:
         plan_command_run(
             command=command,
             plan_id=plan.pk,
             actor=Actor.from_request(request),
-            reason=text,
-            revision=_int_or_none(request.POST.get("revision", "")),
-            expected_version=_int_or_none(request.POST.get("version", "")),
+            reason=body["reason"],
+            revision=body.get("revision"),
+            expected_version=body.get("expected_version"),
         )
     except (FourEyesViolation, NotPermitted) as exc:
         messages.error(request, _("Not allowed: %(why)s") % {"why": exc})

@@ -57,6 +57,7 @@ ROLE_MODEL_PERMISSIONS: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {
                 "analysisrun",
                 "approval",
                 "auditentry",
+                "deniedattemptcount",
                 "webhooksubscription",
                 "webhookdelivery",
             ),

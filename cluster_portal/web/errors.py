@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils.translation import gettext as _
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.serializers import as_serializer_error
 from rest_framework.views import exception_handler
+
+from cluster_portal.web.bodies import PayloadTooLarge
 
 STATUS_CODES = {
     400: "invalid",
@@ -25,6 +29,7 @@ STATUS_CODES = {
     405: "method_not_allowed",
     406: "not_acceptable",
     409: "conflict",
+    413: "payload_too_large",
     415: "unsupported_media_type",
     422: "unprocessable",
     429: "throttled",
@@ -76,6 +81,13 @@ def sees_internal_detail(request) -> bool:
 def portal_exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(as_serializer_error(exc))
+    if isinstance(exc, RequestDataTooBig):
+        # Django's own refusal of a body over DATA_UPLOAD_MAX_MEMORY_SIZE is a bare HTML 400;
+        # an API client gets the one JSON error body, as ingestion's own limit answers.
+        exc = PayloadTooLarge(
+            _("The request body is larger than %(limit)d bytes (DATA_UPLOAD_MAX_MEMORY_SIZE).")
+            % {"limit": settings.DATA_UPLOAD_MAX_MEMORY_SIZE}
+        )
     response = exception_handler(exc, context)
     if response is None:
         return None

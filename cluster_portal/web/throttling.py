@@ -115,3 +115,20 @@ class ScopedPrincipalThrottle(BaseThrottle):
 
     def wait(self) -> float | None:
         return self.wait_seconds
+
+
+class _PageView:
+    """What the throttle reads of a view (its scope), for pages that are not DRF views."""
+
+    def __init__(self, scope: str) -> None:
+        self.throttle_scope = scope
+
+
+def page_throttle_wait(request, scope: str) -> float | None:
+    """The API's budget for a page's command: ``None`` when the request may go on, else the
+    seconds to wait. Pages and the API count against the same ``(scope, principal)`` counter,
+    so switching from the API to the HTML form buys no extra attempts."""
+    throttle = ScopedPrincipalThrottle()
+    if throttle.allow_request(request, _PageView(scope)):
+        return None
+    return throttle.wait() or 1.0

@@ -1,8 +1,9 @@
 """The dashboards' time range: ``?range=1h|6h|24h|7d|30d`` or ``?start=&end=`` (custom).
 
 Parsing is strict and every error names the parameter, so a hand-edited URL gets a clear
-400 instead of a silently different chart. Naive custom times (what an HTML
-``datetime-local`` input sends) are read in the portal's time zone.
+400 instead of a silently different chart. Times go through the one parser
+(``cluster_portal.web.times``): naive custom times (what an HTML ``datetime-local`` input
+sends) are read in the portal's time zone, offsets PostgreSQL refuses are a 400.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+
+from cluster_portal.web.times import TimeParseError, parse_instant
 
 PRESETS: dict[str, timedelta] = {
     "1h": timedelta(hours=1),
@@ -64,17 +65,10 @@ class TimeRange:
 
 
 def _parse_time(value: str, name: str) -> datetime:
-    parsed = parse_datetime(value.strip())
-    if parsed is None:
-        try:
-            return datetime.fromtimestamp(float(value), tz=UTC)
-        except (ValueError, OverflowError, OSError):
-            raise TimeRangeError(
-                {name: _("Give an ISO 8601 time such as 2026-01-31T08:00 or unix seconds.")}
-            ) from None
-    if timezone.is_naive(parsed):
-        parsed = timezone.make_aware(parsed, timezone.get_current_timezone())
-    return parsed
+    try:
+        return parse_instant(value)
+    except TimeParseError as exc:
+        raise TimeRangeError({name: str(exc)}) from None
 
 
 def parse_timerange(params: Mapping[str, str], *, now: datetime | None = None) -> TimeRange:

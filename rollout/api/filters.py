@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import django_filters
 
+from cluster_portal.web.times import InstantFilter
 from rollout.models import AnalysisRun, AuditEntry, MigrationPlan, PlanState
 
 
@@ -24,7 +25,9 @@ class AuditFilter(django_filters.FilterSet):
     plan = django_filters.NumberFilter(field_name="plan_id", help_text="Plan id.")
     action = django_filters.CharFilter(help_text="e.g. plan.start, gate.approve.")
     actor = django_filters.CharFilter(field_name="actor_label", help_text="Who acted.")
-    since = django_filters.IsoDateTimeFilter(field_name="at", lookup_expr="gte")
+    since = InstantFilter(
+        field_name="at", lookup_expr="gte", help_text="ISO 8601 time (UTC offsets up to ±15:59)."
+    )
 
     class Meta:
         model = AuditEntry

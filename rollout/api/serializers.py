@@ -6,6 +6,7 @@ from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 from accounts.models import Tenant
+from cluster_portal.web.errors import error_body
 from inventory.models import Cluster, Workload
 from rollout.models import (
     Aggregation,
@@ -205,6 +206,22 @@ class CommandSerializer(serializers.Serializer):
                 {"revision": [_("Name the gate revision you are deciding on.")]}
             )
         return attrs
+
+
+def command_input(command: str, data: dict) -> dict:
+    """Validate a command body with :class:`CommandSerializer` — the one input contract of the
+    API, the pages and the admin (lengths, NUL characters, revision, version). Empty form
+    fields count as absent. Raises ``serializers.ValidationError``; returns the validated data.
+    """
+    given = {key: value for key, value in data.items() if value not in (None, "")}
+    body = CommandSerializer(data=given, context={"command": command})
+    body.is_valid(raise_exception=True)
+    return body.validated_data
+
+
+def command_input_problem(error: serializers.ValidationError) -> str:
+    """A refused body as one sentence for a page's message (the API's ``detail``)."""
+    return error_body(400, error.detail)["detail"]
 
 
 class CriterionDraftSerializer(serializers.Serializer):

@@ -2,6 +2,7 @@
 
 from rollout.models.analysis import AnalysisRun, Measurement, MetricResult, Outcome
 from rollout.models.audit import AuditEntry, AuditImmutable
+from rollout.models.denials import DeniedAttemptCount
 from rollout.models.gates import Aggregation, Approval, Comparator, Criterion, Gate, GateState
 from rollout.models.plans import (
     DEFAULT_GRAY_STEPS,
@@ -27,6 +28,7 @@ __all__ = [
     "AuditImmutable",
     "Comparator",
     "Criterion",
+    "DeniedAttemptCount",
     "Gate",
     "GateState",
     "Measurement",

@@ -86,6 +86,13 @@ class Actor:
             and user.has_perm("monitoring.force_promote_migrations")
         )
 
+    def holds_no_workflow_role(self) -> bool:
+        """A principal who can neither operate, approve nor force anything (a customer, a read
+        token): their refusals are counted rather than audited one by one."""
+        return self.principal is not None and not (
+            self.can_operate() or self.can_approve() or self.can_force()
+        )
+
     @property
     def is_admin(self) -> bool:
         user = self.user

@@ -5,10 +5,19 @@ and a reason where one is required. Split out of ``transitions`` to keep it read
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
 from django.utils.translation import gettext_noop
 
 from rollout.labels import action_label_lazy
-from rollout.models import Approval, AuditEntry, Gate, GateState, MigrationPlan
+from rollout.models import (
+    Approval,
+    AuditEntry,
+    DeniedAttemptCount,
+    Gate,
+    GateState,
+    MigrationPlan,
+)
 from rollout.services.audit import Actor, audit_record
 from rollout.services.errors import NotPermitted, WorkflowConflict, WorkflowError
 
@@ -16,9 +25,20 @@ APPROVE_PERMISSION = "monitoring.approve_migrations"
 FORCE_PERMISSION = "monitoring.force_promote_migrations"
 
 
-def deny(*, actor: Actor, action: str, plan_id: int, refusal: WorkflowError) -> AuditEntry:
-    # Outside the failed command's transaction so the row survives the error.
+def deny(*, actor: Actor, action: str, plan_id: int, refusal: WorkflowError) -> AuditEntry | None:
+    """Audit a refusal (outside the failed command's transaction, so the row survives it).
+
+    A principal who holds no workflow role at all (a customer, a read token) leaves one audit
+    row per plan, command and hour; further refusals are counted (:class:`DeniedAttemptCount`),
+    so a flood of refusals cannot push the plan's history off its page.
+    """
     plan = MigrationPlan.objects.filter(pk=plan_id).first()
+    if (
+        plan is not None
+        and actor.holds_no_workflow_role()
+        and not _first_this_hour(actor=actor, action=action, plan=plan)
+    ):
+        return None
     with transaction.atomic():
         return audit_record(
             actor=actor,
@@ -29,6 +49,22 @@ def deny(*, actor: Actor, action: str, plan_id: int, refusal: WorkflowError) -> 
             reason=refusal.english,
             reason_data=refusal.reason_data,
         )
+
+
+def _first_this_hour(*, actor: Actor, action: str, plan: MigrationPlan) -> bool:
+    """Count this refusal; whether it is the first of its (plan, action, principal, hour)."""
+    now = timezone.now()
+    with transaction.atomic():
+        row, created = DeniedAttemptCount.objects.get_or_create(
+            plan=plan,
+            action=action,
+            principal=actor.label[:200],
+            hour=now.replace(minute=0, second=0, microsecond=0),
+            defaults={"count": 1, "last_at": now},
+        )
+        if not created:
+            DeniedAttemptCount.objects.filter(pk=row.pk).update(count=F("count") + 1, last_at=now)
+    return created
 
 
 def need(actor: Actor, *, capability: str, action: str, plan_id: int) -> None:

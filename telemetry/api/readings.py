@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
@@ -16,6 +15,7 @@ from rest_framework.views import APIView
 
 from accounts.api.permissions import HasRequiredScope
 from accounts.selectors.scoping import principal_sees_all
+from cluster_portal.web.times import TimeParseError, parse_instant
 from inventory.models import Accelerator, Cluster
 from telemetry.models import Entity, EntityKind, MetricDefinition
 from telemetry.read import latest_values, series_read
@@ -111,17 +111,9 @@ def _parse_time(value: str | None, name: str, default: datetime) -> datetime:
     if not value:
         return default
     try:
-        parsed = parse_datetime(value[:64])
-    except (ValueError, OverflowError):
-        raise ValidationError({name: "not a valid ISO 8601 time"}) from None
-    if parsed is None:
-        try:
-            seconds = float(value[:64])
-            parsed = datetime.fromtimestamp(seconds, tz=UTC)
-        except (ValueError, OverflowError, OSError):
-            raise ValidationError({name: "ISO 8601 time or unix seconds"}) from None
-    if parsed.tzinfo is None:
-        raise ValidationError({name: "give a time zone, e.g. 2026-11-29T12:00:00Z"})
+        parsed = parse_instant(value, require_zone=True)
+    except TimeParseError as exc:
+        raise ValidationError({name: str(exc)}) from None
     if not 1970 <= parsed.year <= 9000:
         raise ValidationError({name: "must lie between 1970 and 9000"})
     return parsed
