@@ -72,14 +72,6 @@ class TokenRefused(Exception):
         self.refusal = refusal
 
 
-def token_verify(plaintext: str) -> IntegrationToken | None:
-    """Return the token matching ``plaintext`` if it may act now, else ``None``."""
-    try:
-        return token_authenticate(plaintext)
-    except TokenRefused:
-        return None
-
-
 def token_authenticate(plaintext: str) -> IntegrationToken:
     """The token matching ``plaintext``, checked for this request: not revoked, not expired,
     its owner active and still reaching the token's tenant. Raises :class:`TokenRefused`."""
