@@ -25,16 +25,22 @@ _REMOVALS = ("post_remove", "post_clear")
 
 def _schedule(user_ids: Iterable[int], actor: User | None = None) -> None:
     for user_id in {i for i in user_ids if i is not None}:
-        transaction.on_commit(lambda u=user_id: tokens_reconcile(user_id=u, actor=actor))
+        # robust: a failure here is logged, never turned into an error of the committed change
+        # (the per-request check still refuses what the owner no longer backs).
+        transaction.on_commit(
+            lambda u=user_id: tokens_reconcile(user_id=u, actor=actor), robust=True
+        )
 
 
 def _actor(instance) -> User | None:
     return getattr(instance, "_authority_changed_by", None)
 
 
-def user_saved(sender, instance: User, created: bool, **kwargs) -> None:
-    if not created:
-        _schedule([instance.pk], _actor(instance))
+def user_saved(sender, instance: User, created: bool, update_fields=None, **kwargs) -> None:
+    # A login's ``last_login`` write changes no authority: skip it.
+    if created or (update_fields is not None and set(update_fields) <= {"last_login"}):
+        return
+    _schedule([instance.pk], _actor(instance))
 
 
 def user_deleting(sender, instance: User, **kwargs) -> None:
