@@ -18,6 +18,7 @@ order and the snapshot is a pure read of the result.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -46,6 +47,7 @@ class Engine:
         self.state = _state
         self._result: StepResult | None = None
         self._snapshot: Snapshot | None = None
+        self._scenario_json: str | None = None  # written once, reused by every save
 
     # -- static tables (the world) ----------------------------------------------------------
     @property
@@ -251,7 +253,9 @@ class Engine:
     # -- persistence ------------------------------------------------------------------
     def save_state(self) -> bytes:
         """Versioned, compressed bytes of scenario + state (see :mod:`.state`)."""
-        return state_mod.dump(self.scenario.to_dict(), self.state)
+        if self._scenario_json is None:
+            self._scenario_json = json.dumps(self.scenario.to_dict())
+        return state_mod.dump(self._scenario_json, self.state)
 
     @classmethod
     def load_state(cls, data: bytes) -> Engine:

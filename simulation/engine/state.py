@@ -234,6 +234,27 @@ def _classes() -> dict[str, type]:
 
 
 _PLAIN = (int, float, str, bool, type(None))
+_PLAIN_SET = frozenset(_PLAIN)
+
+
+def _flat(x: Any) -> bool:
+    """A plain value or a tuple of plain values (a cache key)."""
+    t = type(x)
+    return t in _PLAIN_SET or (t is tuple and all(type(y) in _PLAIN_SET for y in x))
+
+
+def _flat_value(x: Any) -> bool:
+    """A plain value or a list of plain values (a cache's access history)."""
+    t = type(x)
+    return t in _PLAIN_SET or (t is list and all(type(y) in _PLAIN_SET for y in x))
+
+
+def _untuple(x: Any) -> Any:
+    return list(x) if type(x) is tuple else x
+
+
+def _retuple(x: Any) -> Any:
+    return tuple(x) if type(x) is list else x
 
 
 def _encode(value: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
@@ -262,7 +283,26 @@ def _encode(value: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
             arrays[name] = np.concatenate(value) if value else np.empty(0, np.int64)
             arrays[name + "_offsets"] = np.cumsum([0, *(len(v) for v in value)])
             return {"$ndlist": name, "dtype": value[0].dtype.str if value else "<i8"}
+        if all(type(v) is tuple and all(map(_flat, v)) for v in value):
+            # Fast path for heap entries ``(time, seq, key)``: lists inside stand for tuples.
+            return {"$tuples": [[_untuple(x) for x in v] for v in value]}
+        if all(map(_flat, value)):  # fast path: lists of cache keys
+            return {"$keys": [_untuple(v) for v in value]}
         return [_encode(v, arrays, f"{path}[{i}]") for i, v in enumerate(value)]
+    if (
+        isinstance(value, dict)
+        and type(value) in (dict, OrderedDict)
+        and (isinstance(value, OrderedDict) or not all(type(k) is str for k in value))
+        and all(map(_flat, value))
+        and all(map(_flat_value, value.values()))
+    ):
+        # Fast path for the caches' maps (key tuples -> None or a list of access times): one
+        # JSON list each for keys and values instead of a tagged pair per entry.
+        return {
+            "$map": [_untuple(k) for k in value],
+            "v": list(value.values()),
+            "ordered": isinstance(value, OrderedDict),
+        }
     if isinstance(value, OrderedDict):
         return {"$odict": [[_encode(k, arrays, path), _encode(v, arrays, f"{path}[{k!r}]")]
                            for k, v in value.items()]}  # fmt: skip
@@ -298,6 +338,13 @@ def _decode(value: Any, arrays: Any) -> Any:
         return value
     if "$nd" in value:
         return arrays[value["$nd"]]
+    if "$map" in value:
+        pairs = zip(map(_retuple, value["$map"]), value["v"], strict=True)
+        return OrderedDict(pairs) if value["ordered"] else dict(pairs)
+    if "$keys" in value:
+        return [_retuple(v) for v in value["$keys"]]
+    if "$tuples" in value:
+        return [tuple(map(_retuple, v)) for v in value["$tuples"]]
     if "$ndlist" in value:
         flat, offsets = arrays[value["$ndlist"]], arrays[value["$ndlist"] + "_offsets"]
         return [flat[a:b].copy() for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
@@ -363,11 +410,19 @@ def _from_tree(tree: dict[str, Any]) -> EngineState:
     return st
 
 
-def dump(scenario_dict: dict, state: EngineState) -> bytes:
-    """Serialise scenario + state to the versioned byte format (format 3, no pickle)."""
+def dump(scenario: dict | str, state: EngineState) -> bytes:
+    """Serialise scenario + state to the versioned byte format (format 3, no pickle).
+
+    ``scenario`` is the scenario's dict or, cheaper for an engine that saves often, its JSON
+    text (the scenario does not change while an engine runs).
+    """
     arrays: dict[str, np.ndarray] = {}
     tree = _encode(_tree(state), arrays, "state")
-    manifest = json.dumps({"version": FORMAT_VERSION, "scenario": scenario_dict, "state": tree})
+    scenario_json = scenario if isinstance(scenario, str) else json.dumps(scenario)
+    manifest = (
+        f'{{"version": {FORMAT_VERSION}, "scenario": {scenario_json}, '
+        f'"state": {json.dumps(tree)}}}'
+    )
     buffer = io.BytesIO()
     np.savez(buffer, __manifest__=np.frombuffer(manifest.encode(), dtype=np.uint8), **arrays)
     return MAGIC + bytes([FORMAT_VERSION]) + zlib.compress(buffer.getvalue(), 3)
