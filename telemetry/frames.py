@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 from django.conf import settings
+from django.db import connection
 
 from inventory.models import Cluster
 from telemetry.models import Frame, FrameLayout
@@ -170,9 +171,37 @@ def _rollups_merge(
         frame.entities_sum, frame.entities_count = entity_means_sum(count, total)
     Frame.objects.bulk_create(to_create)
     if to_update:
-        Frame.objects.bulk_update(
-            to_update, ["count", "sum", "min", "max", "entities_sum", "entities_count"]
-        )
+        _rollups_update(to_update)
+
+
+_ROLLUP_FIELDS = ["count", "sum", "min", "max", "entities_sum", "entities_count"]
+
+
+def _rollups_update(frames: list[Frame]) -> None:
+    """Write the merged rollup arrays back.
+
+    On PostgreSQL one prepared UPDATE per frame, pipelined, with the arrays as binary bytea
+    parameters: Django's ``bulk_update`` builds a CASE expression per column and sends the
+    arrays as escaped SQL text, which cost ~90% of a 10,240-card tick. Elsewhere (SQLite,
+    the demo) ``bulk_update``.
+    """
+    if connection.vendor != "postgresql":
+        Frame.objects.bulk_update(frames, _ROLLUP_FIELDS)
+        return
+    import psycopg
+
+    table = connection.ops.quote_name(Frame._meta.db_table)
+    sql = (
+        f'UPDATE {table} SET "count" = %b, "sum" = %b, "min" = %b, "max" = %b, '
+        '"entities_sum" = %s, "entities_count" = %s WHERE "id" = %s'
+    )
+    rows = [
+        (f.count, f.sum, f.min, f.max, f.entities_sum, f.entities_count, f.pk) for f in frames
+    ]
+    connection.ensure_connection()
+    # A server-side-binding cursor on Django's own connection: same transaction.
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.executemany(sql, rows)
 
 
 def entity_means_sum(count: np.ndarray, total: np.ndarray) -> tuple[float, int]:
