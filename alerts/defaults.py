@@ -295,7 +295,7 @@ DEFAULT_RULES: tuple[RuleSpec, ...] = (
         runbook=gettext_noop(
             "Tick lag: check that Celery workers are alive (status page), the queue is not "
             "backed up behind slow tasks, and ticks are not failing (worker log); a large "
-            "cluster may need more workers for the per-supernode fan-out, or a lower speed."
+            "cluster may need a lower speed (fewer simulated steps per tick)."
         ),
     ),
     RuleSpec(

@@ -1,14 +1,12 @@
 """Benchmark: the same tick load on 1 vs 2 Celery worker processes (PostgreSQL + Redis).
 
-Two loads, each measured with one and then two solo-pool worker processes on a private queue:
+One load, measured with one and then two solo-pool worker processes on a private queue:
+four independent twin runs ticked together, round after round (throughput). (A single run's
+tick is one task: its engine step is coupled, so it is not split across workers.)
 
-- ``runs``: four independent twin runs ticked together, round after round (throughput);
-- ``fanout``: one large run whose ticks fan out per supernode (one task per supernode plus
-  a join), round after round (latency of a big tick).
-
-Prints ticks per second for each and the speed-up 2 workers / 1 worker measured in the same
-run. On a 2-core machine PostgreSQL, Redis and the benchmark share those cores with the
-workers, so the ideal 2× is out of reach; the figure says how much of it is left.
+Prints ticks per second and the speed-up 2 workers / 1 worker measured in the same run. On a
+2-core machine PostgreSQL, Redis and the benchmark share those cores with the workers, so the
+ideal 2× is out of reach; the figure says how much of it is left.
 
 Run: ``python bench/bench_scaleout.py [--rounds 6]`` (needs PostgreSQL and Redis).
 """
@@ -97,7 +95,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--run-cards", type=int, default=4096)
-    parser.add_argument("--fanout-cards", type=int, default=10240)
     args = parser.parse_args()
     os.environ["CELERY_BROKER_URL"] = REDIS_URL
     results = {}
@@ -117,14 +114,7 @@ def main() -> None:
                     scenario=default_scenario(cards=args.run_cards, seed=i),
                 )
             )
-        big_cluster = Cluster.objects.create(name="fanout", kind=Cluster.Kind.UNIFIED)
-        big = twin_run_create(
-            name="fanout",
-            cluster=big_cluster,
-            scenario=default_scenario(cards=args.fanout_cards, seed=7),
-            fan_out=True,
-        )
-        for load, runs in (("runs", independent), ("fanout", [big])):
+        for load, runs in (("runs", independent),):
             seconds = {}
             for count in (1, 2):
                 queue = f"scale-{uuid.uuid4().hex[:6]}"
@@ -136,7 +126,7 @@ def main() -> None:
             ticks = args.rounds * len(runs)
             results[load] = {
                 "runs": len(runs),
-                "cards_per_run": args.run_cards if load == "runs" else args.fanout_cards,
+                "cards_per_run": args.run_cards,
                 "ticks": ticks,
                 "seconds_1_worker": seconds[1],
                 "seconds_2_workers": seconds[2],

@@ -11,8 +11,12 @@ from django.utils.translation import gettext_lazy as _
 class TwinRun(models.Model):
     """A digital-twin run feeding one cluster's telemetry.
 
-    ``state`` is the engine's own serialised state; ``tick_seq`` counts committed ticks and is
-    what makes a tick exactly-once: a tick for sequence N commits only if the run is still at N.
+    ``state`` is a checkpoint of the engine's own serialised state: it includes the ticks up
+    to ``checkpoint_seq`` / ``checkpoint_pool_seq``; the ticks after it are in the journal
+    (``TwinTick.inputs``), so checkpoint + journal is the run's committed state. ``tick_seq``
+    counts committed ticks and is what makes a tick exactly-once: a tick for sequence N
+    commits only if the run is still at N. ``state_epoch`` moves when the state is replaced
+    (reset), so no worker reuses an engine it kept from before.
     """
 
     class Status(models.TextChoices):
@@ -34,13 +38,13 @@ class TwinRun(models.Model):
         validators=[MinValueValidator(1), MaxValueValidator(60)],
         help_text=_("Speed-up: how many engine steps one beat tick advances."),
     )
-    fan_out = models.BooleanField(
-        _("fan out per supernode"),
-        default=False,
-        help_text=_("Spread each tick's telemetry work over workers, one task per supernode."),
-    )
     tick_seq = models.PositiveBigIntegerField(_("committed ticks"), default=0)
     pool_seq = models.PositiveBigIntegerField(_("committed memory-pool ticks"), default=0)
+    checkpoint_seq = models.PositiveBigIntegerField(_("ticks in the checkpoint"), default=0)
+    checkpoint_pool_seq = models.PositiveBigIntegerField(
+        _("memory-pool ticks in the checkpoint"), default=0
+    )
+    state_epoch = models.PositiveIntegerField(_("state epoch"), default=0)
     sim_time = models.FloatField(_("simulated seconds"), default=0.0)
     wall_start = models.DateTimeField(_("wall-clock time of simulated t=0"))
     last_tick_at = models.DateTimeField(_("last tick"), null=True, blank=True)
@@ -75,6 +79,9 @@ class TwinTick(models.Model):
     sim_time = models.FloatField(_("simulated seconds at end"))
     samples = models.PositiveIntegerField(_("samples written"))
     duration_ms = models.FloatField(_("duration (ms)"))
+    # What the tick fed the engine (scheduler: traffic shares applied and steps taken; pool:
+    # seconds), so the checkpoint plus the ticks after it rebuild the state exactly.
+    inputs = models.JSONField(_("inputs"), default=dict, blank=True)
     committed_at = models.DateTimeField(_("committed at"), auto_now_add=True)
 
     class Meta:
@@ -112,28 +119,6 @@ class TwinGap(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run.name} gap {self.seconds:.0f}s before #{self.seq}"
-
-
-class StagedPart(models.Model):
-    """One supernode's share of a fanned-out tick, staged until the join commits the tick.
-
-    Staging keeps a tick invisible until every part is ready: readers never see half a tick.
-    ``payload`` is the part's rows and frame slices, serialised by ``simulation.services``.
-    """
-
-    run = models.ForeignKey(TwinRun, on_delete=models.CASCADE, related_name="+")
-    seq = models.PositiveBigIntegerField()
-    part = models.PositiveIntegerField()
-    payload = models.BinaryField()
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["run", "seq", "part"], name="stagedpart_unique")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.run_id}#{self.seq}/{self.part}"
 
 
 class WhatIfRun(models.Model):

@@ -8,20 +8,13 @@ connection is retried rather than acknowledged as failed, so the tick is not los
 
 from __future__ import annotations
 
-import time
-
-from celery import group, shared_task
+from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from cluster_portal.web.dispatch import dispatch_now
 from simulation.models import TwinRun, WhatIfRun
-from simulation.services import (
-    tick_commit_staged,
-    tick_stage_part,
-    twin_pool_tick,
-    twin_tick,
-)
+from simulation.services import twin_pool_tick, twin_tick
 from simulation.services.lag import tick_lag_record
 from simulation.services.whatif_run import (
     RUN_WHATIF_SOFT_TIME_LIMIT,
@@ -44,48 +37,11 @@ TICK_OPTIONS = {
 }
 
 
-def _same_queue(task) -> dict:
-    """Route follow-up tasks to the queue this task came from (dedicated tick queues)."""
-    routing_key = (task.request.delivery_info or {}).get("routing_key")
-    return {"queue": routing_key} if routing_key else {}
-
-
-@shared_task(name="simulation.advance_run", bind=True, **TICK_OPTIONS)
-def advance_run(self, run_id: int, expected_seq: int) -> dict:
-    """One scheduler tick: in this task, or fanned out per supernode for large runs."""
-    run = TwinRun.objects.select_related("cluster").get(pk=run_id)
-    if run.fan_out:
-        parts = run.cluster.supernodes.count()
-        tick_time = time.time()
-        group(
-            stage_tick_part.s(run_id, expected_seq, part, tick_time, parts) for part in range(parts)
-        ).apply_async(**_same_queue(self))
-        return {"fanned_out": parts, "seq": expected_seq}
+@shared_task(name="simulation.advance_run", **TICK_OPTIONS)
+def advance_run(run_id: int, expected_seq: int) -> dict:
+    """One scheduler tick. The engine is coupled (every mechanism reads the whole state), so
+    one task steps it once per tick; it is not split into parts."""
     outcome = twin_tick(run_id=run_id, expected_seq=expected_seq)
-    return {
-        "committed": outcome.committed,
-        "seq": outcome.seq,
-        "samples": outcome.samples,
-        "reason": outcome.reason,
-    }
-
-
-@shared_task(name="simulation.stage_tick_part", bind=True, **TICK_OPTIONS)
-def stage_tick_part(
-    self, run_id: int, expected_seq: int, part: int, tick_time: float, parts: int
-) -> dict:
-    """Stage one supernode's share; the last part to finish asks for the commit (the join)."""
-    complete = tick_stage_part(
-        run_id=run_id, expected_seq=expected_seq, part=part, tick_time=tick_time
-    )
-    if complete:
-        commit_tick.apply_async((run_id, expected_seq, parts), **_same_queue(self))
-    return {"part": part, "complete": complete}
-
-
-@shared_task(name="simulation.commit_tick", **TICK_OPTIONS)
-def commit_tick(run_id: int, expected_seq: int, parts: int) -> dict:
-    outcome = tick_commit_staged(run_id=run_id, expected_seq=expected_seq, parts=parts)
     return {
         "committed": outcome.committed,
         "seq": outcome.seq,

@@ -30,7 +30,7 @@ class TwinRunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = TwinRun
-        fields = ["id", "name", "cluster", "status", "steps_per_tick", "fan_out", "tick_seq",
+        fields = ["id", "name", "cluster", "status", "steps_per_tick", "tick_seq",
                   "pool_seq", "sim_time", "last_tick_at", "last_tick_ms", "last_pool_tick_at",
                   "created_at"]  # fmt: skip
         read_only_fields = fields

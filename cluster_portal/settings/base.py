@@ -353,6 +353,11 @@ TWIN_TICK_FAULT_PAUSE_SECONDS = float(env_str("TWIN_TICK_FAULT_PAUSE_SECONDS") o
 # Cards in the demo's unified twin cluster (make demo). Per-card data is stored as frames,
 # so even SQLite writes a 8,192-card tick of 10 simulated minutes in about 2.5 s.
 TWIN_DEMO_CARDS = env_int("TWIN_DEMO_CARDS", 8192)
+# A twin run's engine stays resident in the worker between ticks; its state is checkpointed to
+# the database every N ticks (the ticks in between are journalled and replayed on recovery).
+TWIN_CHECKPOINT_TICKS = env_int("TWIN_CHECKPOINT_TICKS", 30)
+# How many runs' engines one worker process keeps resident (least recently ticked dropped).
+TWIN_RESIDENT_RUNS = env_int("TWIN_RESIDENT_RUNS", 8)
 
 # Gates measure their own step (Argo's initialDelay): a criterion without its own initial delay
 # waits two telemetry intervals, and at least one twin tick, after the step's traffic took

@@ -1,6 +1,5 @@
 """Writes of the simulation app: creating and controlling twin runs, and ticking them."""
 
-from simulation.services.fanout import tick_commit_staged, tick_stage_part
 from simulation.services.runs import (
     SANDBOX_TENANT_SLUG,
     engine_catalogue_sync,
@@ -18,8 +17,6 @@ __all__ = [
     "engine_catalogue_sync",
     "sandbox_tenant",
     "scenario_tenants",
-    "tick_commit_staged",
-    "tick_stage_part",
     "twin_pool_tick",
     "twin_run_control",
     "twin_run_create",

@@ -93,7 +93,6 @@ def twin_run_create(
     name: str,
     cluster: Cluster,
     scenario: Scenario,
-    fan_out: bool = False,
     tenant: Tenant | None = None,
     tenant_map: Mapping[str, str] | None = None,
 ) -> TwinRun:
@@ -117,7 +116,6 @@ def twin_run_create(
         scenario=scenario.to_dict(),
         state=engine.save_state(),
         wall_start=timezone.now(),
-        fan_out=fan_out,
     )
 
 
@@ -292,6 +290,9 @@ def twin_run_control(*, run_id: int, action: str, steps_per_tick: int | None = N
         run.status = TwinRun.Status.PAUSED
     elif action == "reset":
         run.state = Engine(Scenario.from_dict(run.scenario)).save_state()
+        # The new state is its own checkpoint; engines kept from before are stale.
+        run.checkpoint_seq, run.checkpoint_pool_seq = run.tick_seq, run.pool_seq
+        run.state_epoch += 1
         run.sim_time = 0.0
         run.last_error = ""
     elif action == "speed":

@@ -25,11 +25,9 @@ EXPECTED_TASKS = {
     "rollout.sweep_webhook_deliveries",
     "simulation.advance_pool",
     "simulation.advance_run",
-    "simulation.commit_tick",
     "simulation.run_whatif",
     "simulation.schedule_pool_ticks",
     "simulation.schedule_ticks",
-    "simulation.stage_tick_part",
     "simulation.sweep_whatif_runs",
 }
 

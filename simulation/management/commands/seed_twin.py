@@ -43,11 +43,8 @@ class Command(BaseCommand):
         parser.add_argument("--legacy-cards", type=int, default=1024)
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument("--steps-per-tick", type=int, default=10)
-        parser.add_argument(
-            "--fan-out", action="store_true", help="Fan each tick out per supernode."
-        )
 
-    def handle(self, *args, seed: int, steps_per_tick: int, fan_out: bool, **options) -> None:
+    def handle(self, *args, seed: int, steps_per_tick: int, **options) -> None:
         if not 1 <= steps_per_tick <= 60:
             raise CommandError("--steps-per-tick must be between 1 and 60")
         for name, kind, hardware, policy, cards_option in DEMO_RUNS:
@@ -74,7 +71,6 @@ class Command(BaseCommand):
                 name=name,
                 cluster=cluster,
                 scenario=scenario,
-                fan_out=fan_out,
                 tenant_map={t: t for t in scenario_tenants(scenario)},
             )
             _default_unless_chosen(cluster)
