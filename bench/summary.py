@@ -94,6 +94,20 @@ def rows() -> list[tuple[str, str, str, str, str]]:
                 tick["date"],
             )
         )
+    if persist := load("persist"):
+        old = {b["cards"]: b for b in persist.get("baseline") or []}
+        for r in persist["results"]:
+            share = r["after_over_step"]
+            was = old.get(r["cards"], r)["before_over_step"]  # load + save every tick
+            out.append(
+                (
+                    f"Engine state persistence per tick, {r['cards']:,} cards (× one step)",
+                    f"{share:.2f}× (was {was:.0f}×)",
+                    "≤ 0.25×",
+                    "yes" if share <= 0.25 else "no",
+                    persist["date"],
+                )
+            )
     if scale := load("scaleout"):
         for load_name, r in scale["loads"].items():
             out.append(

@@ -45,6 +45,7 @@ class TwinRun(models.Model):
         _("memory-pool ticks in the checkpoint"), default=0
     )
     state_epoch = models.PositiveIntegerField(_("state epoch"), default=0)
+    checkpoint_ms = models.FloatField(_("last checkpoint duration (ms)"), default=0.0)
     sim_time = models.FloatField(_("simulated seconds"), default=0.0)
     wall_start = models.DateTimeField(_("wall-clock time of simulated t=0"))
     last_tick_at = models.DateTimeField(_("last tick"), null=True, blank=True)

@@ -195,9 +195,7 @@ def _rollups_update(frames: list[Frame]) -> None:
         f'UPDATE {table} SET "count" = %b, "sum" = %b, "min" = %b, "max" = %b, '
         '"entities_sum" = %s, "entities_count" = %s WHERE "id" = %s'
     )
-    rows = [
-        (f.count, f.sum, f.min, f.max, f.entities_sum, f.entities_count, f.pk) for f in frames
-    ]
+    rows = [(f.count, f.sum, f.min, f.max, f.entities_sum, f.entities_count, f.pk) for f in frames]
     connection.ensure_connection()
     # A server-side-binding cursor on Django's own connection: same transaction.
     with psycopg.Cursor(connection.connection) as cursor:

@@ -354,7 +354,10 @@ TWIN_TICK_FAULT_PAUSE_SECONDS = float(env_str("TWIN_TICK_FAULT_PAUSE_SECONDS") o
 # so even SQLite writes a 8,192-card tick of 10 simulated minutes in about 2.5 s.
 TWIN_DEMO_CARDS = env_int("TWIN_DEMO_CARDS", 8192)
 # A twin run's engine stays resident in the worker between ticks; its state is checkpointed to
-# the database every N ticks (the ticks in between are journalled and replayed on recovery).
+# the database once the ticks since the last checkpoint, times this share, cover what that
+# checkpoint cost (saving stays within the share of tick time), and at least every N ticks
+# (the ticks in between are journalled and replayed when a worker rebuilds the engine).
+TWIN_CHECKPOINT_SHARE = float(env_str("TWIN_CHECKPOINT_SHARE") or 0.25)
 TWIN_CHECKPOINT_TICKS = env_int("TWIN_CHECKPOINT_TICKS", 30)
 # How many runs' engines one worker process keeps resident (least recently ticked dropped).
 TWIN_RESIDENT_RUNS = env_int("TWIN_RESIDENT_RUNS", 8)

@@ -420,8 +420,7 @@ def dump(scenario: dict | str, state: EngineState) -> bytes:
     tree = _encode(_tree(state), arrays, "state")
     scenario_json = scenario if isinstance(scenario, str) else json.dumps(scenario)
     manifest = (
-        f'{{"version": {FORMAT_VERSION}, "scenario": {scenario_json}, '
-        f'"state": {json.dumps(tree)}}}'
+        f'{{"version": {FORMAT_VERSION}, "scenario": {scenario_json}, "state": {json.dumps(tree)}}}'
     )
     buffer = io.BytesIO()
     np.savez(buffer, __manifest__=np.frombuffer(manifest.encode(), dtype=np.uint8), **arrays)

@@ -7,8 +7,11 @@ The database stays the truth, exactly once:
 
 * every committed tick stores what it fed the engine (``TwinTick.inputs``: the traffic
   shares applied and the steps taken, or the pool seconds) in the tick's own transaction;
-* ``TwinRun.state`` is a checkpoint, rewritten every ``TWIN_CHECKPOINT_TICKS`` ticks, that
-  includes the ticks up to ``checkpoint_seq`` / ``checkpoint_pool_seq``;
+* ``TwinRun.state`` is a checkpoint that includes the ticks up to ``checkpoint_seq`` /
+  ``checkpoint_pool_seq``. It is rewritten as soon as the ticks since the last one have
+  earned it — their time x ``TWIN_CHECKPOINT_SHARE`` (0.25) covers what the last checkpoint
+  cost — so saving stays within that share of the tick time at any cluster size, and at the
+  latest every ``TWIN_CHECKPOINT_TICKS`` ticks (which bounds a rebuild's replay);
 * a worker without the engine (another worker ticked the run, a restart, a SIGKILL) loads
   the checkpoint and replays the journal after it in commit order — the engine is
   deterministic, so this rebuilds the committed state bit for bit;
@@ -19,6 +22,7 @@ The database stays the truth, exactly once:
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 
 from django.conf import settings
@@ -119,11 +123,17 @@ def engine_forget(run_id: int | None = None) -> None:
 
 
 def checkpoint_if_due(run: TwinRun, engine: Engine, *, force: bool = False) -> list[str]:
-    """Save the engine as the run's checkpoint when ``TWIN_CHECKPOINT_TICKS`` ticks have
-    passed since the last one (or ``force``); returns the fields to save."""
+    """Save the engine as the run's checkpoint when it is due (see the module docstring) or
+    ``force``; returns the fields to save with the run."""
     since = run.tick_seq + run.pool_seq - run.checkpoint_seq - run.checkpoint_pool_seq
-    if not force and since < settings.TWIN_CHECKPOINT_TICKS:
+    if since <= 0 and not force:
         return []
+    share = settings.TWIN_CHECKPOINT_SHARE  # 0 disables the time rule (count only)
+    earned = share > 0 and since * (run.last_tick_ms or 0.0) * share >= run.checkpoint_ms
+    if not (force or since >= settings.TWIN_CHECKPOINT_TICKS or earned):
+        return []
+    started = time.perf_counter()
     run.state = engine.save_state()
+    run.checkpoint_ms = (time.perf_counter() - started) * 1000
     run.checkpoint_seq, run.checkpoint_pool_seq = run.tick_seq, run.pool_seq
-    return ["state", "checkpoint_seq", "checkpoint_pool_seq"]
+    return ["state", "checkpoint_seq", "checkpoint_pool_seq", "checkpoint_ms"]

@@ -10,7 +10,8 @@ from simulation.services import resident, twin_pool_tick, twin_run_control, twin
 
 
 @pytest.fixture(autouse=True)
-def _no_resident_engines():
+def _no_resident_engines(settings):
+    settings.TWIN_CHECKPOINT_SHARE = 0.0  # checkpoints by count only, unless a test says so
     resident.engine_forget()
     yield
     resident.engine_forget()
@@ -126,3 +127,21 @@ def test_a_journal_with_a_gap_pauses_the_run_naming_the_problem(twin_run):
     assert not outcome.committed and "not all recorded" in outcome.reason
     twin_run.refresh_from_db()
     assert twin_run.status == TwinRun.Status.PAUSED and "reset the run" in twin_run.last_error
+
+
+@pytest.mark.django_db
+def test_a_checkpoint_waits_until_the_ticks_since_the_last_one_have_paid_for_it(twin_run, settings):
+    settings.TWIN_CHECKPOINT_SHARE = 0.25
+    settings.TWIN_CHECKPOINT_TICKS = 100
+    run = TwinRun.objects.get(pk=twin_run.pk)
+    engine = Engine.load_state(bytes(run.state))
+    run.checkpoint_ms, run.last_tick_ms = 100.0, 100.0  # a checkpoint costs one tick's time
+    for ticks in range(1, 4):
+        run.tick_seq = ticks
+        assert resident.checkpoint_if_due(run, engine) == []  # 25% of 1..3 ticks < 100 ms
+    run.tick_seq = 4
+    assert "state" in resident.checkpoint_if_due(run, engine)  # 25% of 4 ticks pays it
+    assert run.checkpoint_seq == 4 and run.checkpoint_ms > 0
+    settings.TWIN_CHECKPOINT_TICKS = 2
+    run.tick_seq, run.checkpoint_ms = 6, 1e9
+    assert "state" in resident.checkpoint_if_due(run, engine)  # the cap bounds the replay
