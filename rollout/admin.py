@@ -180,6 +180,7 @@ class CriterionAdminForm(forms.ModelForm):
             "inconclusive_limit",
             "consecutive_error_limit",
             "error_retry_seconds",
+            "trusted_sources",
         ]
 
     def _post_clean(self) -> None:

@@ -37,6 +37,7 @@ ACTIONS = {
     "criterion_change": pgettext_lazy("audit action", "change criterion"),
     "manual_gate_off": pgettext_lazy("audit action", "end manual gate"),
     "criterion_move": pgettext_lazy("audit action", "move criterion to another gate"),
+    "evidence_ignored": pgettext_lazy("audit action", "untrusted evidence ignored"),
     "manual_gate_on": pgettext_lazy("audit action", "make gate manual"),
 }
 OBJECT_TYPES = {
@@ -99,7 +100,29 @@ REASONS = {
         "the %(gate)s gate is now at revision %(revision)s: earlier approvals no longer count"
     ),
     "break_glass": gettext_lazy("break-glass %(count)s/%(required)s: %(comment)s"),
+    "evidence_counted": gettext_lazy("counted: %(sources)s"),
+    "evidence_ignored": gettext_lazy("ignored, untrusted: %(sources)s"),
+    "evidence_ignored_audit": gettext_lazy(
+        "%(count)s values of %(metric)s for %(target)s from %(source)s ignored by criterion "
+        "%(criterion)s: not a source it trusts"
+    ),
 }
+# The kinds of telemetry source (``kind:name`` labels from telemetry.provenance).
+SOURCE_KINDS = {
+    "twin": gettext_lazy("digital twin"),
+    "exporter": gettext_lazy("exporter"),
+    "token": gettext_lazy("token"),
+    "user": gettext_lazy("signed-in user"),
+    "datasource": gettext_lazy("PromQL data source"),
+    "unknown": gettext_lazy("unknown source"),
+}
+
+
+def source_label(label: str) -> str:
+    """``token:ci`` → "token ci" in the reader's language (the name is shown as it is)."""
+    kind, _sep, name = str(label).partition(":")
+    shown = str(SOURCE_KINDS.get(kind, kind))
+    return f"{shown} {name}" if name else shown
 
 
 def reason_data(code: str, **params: object) -> dict:
@@ -145,6 +168,10 @@ def reason_text(data: dict | None, fallback: str, *, outcomes: dict | None = Non
                 "phase": label,
                 "criterion": params["criterion"],
             }
+        if code in ("evidence_counted", "evidence_ignored"):
+            params["sources"] = ", ".join(f"{source_label(s)} {n}" for s, n in params["sources"])
+        elif code == "evidence_ignored_audit":
+            params["source"] = source_label(params["source"])
         return str(REASONS[code]) % params
     except (KeyError, TypeError, ValueError):
         return fallback

@@ -60,15 +60,27 @@ def _when(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC)
 
 
-def frames_write(*, layout: FrameLayout, values: dict[int, np.ndarray], ts: float) -> int:
+def frames_write(
+    *,
+    layout: FrameLayout,
+    values: dict[int, np.ndarray],
+    ts: float,
+    provenance: int | None = None,
+) -> int:
     """Store one raw frame per metric id and fold it into the rollups; returns frames added."""
-    return frames_write_many(layout=layout, batches=[(ts, values)])
+    return frames_write_many(layout=layout, batches=[(ts, values)], provenance=provenance)
 
 
 def frames_write_many(
-    *, layout: FrameLayout, batches: list[tuple[float, dict[int, np.ndarray]]]
+    *,
+    layout: FrameLayout,
+    batches: list[tuple[float, dict[int, np.ndarray]]],
+    provenance: int | None = None,
 ) -> int:
     """Store raw frames for several times at once; rollups are merged once per bucket.
+
+    ``provenance`` (a ``SampleSource`` id, one per call) is stored on each raw frame: gates
+    read raw frames only, so rollup frames need none.
 
     A multi-step twin tick writes ten steps that share one hour and one day bucket: folding
     them in memory first turns thirty rollup writes per metric into a handful.
@@ -117,6 +129,7 @@ def frames_write_many(
                         values=array.tobytes(),
                         entities_sum=float(array[present].sum(dtype=np.float64)),
                         entities_count=int(present.sum()),
+                        source_id=provenance,
                     )
                 )
             for resolution in ROLLUP_RESOLUTIONS:

@@ -98,8 +98,14 @@ def _require_str(item: dict, name: str, row: int, default: str | None = None) ->
     return check_text(value.strip(), field=name, max_chars=_MAX_CHARS[name], row=row)
 
 
-def ingest_json_batch(*, payload: object, tenant: Tenant | None) -> dict:
-    """Validate and store a JSON batch; ``tenant`` limits a tenant-bound token to its workloads."""
+def ingest_json_batch(
+    *, payload: object, tenant: Tenant | None, provenance: int | None = None
+) -> dict:
+    """Validate and store a JSON batch; ``tenant`` limits a tenant-bound token to its workloads.
+
+    ``provenance`` is the pusher's source (``telemetry.provenance.source_for_principal``):
+    stored on every row, so gates can tell these values from their trusted sources'.
+    """
     if not isinstance(payload, dict) or not isinstance(payload.get("samples"), list):
         raise IngestionError(
             'the body must be a JSON object with a "samples" list', field="samples"
@@ -168,7 +174,7 @@ def ingest_json_batch(*, payload: object, tenant: Tenant | None) -> dict:
             ids.update({(name, kind, key): eid for (kind, key), eid in resolved.items()})
         for metric, cluster, kind, key, seconds, value in parsed:
             rows.append((metrics[metric].id, ids[(cluster, kind, key)], seconds, value))
-        result = samples_write(rows)
+        result = samples_write(rows, provenance=provenance)
     return {
         "accepted": result.received,
         "inserted": result.inserted,

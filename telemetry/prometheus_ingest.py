@@ -76,13 +76,20 @@ def _catalogue_ensure_mapped() -> None:
 
 
 def ingest_prometheus_text(
-    *, text: str, cluster_name: str, node: str | None, source: str, scrape_time: float
+    *,
+    text: str,
+    cluster_name: str,
+    node: str | None,
+    source: str,
+    scrape_time: float,
+    provenance: int | None = None,
 ) -> dict:
     """Parse, map and store one exposition; returns accepted/mapped/dropped counts.
 
     Everything is checked before anything is registered or written: the parse caps, names,
     labels, the sample times and values (``telemetry.limits``, the same as JSON batches) and
     the registry caps. A refused push registers no metric, node, card or entity.
+    ``source`` is the exporter flavour; ``provenance`` who sent it (a ``SampleSource`` id).
     """
     if source not in SOURCES:
         raise IngestionError(f"source must be one of {', '.join(SOURCES)}", field="source")
@@ -99,7 +106,7 @@ def ingest_prometheus_text(
         )
     except (PrometheusParseError, PrometheusMappingError) as exc:
         raise IngestionError(exc.message, row=exc.line, field="body") from exc
-    return ingest_mapping_report(report, cluster=cluster)
+    return ingest_mapping_report(report, cluster=cluster, provenance=provenance)
 
 
 def cluster_for_ingest(cluster_name: str) -> Cluster:
@@ -134,7 +141,11 @@ def mapping_report_check(report: MappingReport, *, max_samples: int | None = Non
 
 
 def ingest_mapping_report(
-    report: MappingReport, *, cluster: Cluster, max_samples: int | None = None
+    report: MappingReport,
+    *,
+    cluster: Cluster,
+    max_samples: int | None = None,
+    provenance: int | None = None,
 ) -> dict:
     """Register the nodes and cards a mapped exposition names and store its samples, in one
     transaction; the answer counts accepted/mapped/dropped and inserted/duplicates."""
@@ -185,7 +196,7 @@ def ingest_mapping_report(
             rows.append((metrics[sample.metric].id, entity_id, sample.timestamp, sample.value))
             if sample.metric == "accelerator_health_status":
                 health[entity_id] = int(sample.value)
-        result = samples_write(rows)
+        result = samples_write(rows, provenance=provenance)
         accelerator_health_apply(health)
     body = report.as_dict()
     # Series that differ only in labels we do not key on (MIG instance, histogram bucket, XID

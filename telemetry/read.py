@@ -29,7 +29,7 @@ three rollup tiers; a reader never cares which one answered.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
 from django.db.models import QuerySet
@@ -38,6 +38,12 @@ from cluster_portal.web.timerange import TimeRange
 from telemetry.models import Entity, MetricDefinition
 from telemetry.promql import reads as promql
 from telemetry.promql.client import DataSourceUnavailable
+from telemetry.provenance import (
+    DATASOURCE_LABEL,
+    DEFAULT_TRUST,
+    trust_resolve,
+    trust_selector_problems,
+)
 from telemetry.registry import metrics_by_name
 from telemetry.selectors import entity_windows as _entity_windows
 from telemetry.selectors import kind_windows as _kind_windows
@@ -78,6 +84,7 @@ from telemetry.selectors.windows import (
 
 __all__ = [
     "CLUSTER_KEY",
+    "DEFAULT_TRUST",
     "DataSourceUnavailable",
     "LATEST_WINDOW",
     "SAMPLE_WINDOW",
@@ -124,6 +131,7 @@ __all__ = [
     "series_read_many",
     "stat_of_series",
     "top_entities",
+    "trust_selector_problems",
     "window_aggregate",
     "window_values",
 ]
@@ -184,8 +192,15 @@ def window_aggregate(
     aggregation: str,
     start: datetime,
     end: datetime,
+    trusted: Sequence[str] | None = None,
 ) -> WindowAggregate:
-    """Gates: raises ``DataSourceUnavailable`` when the cluster's PromQL server fails."""
+    """Gates: raises ``DataSourceUnavailable`` when the cluster's PromQL server fails.
+
+    ``trusted`` are the criterion's trust selectors (``telemetry.provenance``; empty: the
+    default — the twin and the cluster's exporters and data source): only those sources'
+    values are aggregated, and the answer counts values per source, trusted and ignored.
+    ``None`` aggregates every value (pages, not gates).
+    """
     where = {
         "metric": metric,
         "entity_kind": entity_kind,
@@ -198,8 +213,15 @@ def window_aggregate(
     if source is not None:
         if not MetricDefinition.objects.filter(name=metric).exists():
             raise MeasurementError(f"unknown metric {metric!r}")
-        return promql.window_aggregate(source, **where)
-    return _entity_windows.window_aggregate(cluster_id=cluster_id, **where)
+        result = promql.window_aggregate(source, **where)
+        if trusted is None:
+            return result
+        label = DATASOURCE_LABEL  # not its URL: customers read measurements too
+        if trust_resolve(cluster_id=cluster_id, selectors=trusted).datasource:
+            return WindowAggregate(result.value, result.samples, sources={label: result.samples})
+        return WindowAggregate(None, 0, ignored={label: result.samples} if result.samples else {})
+    trust = None if trusted is None else trust_resolve(cluster_id=cluster_id, selectors=trusted)
+    return _entity_windows.window_aggregate(cluster_id=cluster_id, trust=trust, **where)
 
 
 def window_values(*, rule: KindWindow, metric: MetricDefinition, now: datetime) -> WindowValues:

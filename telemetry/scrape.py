@@ -33,6 +33,7 @@ from telemetry.catalogue import CORE_METRICS, catalogue_sync
 from telemetry.errors import IngestionError
 from telemetry.models import EntityKind, ExporterTarget, MetricDefinition
 from telemetry.prometheus_ingest import MAX_BODY_BYTES, ingest_prometheus_text
+from telemetry.provenance import source_exporter
 from telemetry.registry import entities_resolve, metrics_by_name
 from telemetry.selectors.exporters import due_before
 from telemetry.store import samples_write
@@ -83,6 +84,7 @@ def exporter_scrape(*, target: ExporterTarget, now: float | None = None) -> dict
                 node=target.node or None,
                 source=target.kind,
                 scrape_time=scrape_time,
+                provenance=source_exporter(target),
             )
             _record(target, at=at, ok=True, counts=counts, duration=time.monotonic() - started)
     except ScrapeFailed as exc:

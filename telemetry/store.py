@@ -61,17 +61,23 @@ def _dedupe(rows: Sequence[SampleRow]) -> list[SampleRow]:
     return list(latest.values())
 
 
-def samples_write(rows: Sequence[SampleRow]) -> StoreResult:
-    """Insert ``rows`` (late ones also into compacted rollups); returns how many were new."""
+def samples_write(rows: Sequence[SampleRow], *, provenance: int | None = None) -> StoreResult:
+    """Insert ``rows`` (late ones also into compacted rollups); returns how many were new.
+
+    ``provenance`` is the :class:`~telemetry.models.SampleSource` id of whoever wrote the
+    batch (``telemetry.provenance``): one value for the whole batch, set in the insert itself,
+    so tagging costs no per-row work. ``None`` marks the rows as of unknown origin, which no
+    gate trusts.
+    """
     if not rows:
         return StoreResult(received=0, inserted=0)
     unique_rows = _dedupe(rows)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [ADVISORY_LOCK_KEY])
-        inserted = _write_postgresql(unique_rows, watermarks())
+        inserted = _write_postgresql(unique_rows, watermarks(), provenance)
     else:
-        inserted = _write_generic(unique_rows, watermarks())
+        inserted = _write_generic(unique_rows, watermarks(), provenance)
     return StoreResult(received=len(rows), inserted=inserted)
 
 
@@ -83,8 +89,8 @@ CREATE TEMP TABLE IF NOT EXISTS monitoring_sample_staging (
 
 _PG_MERGE = """
 WITH inserted AS (
-    INSERT INTO monitoring_sample (metric_id, entity_id, ts, value)
-    SELECT metric_id, entity_id, ts, value FROM monitoring_sample_staging
+    INSERT INTO monitoring_sample (metric_id, entity_id, ts, value, source_id)
+    SELECT metric_id, entity_id, ts, value, %s::integer FROM monitoring_sample_staging
     ORDER BY metric_id, entity_id, ts
     ON CONFLICT (metric_id, entity_id, ts) DO NOTHING
     RETURNING metric_id, entity_id, ts, value
@@ -111,7 +117,9 @@ SELECT count(*) FROM inserted
 _NEVER = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def _write_postgresql(rows: list[SampleRow], marks: dict[int, datetime]) -> int:
+def _write_postgresql(
+    rows: list[SampleRow], marks: dict[int, datetime], provenance: int | None
+) -> int:
     with connection.cursor() as cursor:
         cursor.execute(_PG_STAGING)
         # ON COMMIT DELETE ROWS empties it at commit; truncate too in case an earlier batch in
@@ -122,7 +130,7 @@ def _write_postgresql(rows: list[SampleRow], marks: dict[int, datetime]) -> int:
         ) as copy:
             for metric_id, entity_id, seconds, value in rows:
                 copy.write_row((metric_id, entity_id, to_datetime(seconds), value))
-        cursor.execute(_PG_MERGE, [marks.get(r, _NEVER) for r in ROLLUP_RESOLUTIONS])
+        cursor.execute(_PG_MERGE, [provenance, *(marks.get(r, _NEVER) for r in ROLLUP_RESOLUTIONS)])
         return int(cursor.fetchone()[0])
 
 
@@ -184,7 +192,9 @@ def aggregate_into(
     agg[3] = max(agg[3], high)
 
 
-def _write_generic(rows: list[SampleRow], marks: dict[int, datetime]) -> int:
+def _write_generic(
+    rows: list[SampleRow], marks: dict[int, datetime], provenance: int | None
+) -> int:
     ops = connection.ops
     existing = _existing_points(rows)
     new = [
@@ -196,8 +206,9 @@ def _write_generic(rows: list[SampleRow], marks: dict[int, datetime]) -> int:
         return 0
     with connection.cursor() as cursor:
         cursor.executemany(
-            "INSERT INTO monitoring_sample (metric_id, entity_id, ts, value) VALUES (%s,%s,%s,%s)",
-            [row[:4] for row in new],
+            "INSERT INTO monitoring_sample (metric_id, entity_id, ts, value, source_id) "
+            "VALUES (%s,%s,%s,%s,%s)",
+            [(*row[:4], provenance) for row in new],
         )
     late: dict = {}
     limits = {r: marks[r].timestamp() for r in ROLLUP_RESOLUTIONS if r in marks}

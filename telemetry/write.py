@@ -1,13 +1,25 @@
-"""Telemetry's write API for other apps (the twin's tick writer, gap and lag markers).
+"""Telemetry's write API for other apps: the twin's tick writer, gap and lag markers.
 
 Writes go through the same store functions the ingestion endpoints use, so every reader sees
-one store whatever the source.
+one store whatever the source. Everything written through this module is the digital twin's:
+it is tagged with the twin's source here (``telemetry.provenance``), so the simulation app
+never handles provenance and its rows and frames are what gates trust by default.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
 from telemetry.catalogue import catalogue_sync
-from telemetry.frames import frames_write_many, layout_for_keys
+from telemetry.frames import frames_write_many as _frames_write_many
+from telemetry.frames import layout_for_keys
+from telemetry.models import FrameLayout
+from telemetry.provenance import source_twin
 from telemetry.registry import entities_resolve, metrics_by_name
-from telemetry.store import samples_write
+from telemetry.store import SampleRow, StoreResult
+from telemetry.store import samples_write as _samples_write
 
 __all__ = [
     "catalogue_sync",
@@ -17,3 +29,17 @@ __all__ = [
     "metrics_by_name",
     "samples_write",
 ]
+
+
+def samples_write(rows: Sequence[SampleRow]) -> StoreResult:
+    """Store the twin's sparse rows (``telemetry.store.samples_write``), tagged as the twin's."""
+    if not rows:
+        return StoreResult(received=0, inserted=0)
+    return _samples_write(rows, provenance=source_twin())
+
+
+def frames_write_many(
+    *, layout: FrameLayout, batches: list[tuple[float, dict[int, np.ndarray]]]
+) -> int:
+    """Store the twin's dense frames (``telemetry.frames``), tagged as the twin's."""
+    return _frames_write_many(layout=layout, batches=batches, provenance=source_twin())

@@ -108,6 +108,9 @@ class Measurement(models.Model):
     reason = models.CharField(_("why"), max_length=500)
     # The reason as a code and parameters (rollout/labels.py), translated when shown.
     reason_data = models.JSONField(_("reason code"), null=True, blank=True, editable=False)
+    # Where the window's values came from: {"counted": {source: n}, "ignored": {source: n}}
+    # (telemetry.provenance labels), so approvers see whose numbers decided the gate.
+    evidence = models.JSONField(_("evidence"), default=dict, blank=True, editable=False)
     taken_at = models.DateTimeField(_("taken at"))
 
     class Meta:

@@ -132,6 +132,18 @@ class Criterion(models.Model):
     error_retry_seconds = models.PositiveIntegerField(
         _("retry after an error (s)"), default=10, validators=[MinValueValidator(1)]
     )
+    # Which writers' values this criterion counts (telemetry.provenance): empty is the default,
+    # the twin and the cluster's configured exporters and data source — never a push by a
+    # person's or a tenant's token, so nobody can write the numbers that decide their gate.
+    trusted_sources = models.JSONField(
+        _("trusted sources"),
+        default=list,
+        blank=True,
+        help_text=_(
+            'Empty: the twin and the cluster\'s exporters and data source. Or a list of "twin", '
+            '"exporters", "exporter:<name>", "datasource", "token:<id>" (operator-level only).'
+        ),
+    )
 
     class Meta:
         ordering = ["phase", "name"]
@@ -154,6 +166,11 @@ class Criterion(models.Model):
 
         if self.metric and not MetricDefinition.objects.filter(name=self.metric).exists():
             raise ValidationError({"metric": _("Unknown metric: not in the catalogue.")})
+        from telemetry.read import trust_selector_problems
+
+        problems = trust_selector_problems(self.trusted_sources)
+        if problems:
+            raise ValidationError({"trusted_sources": problems})
         if self.compare_to_baseline and self.threshold is not None and self.threshold <= 0:
             raise ValidationError(
                 {"threshold": _("Against the source baseline the threshold is a factor > 0.")}
@@ -168,9 +185,10 @@ class Criterion(models.Model):
         shows (the workload's id after its name: names are not identities)."""
         target = f"{self.threshold:g}" + (" × source" if self.compare_to_baseline else "")
         entity = self.entity_key + (f" #{self.workload_id}" if self.workload_id else "")
+        trusted = f" trusting {', '.join(self.trusted_sources)}" if self.trusted_sources else ""
         return (
             f"{self.aggregation}({self.metric}[{entity}], {self.window_seconds}s) "
-            f"{self.get_comparator_display()} {target}"
+            f"{self.get_comparator_display()} {target}{trusted}"
         )
 
 

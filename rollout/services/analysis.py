@@ -26,12 +26,22 @@ is measured **Inconclusive** too ("data source unavailable"), never a pass.
 compares with the source's pre-move window, captured when the run starts and stored on the
 metric result; a workload with no traffic or no throughput in the window, and a baseline that
 is missing, idle or not above 0, are Inconclusive — ``0 ≥ 0.9 × 0`` never holds.
+
+**Only designated evidence counts.** A measurement aggregates the values of the sources its
+criterion trusts (``trusted_sources``; by default the twin and the target cluster's exporters and
+data source — never a person's or a tenant's token) and records how many values each source
+gave, counted and ignored (``Measurement.evidence``, also in the reason approvers read). The
+idle check and the pre-move baseline read through the same trust. Pushes from other sources
+during the analysis are stored (dashboards show them) but ignored here, and the first time a
+source is ignored in a run an ``evidence_ignored`` audit row names it. A window holding only
+untrusted values has no data: Inconclusive.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
@@ -39,6 +49,12 @@ from django.forms.models import model_to_dict
 from django.utils import timezone
 
 from rollout.analysis import semantics as S
+from rollout.analysis.evidence import (
+    evidence_ignored_audit,
+    evidence_of,
+    evidence_parts,
+    reason_joined,
+)
 from rollout.labels import reason_data
 from rollout.models import (
     AnalysisRun,
@@ -77,6 +93,7 @@ SPEC_FIELDS = (
     "inconclusive_limit",
     "consecutive_error_limit",
     "error_retry_seconds",
+    "trusted_sources",
 )
 
 
@@ -140,7 +157,7 @@ def _baseline_at_start(metric: MetricResult, plan: MigrationPlan, now: datetime)
         return
     try:
         with transaction.atomic():
-            baseline_capture(_aggregate, metric, plan, now=now)
+            baseline_capture(_trusted(metric.spec), metric, plan, now=now)
     except (DataSourceUnavailable, MeasurementError):
         return
 
@@ -304,9 +321,10 @@ def _measure(
     value = baseline = threshold = None
     samples = 0
     data: dict | None = None
+    evidence: dict = {}
     try:
         with transaction.atomic():  # a failed read must not poison the step's transaction
-            outcome, value, baseline, threshold, samples, (reason, data) = _evaluate(
+            outcome, value, baseline, threshold, samples, (reason, data), evidence = _evaluate(
                 spec, plan, start, now, metric=metric
             )
     except DataSourceUnavailable as exc:
@@ -333,7 +351,7 @@ def _measure(
     delay = spec["error_retry_seconds"] if outcome == S.ERROR else spec["interval_seconds"]
     metric.next_at = now + timedelta(seconds=delay) if metric.status == S.RUNNING else None
     metric.save()
-    Measurement.objects.create(
+    measurement = Measurement.objects.create(
         result=metric,
         seq=metric.taken + metric.errors,
         outcome=outcome,
@@ -345,8 +363,11 @@ def _measure(
         window_end=now,
         reason=reason[:500],
         reason_data=data,
+        evidence=evidence,
         taken_at=now,
     )
+    if evidence.get("ignored"):
+        evidence_ignored_audit(measurement, plan, evidence["ignored"])
 
 
 _COUNTER_FIELDS = (
@@ -360,6 +381,7 @@ _COUNTER_FIELDS = (
 
 
 def _aggregate(*, aggregation: str, start: datetime, end: datetime, **where) -> WindowAggregate:
+    """The window's aggregate over trusted values only (``where`` carries ``trusted``)."""
     if aggregation != "rate":
         return window_aggregate(aggregation=aggregation, start=start, end=end, **where)
     # A counter's increase per second: (max − min) over the window (counters only grow).
@@ -368,7 +390,15 @@ def _aggregate(*, aggregation: str, start: datetime, end: datetime, **where) -> 
         return high
     low = window_aggregate(aggregation="min", start=start, end=end, **where)
     span = max((end - start).total_seconds(), 1.0)
-    return WindowAggregate((high.value - low.value) / span, high.samples)
+    return WindowAggregate(
+        (high.value - low.value) / span, high.samples, sources=high.sources, ignored=high.ignored
+    )
+
+
+def _trusted(spec: dict):
+    """``_aggregate`` reading only the sources the criterion trusts (runs started before
+    criteria named sources have none in their spec: the default)."""
+    return partial(_aggregate, trusted=spec.get("trusted_sources") or [])
 
 
 def _evaluate(
@@ -376,7 +406,8 @@ def _evaluate(
 ) -> tuple:
     problem = unbound(spec)
     if problem is not None:
-        return S.INCONCLUSIVE, None, None, None, 0, problem
+        return S.INCONCLUSIVE, None, None, None, 0, problem, {}
+    aggregate = _trusted(spec)
     where = {
         "metric": spec["metric"],
         "entity_kind": spec["entity_kind"],
@@ -385,30 +416,39 @@ def _evaluate(
         "start": start,
         "end": end,
     }
-    result = _aggregate(cluster_id=plan.target_cluster_id, **where)
+    result = aggregate(cluster_id=plan.target_cluster_id, **where)
+    evidence = evidence_of(result)
+    extra, extra_parts = evidence_parts(evidence)
     label = f"{spec['aggregation']}({spec['metric']})"
     if result.value is None:
-        reason = (f"no data in the window for {label}", reason_data("no_data", label=label))
-        return S.INCONCLUSIVE, None, None, None, 0, reason
+        reason = (
+            f"no data in the window for {label}{extra}",
+            reason_joined(reason_data("no_data", label=label), extra_parts),
+        )
+        return S.INCONCLUSIVE, None, None, None, 0, reason, evidence
     needed = spec.get("min_samples") or 1
     if result.samples < needed:
         reason = (
-            f"too few values in the step for {label}: {result.samples} of {needed}",
-            reason_data("too_few", label=label, samples=result.samples, needed=needed),
+            f"too few values in the step for {label}: {result.samples} of {needed}{extra}",
+            reason_joined(
+                reason_data("too_few", label=label, samples=result.samples, needed=needed),
+                extra_parts,
+            ),
         )
-        return S.INCONCLUSIVE, result.value, None, None, result.samples, reason
+        return S.INCONCLUSIVE, result.value, None, None, result.samples, reason, evidence
     problem = idle(
-        _aggregate, spec, cluster_id=plan.target_cluster_id, start=start, end=end, label=label
+        aggregate, spec, cluster_id=plan.target_cluster_id, start=start, end=end, label=label
     )
     if problem is not None:
-        return S.INCONCLUSIVE, result.value, None, None, result.samples, problem
+        return S.INCONCLUSIVE, result.value, None, None, result.samples, problem, evidence
     threshold = float(spec["threshold"])
     baseline = None
     if spec["compare_to_baseline"]:
         if metric.baseline_value is None:
-            captured = baseline_capture(_aggregate, metric, plan, now=end)
+            captured = baseline_capture(aggregate, metric, plan, now=end)
             if captured.problem is not None:
-                return S.INCONCLUSIVE, result.value, None, None, result.samples, captured.problem
+                problem = captured.problem
+                return S.INCONCLUSIVE, result.value, None, None, result.samples, problem, evidence
         baseline = metric.baseline_value
         threshold = threshold * baseline
     symbol = {"lt": "<", "le": "≤", "gt": ">", "ge": "≥"}[spec["comparator"]]
@@ -422,9 +462,11 @@ def _evaluate(
         reason += f" (threshold {spec['threshold']:g} × source {baseline:.4g} before the move)"
         factor, source = f"{spec['threshold']:g}", f"{baseline:.4g}"
         parts.append(reason_data("baseline_premove", factor=factor, baseline=source))
-    reason += f"; {result.samples} values"
-    # Shown as "<comparison> <baseline>; <n values>" in the reader's language.
-    data = {"parts": [{"parts": parts}, reason_data("values", samples=result.samples)]}
+    reason += f"; {result.samples} values" + extra
+    # Shown as "<comparison> <baseline>; <n values>; <sources>" in the reader's language.
+    data = {
+        "parts": [{"parts": parts}, reason_data("values", samples=result.samples), *extra_parts]
+    }
     data["joiner"] = "; "
     outcome = S.SUCCESSFUL if holds else S.FAILED
-    return outcome, result.value, baseline, threshold, result.samples, (reason, data)
+    return outcome, result.value, baseline, threshold, result.samples, (reason, data), evidence

@@ -26,6 +26,7 @@ from telemetry.errors import IngestionError
 from telemetry.ingest import ingest_json_batch, payload_digest, with_idempotency
 from telemetry.models import MetricDefinition
 from telemetry.prometheus_ingest import ingest_prometheus_text
+from telemetry.provenance import source_for_principal
 
 
 def principal_key(request: Request) -> str:
@@ -193,7 +194,13 @@ class SampleBatchView(_BoundedBody):
         payload = request.data  # parsed through the body limit; sets raw_body
         digest = payload_digest(self.raw_body)
         return ingestion_response(
-            request, digest, lambda: ingest_json_batch(payload=payload, tenant=tenant)
+            request,
+            digest,
+            lambda: ingest_json_batch(
+                payload=payload,
+                tenant=tenant,
+                provenance=source_for_principal(request.user),
+            ),
         )
 
 
@@ -238,6 +245,7 @@ class PrometheusIngestView(_BoundedBody):
                 node=params.get("node") or None,
                 source=params.get("source", "auto"),
                 scrape_time=time.time(),
+                provenance=source_for_principal(request.user),
             ),
         )
 

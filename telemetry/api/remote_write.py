@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from accounts.api.permissions import HasRequiredScope
 from cluster_portal.web.errors import error_body
 from telemetry.errors import IngestionError
+from telemetry.provenance import source_for_principal
 from telemetry.remote_write.service import ingest_remote_write, remote_write_record
 
 PROTOBUF = "application/x-protobuf"
@@ -101,6 +102,7 @@ class RemoteWriteView(APIView):
                     cluster_name=cluster,
                     node=params.get("node") or None,
                     source=params.get("source", "auto"),
+                    provenance=source_for_principal(request.user),
                 )
         except IngestionError as exc:
             remote_write_record(cluster_name=cluster, error=exc.message)

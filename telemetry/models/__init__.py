@@ -5,6 +5,7 @@ from telemetry.models.datasources import PromQLDataSource, RemoteWriteStatus
 from telemetry.models.exporters import ExporterTarget
 from telemetry.models.frames import Frame, FrameLayout
 from telemetry.models.heartbeats import Heartbeat
+from telemetry.models.provenance import SampleSource
 from telemetry.models.samples import (
     Entity,
     EntityKind,
@@ -29,4 +30,5 @@ __all__ = [
     "Rollup",
     "RollupWatermark",
     "Sample",
+    "SampleSource",
 ]

@@ -62,6 +62,17 @@ class Frame(models.Model):
     # entities had one. Null on frames written before these existed (read from the arrays).
     entities_sum = models.FloatField(_("sum over entities"), null=True)
     entities_count = models.PositiveIntegerField(_("entities with a value"), null=True)
+    # Who wrote the raw frame (the twin, in practice); rollup frames merge raw frames and
+    # carry none. Unconstrained like ``Sample.source``.
+    source = models.ForeignKey(
+        "telemetry.SampleSource",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
 
     class Meta:
         db_table = "monitoring_frame"  # kept from before the app split

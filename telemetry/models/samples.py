@@ -104,6 +104,18 @@ class Sample(models.Model):
     entity = models.ForeignKey(Entity, on_delete=models.CASCADE)
     ts = models.DateTimeField(_("time"))
     value = models.FloatField(_("value"))
+    # Who wrote it (null: written before provenance existed — trusted by no gate). No database
+    # constraint: a foreign-key check per inserted row would tax the hottest write path, and
+    # sources are never deleted (their rows outlive the targets and tokens they name).
+    source = models.ForeignKey(
+        "telemetry.SampleSource",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
 
     class Meta:
         db_table = "monitoring_sample"  # kept from before the app split

@@ -56,9 +56,17 @@ def _in_window(samples: list[ParsedSample], now: float) -> tuple[list[ParsedSamp
 
 
 def ingest_remote_write(
-    *, body: bytes, cluster_name: str, node: str | None = None, source: str = "auto"
+    *,
+    body: bytes,
+    cluster_name: str,
+    node: str | None = None,
+    source: str = "auto",
+    provenance: int | None = None,
 ) -> dict:
-    """Decode one WriteRequest and store its dcgm/npu-exporter samples; returns the report."""
+    """Decode one WriteRequest and store its dcgm/npu-exporter samples; returns the report.
+
+    ``provenance``: the sending token's source — a Prometheus remote-writing is a token's
+    push, trusted by a gate only when its criterion names that token."""
     if source not in SOURCES:
         raise IngestionError(f"source must be one of {', '.join(SOURCES)}", field="source")
     cluster = cluster_for_ingest(cluster_name)
@@ -86,7 +94,9 @@ def ingest_remote_write(
     )
     if out_of_window:
         report.dropped["timestamp_out_of_range"] = out_of_window
-    body_out = ingest_mapping_report(report, cluster=cluster, max_samples=MAX_SAMPLES)
+    body_out = ingest_mapping_report(
+        report, cluster=cluster, max_samples=MAX_SAMPLES, provenance=provenance
+    )
     body_out["series"] = len({s.line for s in samples})
     body_out["received"] = len(samples) + out_of_window
     return body_out

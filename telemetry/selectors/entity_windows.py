@@ -9,7 +9,8 @@ entity's value cut out of the frame by the database. Raw data is kept at least s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
@@ -17,6 +18,7 @@ from django.db.models import BinaryField, F, Func, Value
 
 from telemetry.frames import VALUE_DTYPE
 from telemetry.models import Entity, Frame, MetricDefinition, Sample
+from telemetry.provenance import Trust, source_labels
 from telemetry.selectors.frames import entity_positions
 
 
@@ -26,8 +28,16 @@ class MeasurementError(Exception):
 
 @dataclass(frozen=True)
 class WindowAggregate:
-    value: float | None  # None: no data in the window
+    """A window's aggregate over the values counted, and where they came from.
+
+    ``sources`` counts the values measured per source label; ``ignored`` the values in the
+    window from sources the measurement does not trust (they are never part of ``value``).
+    """
+
+    value: float | None  # None: no (trusted) data in the window
     samples: int
+    sources: dict[str, int] = field(default_factory=dict)
+    ignored: dict[str, int] = field(default_factory=dict)
 
 
 def _value_at(index: int) -> Func:
@@ -51,16 +61,36 @@ def window_raw_values(
     end: datetime,
 ) -> np.ndarray:
     """Every raw value of ``metric`` for the entity with ``start <= ts <= end``."""
+    return window_raw_evidence(
+        metric=metric,
+        cluster_id=cluster_id,
+        entity_kind=entity_kind,
+        entity_key=entity_key,
+        start=start,
+        end=end,
+    )[0]
+
+
+def window_raw_evidence(
+    *,
+    metric: str,
+    cluster_id: int,
+    entity_kind: str,
+    entity_key: str,
+    start: datetime,
+    end: datetime,
+) -> tuple[np.ndarray, list[int | None]]:
+    """The window's finite raw values and, aligned with them, the source id of each."""
     definition = MetricDefinition.objects.filter(name=metric).first()
     if definition is None:
         raise MeasurementError(f"unknown metric {metric!r}")
     entity = Entity.objects.filter(cluster_id=cluster_id, kind=entity_kind, key=entity_key).first()
     if entity is None:
         raise MeasurementError(f"no {entity_kind} {entity_key!r} on this cluster")
-    values = list(
+    rows = list(
         Sample.objects.filter(
             metric=definition, entity=entity, ts__gte=start, ts__lte=end
-        ).values_list("value", flat=True)
+        ).values_list("value", "source_id")
     )
     for layout, index in entity_positions(entity):
         cut = (
@@ -68,12 +98,30 @@ def window_raw_values(
                 metric=definition, layout=layout, resolution=0, ts__gte=start, ts__lte=end
             )
             .annotate(v=_value_at(index))
-            .values_list("v", flat=True)
+            .values_list("v", "source_id")
         )
-        for raw in cut.iterator():
-            values.append(float(np.frombuffer(bytes(raw), VALUE_DTYPE)[0]))
-    array = np.asarray(values, dtype=np.float64)
-    return array[np.isfinite(array)]  # NaN in a frame means "no value for this entity"
+        for raw, source in cut.iterator():
+            rows.append((float(np.frombuffer(bytes(raw), VALUE_DTYPE)[0]), source))
+    array = np.asarray([value for value, _ in rows], dtype=np.float64)
+    finite = np.isfinite(array)  # NaN in a frame means "no value for this entity"
+    return array[finite], [source for (_, source), ok in zip(rows, finite, strict=True) if ok]
+
+
+def aggregate_trusted(
+    values: np.ndarray, sources: list[int | None], aggregation: str, trust: Trust
+) -> WindowAggregate:
+    """``aggregation`` over the values whose source ``trust`` names, with counts per source."""
+    keep = np.fromiter((s in trust.source_ids for s in sources), dtype=bool, count=len(sources))
+    counted = Counter(s for s, ok in zip(sources, keep, strict=True) if ok)
+    dropped = Counter(s for s, ok in zip(sources, keep, strict=True) if not ok)
+    labels = source_labels([*counted, *dropped])
+    result = aggregate(values[keep], aggregation)
+    return WindowAggregate(
+        result.value,
+        result.samples,
+        sources={labels[s]: n for s, n in sorted(counted.items(), key=lambda i: -i[1])},
+        ignored={labels[s]: n for s, n in sorted(dropped.items(), key=lambda i: -i[1])},
+    )
 
 
 def aggregate(values: np.ndarray, aggregation: str) -> WindowAggregate:
@@ -102,8 +150,10 @@ def window_aggregate(
     aggregation: str,
     start: datetime,
     end: datetime,
+    trust: Trust | None = None,
 ) -> WindowAggregate:
-    values = window_raw_values(
+    """The window's aggregate; with ``trust``, over the trusted sources' values only."""
+    values, sources = window_raw_evidence(
         metric=metric,
         cluster_id=cluster_id,
         entity_kind=entity_kind,
@@ -111,4 +161,6 @@ def window_aggregate(
         start=start,
         end=end,
     )
-    return aggregate(values, aggregation)
+    if trust is None:
+        return aggregate(values, aggregation)
+    return aggregate_trusted(values, sources, aggregation, trust)

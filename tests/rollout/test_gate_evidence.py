@@ -1,0 +1,65 @@
+"""Gates count only the evidence their criteria trust, and say whose values they counted."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from accounts.api.authentication import IntegrationPrincipal
+from accounts.services.tokens import token_create
+from rollout.models import AuditEntry, Criterion, Measurement, PhaseKind
+from rollout.services.analysis import analysis_run_step
+from rollout.services.audit import Actor
+from rollout.services.transitions import plan_start
+from telemetry.models import Entity, MetricDefinition
+from telemetry.provenance import source_for_principal
+from telemetry.store import samples_write
+from tests.rollout.conftest import METRIC, write
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_criterion_naming_a_tenant_token_is_refused(plan_factory, tenants):
+    plan = plan_factory()
+    token = token_create(name="acme", scopes=["ingest"], tenant=tenants["acme"]).token
+    criterion = Criterion(
+        phase=plan.phases.get(kind=PhaseKind.PILOT),
+        name="lat",
+        metric=METRIC,
+        entity_key="acme-chat",
+        aggregation="p99",
+        comparator="le",
+        threshold=1.0,
+        trusted_sources=[f"token:{token.pk}"],
+    )
+    with pytest.raises(ValidationError) as refused:
+        criterion.full_clean()
+    assert "never gate evidence" in str(refused.value.message_dict["trusted_sources"])
+
+
+def test_an_ignored_source_is_audited_once_per_run_and_counted_in_every_measurement(
+    plan_factory, users, clusters
+):
+    plan = plan_factory(
+        criteria={PhaseKind.PILOT: [{"count": 2, "window_seconds": 300, "interval_seconds": 30}]}
+    )
+    plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
+    plan.refresh_from_db()
+    run = plan.current_gate.runs.get()
+    pusher = source_for_principal(
+        IntegrationPrincipal(token_create(name="ops", scopes=["ingest"]).token)
+    )
+    metric = MetricDefinition.objects.get(name=METRIC).pk
+    entity = Entity.objects.get(cluster=clusters["unified"], key="acme-chat").pk
+    for seconds in (5, 40):
+        when = run.traffic_at + timedelta(seconds=seconds)
+        write(clusters["unified"], "acme-chat", when, 0.5)  # the twin (telemetry.write)
+        samples_write([(metric, entity, when.timestamp() + 1, 0.0)], provenance=pusher)
+    for seconds in (30, 60):
+        analysis_run_step(run_id=run.pk, now=run.traffic_at + timedelta(seconds=seconds))
+    first, second = Measurement.objects.filter(result__run=run).order_by("seq")
+    assert first.evidence == {"counted": {"twin": 1}, "ignored": {"token:ops": 1}}
+    assert second.evidence == {"counted": {"twin": 2}, "ignored": {"token:ops": 2}}
+    assert AuditEntry.objects.filter(plan=plan, action="evidence_ignored").count() == 1
