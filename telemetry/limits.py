@@ -8,34 +8,41 @@ refusal is an :class:`~telemetry.errors.IngestionError` (400 naming the field), 
 from __future__ import annotations
 
 import math
-import re
 import time
 
 from django.conf import settings
 
 from telemetry.errors import IngestionError
+from telemetry.ingestion.prometheus_parse import control_character_in
 
 # Longest names the store keeps (model max_length): metric names, entity keys, clusters.
 MAX_METRIC_CHARS = 200
 MAX_ENTITY_KEY_CHARS = 300
 MAX_CLUSTER_CHARS = 60
-# NUL and the other C0/C1 controls, bidirectional overrides and invisible format characters,
-# and lone surrogates: nothing a name or key needs, and NUL is refused by PostgreSQL (a 500).
-_CONTROL = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\ud800-\udfff]"
-)
 
 
 def limit(name: str) -> int | float:
     return getattr(settings, name)
 
 
+def text_problem(value: str, *, max_chars: int) -> str | None:
+    """Why ``value`` is refused as a name or label: ``label_too_long``,
+    ``label_control_character``, or ``None`` (fine). The one rule behind :func:`check_text`;
+    remote-write drops a series for it instead of refusing the request."""
+    if len(value) > max_chars:
+        return "label_too_long"
+    if control_character_in(value) is not None:
+        return "label_control_character"
+    return None
+
+
 def check_text(value: str, *, field: str, max_chars: int, row: int | None = None) -> str:
     """``value`` unless it is too long or holds NUL/control/format characters (400)."""
-    if len(value) > max_chars:
+    problem = text_problem(value, max_chars=max_chars)
+    if problem == "label_too_long":
         raise IngestionError(f"{field} is longer than {max_chars} characters", row=row, field=field)
-    bad = _CONTROL.search(value)
-    if bad is not None:
+    if problem is not None:
+        bad = control_character_in(value)
         raise IngestionError(
             f"{field} contains a control character (U+{ord(bad.group()):04X})",
             row=row,

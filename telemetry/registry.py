@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
 from inventory.models import Accelerator, Cluster, Node
 from telemetry.limits import check_count
 from telemetry.models import Entity, EntityKind, MetricDefinition
@@ -102,6 +104,22 @@ def entities_resolve(
         )
         found.update(_entity_ids(cluster, missing))
     return found
+
+
+def entities_new_allowed(cluster: Cluster, refs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which of ``refs`` (in order) one push may name: every known entity, and new ones up to
+    ``TELEMETRY_MAX_NEW_ENTITIES_PER_PUSH`` and the cluster's ``TELEMETRY_MAX_ENTITIES_PER_
+    CLUSTER``. Remote-write keeps the rest of its batch instead of refusing it
+    (:func:`entities_check_new` is the all-or-nothing form the other paths use)."""
+    unique = list(dict.fromkeys(refs))
+    known = set(_entity_ids(cluster, set(unique)))
+    existing = Entity.objects.filter(cluster=cluster).count()
+    room = min(
+        settings.TELEMETRY_MAX_NEW_ENTITIES_PER_PUSH,
+        settings.TELEMETRY_MAX_ENTITIES_PER_CLUSTER - existing,
+    )
+    new = [ref for ref in unique if ref not in known][: max(room, 0)]
+    return known | set(new)
 
 
 def _entity_ids(cluster: Cluster, refs: set[tuple[str, str]]) -> dict[tuple[str, str], int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import transaction
 from django.utils.translation import gettext as _
@@ -89,6 +90,15 @@ class RemoteWriteView(APIView):
             ) % {"type": PROTOBUF, "got_type": content_type or "-", "got_encoding": encoding}
             remote_write_record(cluster_name=cluster, error=message)
             return _error(415, message, "unsupported_media_type", field=None)
+        declared = request.META.get("CONTENT_LENGTH") or ""
+        if declared.isdigit() and int(declared) > settings.INGEST_REMOTE_WRITE_MAX_BYTES:
+            # Refused before the body is read at all.
+            message = _(
+                "The body is %(size)s bytes, over the remote-write limit of %(limit)s "
+                "(INGEST_REMOTE_WRITE_MAX_BYTES)."
+            ) % {"size": declared, "limit": settings.INGEST_REMOTE_WRITE_MAX_BYTES}
+            remote_write_record(cluster_name=cluster, error=message)
+            return _error(413, message, "too_large")
         try:
             body = request.body
         except RequestDataTooBig:

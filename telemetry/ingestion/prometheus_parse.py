@@ -10,7 +10,27 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["ParseLimits", "ParsedSample", "PrometheusParseError", "iter_text", "parse_text"]
+__all__ = [
+    "ParseLimits",
+    "ParsedSample",
+    "PrometheusParseError",
+    "control_character_in",
+    "iter_text",
+    "parse_text",
+]
+
+# NUL and the other C0/C1 controls, bidirectional overrides and invisible format characters,
+# and lone surrogates: nothing a name, key or label needs, and NUL is refused by PostgreSQL.
+# The one definition every ingestion path checks against (``telemetry.limits``).
+_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\ud800-\udfff]"
+)
+
+
+def control_character_in(text: str) -> re.Match | None:
+    """The first control/format character in ``text``, or ``None``."""
+    return _CONTROL.search(text)
+
 
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")

@@ -9,33 +9,48 @@ label quirks, host/UUID/vdie_id and health behave alike. Prometheus retries a 5x
   ``ON CONFLICT DO NOTHING``, so a resent batch inserts nothing (counted as duplicates);
 - **4xx for bad input** (not snappy, not a WriteRequest, too large, unknown cluster), never a
   5xx that would make Prometheus resend it forever;
-- a sample that cannot be attributed or is out of the accepted time window is *dropped and
-  counted*, not a reason to refuse the batch (that would lose its good samples too).
+- **bounded before decoding**: the body and its snappy-declared uncompressed size are capped
+  (``INGEST_REMOTE_WRITE_MAX_BYTES``, 8 MiB) and the series and samples counted on the wire
+  before anything is built (:mod:`telemetry.remote_write.decode`);
+- a series or sample that cannot be attributed, is out of the accepted time window, has too
+  many labels (``INGEST_MAX_LABELS``, as for text), a label or name too long or holding a
+  control character, a value out of range, or names a new card beyond the new-entity caps is
+  *dropped and counted per reason* in the reply, not a reason to refuse the batch (that would
+  lose its good samples too, for good).
 """
 
 from __future__ import annotations
 
 import time
 
+from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
 from inventory.models import Cluster
 from telemetry.errors import IngestionError
 from telemetry.ingest import MAX_BATCH_SAMPLES
-from telemetry.ingestion.prometheus import map_samples
+from telemetry.ingestion.prometheus import MappingReport, map_samples
 from telemetry.ingestion.prometheus_parse import ParsedSample
-from telemetry.limits import time_window
-from telemetry.models import RemoteWriteStatus
+from telemetry.limits import MAX_ENTITY_KEY_CHARS, limit, text_problem, time_window
+from telemetry.models import EntityKind, RemoteWriteStatus
 from telemetry.prometheus_ingest import SOURCES, cluster_for_ingest, ingest_mapping_report
-from telemetry.remote_write.decode import RemoteWriteError, decode_write_request
+from telemetry.registry import DeviceRef, entities_new_allowed
+from telemetry.remote_write.decode import DecodeLimits, RemoteWriteError, decode_write_request
 
-# Prometheus sends at most ``max_samples_per_send`` (2,000 by default) samples per request,
-# a few hundred kB uncompressed; these bounds leave ample room for tuned senders.
-MAX_COMPRESSED_BYTES = 16 * 1024 * 1024
-MAX_UNCOMPRESSED_BYTES = 64 * 1024 * 1024
 MAX_SAMPLES = MAX_BATCH_SAMPLES
 HOST_LABELS = ("instance",)  # Prometheus' target label, ``host:port``: the host of last resort
+
+
+def decode_limits() -> DecodeLimits:
+    """Remote-write's bounds: its own size cap, and the label and series caps of every path."""
+    return DecodeLimits(
+        max_uncompressed_bytes=settings.INGEST_REMOTE_WRITE_MAX_BYTES,
+        max_series=settings.INGEST_MAX_SERIES,
+        max_samples=MAX_SAMPLES,
+        max_labels=settings.INGEST_MAX_LABELS,
+        max_label_value_chars=settings.INGEST_MAX_LABEL_VALUE_CHARS,
+    )
 
 
 class RemoteWriteRejected(IngestionError):
@@ -55,6 +70,58 @@ def _in_window(samples: list[ParsedSample], now: float) -> tuple[list[ParsedSamp
     return kept, len(samples) - len(kept)
 
 
+def _count(dropped: dict[str, int], reason: str, n: int = 1) -> None:
+    dropped[reason] = dropped.get(reason, 0) + n
+
+
+def _sample_problem(sample) -> str | None:
+    """What would make the text path refuse its whole push (``mapping_report_check``,
+    ``ingest_mapping_report``), as a drop reason for this one sample."""
+    if abs(sample.value) > limit("TELEMETRY_MAX_ABS_VALUE"):
+        return "value_out_of_range"
+    entity = sample.entity
+    for value in (sample.metric, entity.host, entity.vendor_id, entity.model_name):
+        problem = value and text_problem(value, max_chars=200)
+        if problem:
+            return problem
+    if entity.kind == "accelerator":
+        key = DeviceRef(entity.host, entity.index, entity.vendor_id).key
+        if len(key) > MAX_ENTITY_KEY_CHARS:
+            return "entity_key_too_long"
+    return None
+
+
+def _ref(sample) -> tuple[str, str]:
+    entity = sample.entity
+    if entity.kind == "accelerator":
+        return (EntityKind.ACCELERATOR, DeviceRef(entity.host, entity.index, entity.vendor_id).key)
+    return (EntityKind.NODE, entity.host)
+
+
+def report_screen(report: MappingReport, *, cluster: Cluster) -> None:
+    """Drop and count, per reason, the samples that would refuse the whole batch on the
+    other paths: a name or label too long or holding a control character, a value out of
+    range, and samples of new cards or nodes beyond the new-entity caps. Prometheus drops a
+    refused batch for good, so one bad series must not cost the good ones."""
+    kept = []
+    for sample in report.samples:
+        problem = _sample_problem(sample)
+        if problem is None:
+            kept.append(sample)
+        else:
+            _count(report.dropped, problem)
+    allowed = entities_new_allowed(cluster, [_ref(s) for s in kept])
+    report.samples = []
+    for sample in kept:
+        if _ref(sample) in allowed:
+            report.samples.append(sample)
+        else:
+            _count(report.dropped, "too_many_new_entities")
+    report.accepted = len(report.samples)
+    report.mapped = sum(1 for s in report.samples if s.mapped)
+    report.unmapped_kept = report.accepted - report.mapped
+
+
 def ingest_remote_write(
     *,
     body: bytes,
@@ -70,20 +137,19 @@ def ingest_remote_write(
     if source not in SOURCES:
         raise IngestionError(f"source must be one of {', '.join(SOURCES)}", field="source")
     cluster = cluster_for_ingest(cluster_name)
-    if len(body) > MAX_COMPRESSED_BYTES:
+    limits = decode_limits()
+    if len(body) > limits.max_uncompressed_bytes:
+        # Snappy never shrinks data much below its input, so this is the compressed cap too.
         raise RemoteWriteRejected(
-            f"body is {len(body):,} bytes, over the limit of {MAX_COMPRESSED_BYTES:,}", status=413
+            f"body is {len(body):,} bytes, over the limit of {limits.max_uncompressed_bytes:,}",
+            status=413,
         )
     try:
-        samples = decode_write_request(body, max_uncompressed_bytes=MAX_UNCOMPRESSED_BYTES)
+        decoded = decode_write_request(body, limits=limits)
     except RemoteWriteError as exc:
         raise RemoteWriteRejected(exc.message, status=exc.status, field=exc.field) from None
-    if len(samples) > MAX_SAMPLES:
-        raise RemoteWriteRejected(
-            f"at most {MAX_SAMPLES:,} samples per request, got {len(samples):,}", status=413
-        )
     now = time.time()
-    samples, out_of_window = _in_window(samples, now)
+    samples, out_of_window = _in_window(decoded.samples, now)
     report = map_samples(
         samples,
         source=source,
@@ -92,13 +158,17 @@ def ingest_remote_write(
         host_labels=HOST_LABELS,
         exporter_only=True,
     )
+    for reason, count in decoded.dropped_samples.items():
+        _count(report.dropped, reason, count)
     if out_of_window:
         report.dropped["timestamp_out_of_range"] = out_of_window
+    report_screen(report, cluster=cluster)
     body_out = ingest_mapping_report(
         report, cluster=cluster, max_samples=MAX_SAMPLES, provenance=provenance
     )
-    body_out["series"] = len({s.line for s in samples})
-    body_out["received"] = len(samples) + out_of_window
+    body_out["series"] = len({s.line for s in samples})  # series with in-window samples
+    body_out["dropped_series"] = dict(decoded.dropped_series)
+    body_out["received"] = len(samples) + out_of_window + sum(decoded.dropped_samples.values())
     return body_out
 
 

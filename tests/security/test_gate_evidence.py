@@ -120,8 +120,9 @@ def test_a_customers_tenant_token_pushing_slow_values_does_not_roll_their_gate_b
 ):
     plan, run = gated
     twin_writes(clusters["unified"], run, value=0.1)  # the twin measures a healthy service
+    # An exporter's credential bound to the customer's tenant (issued by command, no owner).
     exporter = token_create(
-        name="acme-exporter", scopes=["ingest"], owner=users["customer"], tenant=tenants["acme"]
+        name="acme-exporter", scopes=["ingest"], tenant=tenants["acme"]
     ).plaintext
     assert push(exporter, clusters["unified"], run, 900.0, 900).status_code == 201
     measured = measure(run)
