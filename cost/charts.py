@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from cluster_portal.web.chartgaps import break_gaps
 from cluster_portal.web.charttext import chart_text, chart_texts
 
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
@@ -70,14 +71,16 @@ def lines(
 ) -> dict:
     """One line per named series of ``(x, y)``; datetimes become ISO strings for JSON."""
     data = []
-    for i, (name, (xs, ys)) in enumerate(series.items()):
+    for i, (name, (raw_xs, raw_ys)) in enumerate(series.items()):
+        xs, ys = break_gaps(raw_xs, raw_ys)  # no line across a hole in the data
         data.append(
             {
                 "type": "scatter",
                 "mode": "lines",
                 "name": chart_text(name),
                 "x": [x.isoformat() if isinstance(x, datetime) else x for x in xs],
-                "y": list(ys),
+                "y": ys,
+                "connectgaps": False,
                 "line": {"color": PALETTE[i % len(PALETTE)], "dash": ("solid", "dash")[i % 2]},
             }
         )

@@ -16,6 +16,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from cluster_portal.web.chartgaps import break_gaps
 from cluster_portal.web.charttext import chart_text, chart_texts
 
 OKABE_ITO = (
@@ -56,6 +57,13 @@ def iso_time(ts: datetime) -> str:
 
 def _x(ts: datetime | str) -> str:
     return iso_time(ts) if isinstance(ts, datetime) else ts
+
+
+def _xy(points: Sequence[Point]) -> tuple[list[str], list[float | None]]:
+    """A trace's ``x``/``y``: ISO times, clean values, and a break inside every hole in the
+    data (:func:`cluster_portal.web.chartgaps.break_gaps`; traces set ``connectgaps: false``)."""
+    xs, ys = break_gaps([ts for ts, _ in points], [_clean(v) for _, v in points])
+    return [_x(x) for x in xs], ys
 
 
 # Plotly axis formats per unit: d3's "~s" gives SI prefixes (k, M, G; m, µ below one), so
@@ -109,17 +117,20 @@ def timeseries(
 ) -> Figure:
     """One line per named series of ``(time, value)`` points; ``y_unit`` (a catalogue unit)
     picks the axis's tick and hover format, e.g. "42ms" or "1.2GB/s"."""
-    data = [
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": chart_text(name),
-            "x": [_x(ts) for ts, _ in points],
-            "y": [_clean(v) for _, v in points],
-            "line": {"color": colour(i), "width": 2},
-        }
-        for i, (name, points) in enumerate(series.items())
-    ]
+    data = []
+    for i, (name, points) in enumerate(series.items()):
+        xs, ys = _xy(points)
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": chart_text(name),
+                "x": xs,
+                "y": ys,
+                "connectgaps": False,
+                "line": {"color": colour(i), "width": 2},
+            }
+        )
     layout = _layout(title, y_title=y_title, y_format=y_format, y_unit=y_unit)
     return {"data": data, "layout": layout}
 
@@ -138,25 +149,29 @@ def utilization_area(
     """
     data: list[dict] = []
     for i, (name, points) in enumerate(stacked.items()):
+        xs, ys = _xy(points)
         data.append(
             {
                 "type": "scatter",
                 "mode": "lines",
                 "name": chart_text(name),
                 "stackgroup": "one",
-                "x": [_x(ts) for ts, _ in points],
-                "y": [_clean(v) for _, v in points],
+                "x": xs,
+                "y": ys,
+                "connectgaps": False,
                 "line": {"color": colour(i), "width": 1},
             }
         )
     for j, (name, points) in enumerate((lines or {}).items()):
+        xs, ys = _xy(points)
         data.append(
             {
                 "type": "scatter",
                 "mode": "lines",
                 "name": chart_text(name),
-                "x": [_x(ts) for ts, _ in points],
-                "y": [_clean(v) for _, v in points],
+                "x": xs,
+                "y": ys,
+                "connectgaps": False,
                 "line": {
                     "color": colour(len(stacked) + j),
                     "width": 2,

@@ -70,6 +70,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Under DEBUG (the demo), Django's technical 404 page only for staff; others get the 404 page.
+    "cluster_portal.web.error_pages.FriendlyNotFoundMiddleware",
     # A page whose cluster's PromQL server is down answers 503 "data source unavailable".
     "telemetry.promql.middleware.DataSourceUnavailableMiddleware",
     # Last, as django-axes requires: turns a locked-out login into the 429 page.
@@ -412,7 +414,11 @@ CONTENT_SECURITY_POLICY = {
             DRF_BUTTON_STYLE_HASH,
             "'report-sample'",
         ],
-        "img-src": ["'self'", "data:"],
+        # blob: for images only: Plotly's PNG export ("Download plot as a png") draws the
+        # chart's SVG through a blob: URL into a canvas. A blob: URL is made by the page's own
+        # (self-hosted) scripts from data already in the page, so this admits no foreign origin.
+        # Scripts, styles, frames and connections stay closed to blob:.
+        "img-src": ["'self'", "data:", "blob:"],
         "font-src": ["'self'"],
         "connect-src": ["'self'"],
         "object-src": ["'none'"],
@@ -440,9 +446,17 @@ TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {
+        "one_line_forbidden": {"()": "cluster_portal.web.error_pages.OneLineForbiddenFilter"},
+    },
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
+        # Django's default config gives "django" its own console handler (under DEBUG) AND lets
+        # it propagate to the root's: every record was printed twice. The root's handler alone.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        # A 403 logs one line, not a traceback (cluster_portal/web/error_pages.py).
+        "django.request": {"filters": ["one_line_forbidden"]},
         "django.db.backends": {"level": "WARNING"},
         # django-axes announces itself at INFO on every start-up (each manage.py command):
         # noise in command output. Its lockout warnings still reach the log.

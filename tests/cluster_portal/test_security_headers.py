@@ -42,7 +42,10 @@ def assert_secure(response) -> None:
     assert policy["frame-ancestors"] == ["'none'"]
     assert policy["base-uri"] == ["'self'"]
     assert policy["form-action"] == ["'self'"]
-    assert policy["img-src"] == ["'self'", "data:"]
+    # blob: for images only (Plotly's PNG export draws the chart through a blob: URL).
+    assert policy["img-src"] == ["'self'", "data:", "blob:"]
+    for name in ("default-src", "script-src", "style-src", "connect-src", "font-src"):
+        assert "blob:" not in policy.get(name, []), name
     assert policy["report-uri"] == ["/csp-report/"]
     # No inline scripts, no eval, no foreign origins — anywhere in the policy.
     for name, values in policy.items():

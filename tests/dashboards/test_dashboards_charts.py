@@ -136,3 +136,43 @@ def test_invalid_ranges_name_the_parameter(params, field):
     with pytest.raises(TimeRangeError) as caught:
         parse_timerange(params, now=NOW)
     assert field in caught.value.errors and caught.value.errors[field]
+
+
+def test_a_line_breaks_where_the_data_has_a_hole_instead_of_crossing_it():
+    # One value a minute, then nothing for an hour, then one a minute again.
+    before = [(T0 + timedelta(minutes=i), 1.0) for i in range(5)]
+    after = [(T0 + timedelta(minutes=65 + i), 2.0) for i in range(5)]
+    for figure in (
+        charts.timeseries({"busy": before + after}, title="t"),
+        charts.utilization_area({"training": before + after}, title="t"),
+        charts.utilization_area({}, lines={"healthy": before + after}, title="t"),
+    ):
+        trace = figure["data"][0]
+        assert trace["connectgaps"] is False
+        assert trace["y"].count(None) == 1
+        hole = trace["y"].index(None)
+        assert trace["y"][:hole] == [1.0] * 5 and trace["y"][hole + 1 :] == [2.0] * 5
+        # The break sits inside the hole, one step after the last value before it.
+        assert trace["x"][hole] == (T0 + timedelta(minutes=5)).isoformat()
+
+
+def test_a_regular_or_jittered_series_gets_no_breaks():
+    jitter = [0, 11, 19, 31, 40, 52, 60]  # raw ten-second samples, give or take
+    points = [(T0 + timedelta(seconds=s), 1.0) for s in jitter]
+    trace = charts.timeseries({"busy": points}, title="t")["data"][0]
+    assert None not in trace["y"] and len(trace["x"]) == len(jitter)
+
+
+def test_a_missing_rollup_bucket_breaks_the_line():
+    stamps = [0, 1, 2, 4, 5, 6]  # the 3-minute bucket is missing
+    points = [(T0 + timedelta(minutes=m), 0.5) for m in stamps]
+    trace = charts.timeseries({"busy": points}, title="t")["data"][0]
+    assert trace["y"] == [0.5, 0.5, 0.5, None, 0.5, 0.5, 0.5]
+
+
+def test_report_lines_break_at_holes_too():
+    from cost import charts as cost_charts
+
+    xs = [T0 + timedelta(minutes=m) for m in (0, 1, 2, 30, 31, 32)]
+    trace = cost_charts.lines("t", {"a": (xs, [1, 1, 1, 2, 2, 2])}, "y")["data"][0]
+    assert trace["connectgaps"] is False and trace["y"] == [1, 1, 1, None, 2, 2, 2]

@@ -126,3 +126,46 @@ def test_admin_browsable_api_and_swagger_ui_work_under_the_policy(
     browser.get(f"{live_server.url}{path}")
     WebDriverWait(browser, 15).until(lambda b: b.find_elements(By.CSS_SELECTOR, ready))
     assert csp_violations(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chart_exports_as_png_under_the_policy_and_offers_no_cloud_button(
+    browser, login, users, tenants, live_server, tmp_path
+):
+    """Issue 24: Plotly's PNG export draws the chart through a ``blob:`` image, which
+    ``img-src 'self' data:`` refused; and every toolbar offered "Share chart" to Plotly Cloud."""
+    import time
+
+    twin_with_history(tenants)
+    browser.execute_cdp_cmd(
+        "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(tmp_path)}
+    )
+    login("op", PASSWORD)
+    browser.get(f"{live_server.url}/dashboards/?cluster=twin-e2e&range=6h")
+    wait_loaded(browser)
+    wait_for_a_drawn_chart(browser)
+    csp_violations(browser)
+    titles = browser.execute_script(
+        "return Array.from(document.querySelectorAll('.modebar-btn'))"
+        ".map(b => b.getAttribute('data-title'));"
+    )
+    assert "Download plot as a PNG" in titles, titles
+    assert not [t for t in titles if t and ("Share" in t or "cloud" in t.lower())], titles
+    # The toolbar's own button, as a person clicks it: a PNG file arrives.
+    browser.execute_script(
+        "document.querySelector('.modebar-btn[data-title=\"Download plot as a PNG\"]').click();"
+    )
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not list(tmp_path.glob("*.png")):
+        time.sleep(0.2)
+    files = list(tmp_path.glob("*.png"))
+    assert files, "no PNG was downloaded"
+    assert files[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # And the image API the button uses resolves to a PNG.
+    image = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "Plotly.toImage(document.querySelector('.js-plotly-plot'), {format: 'png'})"
+        ".then(url => done(url.slice(0, 22)), err => done('error: ' + err));"
+    )
+    assert image == "data:image/png;base64,", image
+    assert csp_violations(browser) == []

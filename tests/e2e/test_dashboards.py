@@ -125,7 +125,7 @@ def test_customer_sees_only_their_workloads_and_exports_the_rows_shown(
     assert {row["tenant"] for row in exported} == {"acme"}
 
     browser.get(f"{live_server.url}/workloads/{theirs.pk}/")
-    assert "Not Found" in browser.page_source and theirs.name not in browser.page_source
+    assert "Page not found" in browser.page_source and theirs.name not in browser.page_source
     browser.get(f"{live_server.url}/workloads/{mine.pk}/")
     wait_loaded(browser)
     charts = {c["key"]: c for c in browser.execute_script(CHART_TRACES)}
