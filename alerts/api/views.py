@@ -98,6 +98,7 @@ class AlertListView(ListAPIView):
     permission_classes = [IsAuthenticated, HasRequiredScope]
     required_scope = "read"
     serializer_class = AlertSerializer
+    extra_query_params = ("state", "severity")  # read below; anything else is a 400
 
     def get_queryset(self):
         params = self.request.query_params

@@ -33,6 +33,8 @@ from accounts.api.permissions import HasRequiredScope
 from accounts.selectors.scoping import principal_sees_all
 from cluster_portal.web.caching import RANGE_PARAMS, cached_json, cached_payload
 from cluster_portal.web.csv import csv_writer, table_csv
+from cluster_portal.web.errors import form_validation_error
+from cluster_portal.web.filters import reject_unknown_params
 from cluster_portal.web.jsonbody import FastJSONRenderer, with_key
 from cluster_portal.web.schema import (
     CLUSTER_PARAMETER,
@@ -41,6 +43,7 @@ from cluster_portal.web.schema import (
     TIME_RANGE_PARAMETERS,
 )
 from cluster_portal.web.timerange import TimeRange, TimeRangeError, parse_timerange
+from dashboards.forms import WORKLOAD_LIST_EXTRA_PARAMS, WorkloadListForm
 from dashboards.payloads.common import mark_data_start
 from dashboards.payloads.hardware import (
     entity_series_payload,
@@ -65,13 +68,27 @@ from dashboards.selectors.hardware import (
 from dashboards.selectors.memory import memory
 from dashboards.selectors.network import network
 from dashboards.selectors.overview import overview
+from dashboards.selectors.workload_list import PAGE_SIZE, STATE_FILTERS, workload_list
 from dashboards.selectors.workloads import (
-    workload_columns,
     workload_detail,
     workloads_visible_to,
 )
 from inventory.models import Accelerator, Cluster, Node, Rack, Workload
 from telemetry.models import Entity
+
+MAX_PAGE_SIZE = 1000
+
+
+def _page_size(raw: str | None) -> int:
+    if not raw:
+        return PAGE_SIZE
+    try:
+        size = int(raw)
+    except ValueError:
+        size = 0
+    if not 1 <= size <= MAX_PAGE_SIZE:
+        raise ValidationError({"page_size": f"a whole number from 1 to {MAX_PAGE_SIZE}"})
+    return size
 
 
 class CSVRenderer(BaseRenderer):
@@ -251,28 +268,46 @@ class AcceleratorDataView(DashboardView):
         operation_id="dashboards_workloads_list",
         parameters=[
             OpenApiParameter("kind", str, enum=list(Workload.Kind.values)),
+            OpenApiParameter("state", str, enum=list(STATE_FILTERS), description="Default all."),
+            OpenApiParameter("tenant", str, description="Tenant slug."),
             OpenApiParameter("cluster", str, description="Only this cluster's workloads."),
+            OpenApiParameter("name", str, description="Part of the name (case-insensitive)."),
+            OpenApiParameter("page", int, description="JSON only; the CSV holds every row."),
+            OpenApiParameter("page_size", int, description=f"1 to {MAX_PAGE_SIZE}."),
         ],
     )
 )
 class WorkloadListDataView(DashboardView):
-    """Workloads the caller may see (customers: their tenant's only) with key figures."""
+    """Workloads the caller may see (customers: their tenant's only) with key figures and
+    state, filtered like the page; JSON is paginated (``pagination``), the CSV is every row.
+    An unknown parameter or a bad value is a 400 naming it."""
 
     customers_allowed = True
     range_independent = True
 
+    def get(self, request: Request, **kwargs) -> Response | HttpResponse:
+        form = WorkloadListForm(request.query_params, user=request.user)
+        reject_unknown_params(request, [*form.fields, *WORKLOAD_LIST_EXTRA_PARAMS, "page_size"])
+        if not form.is_valid():
+            raise form_validation_error(form)
+        self.query = form.query()
+        self.page_size = _page_size(request.query_params.get("page_size"))
+        return super().get(request, **kwargs)
+
     def build(self, request: Request, tr: TimeRange, **kwargs) -> dict:
-        workloads = workloads_visible_to(request.user)
-        kind = request.query_params.get("kind")
-        if kind:
-            workloads = workloads.filter(kind=kind)
-        if request.query_params.get("cluster"):
-            workloads = workloads.filter(cluster__name=request.query_params["cluster"])
-        return {
-            "kpis": [],
-            "figures": {},
-            "tables": {"workloads": workload_list_table(workload_columns(workloads))},
-        }
+        listed = workload_list(request.user, self.query)
+        payload: dict = {"kpis": [], "figures": {}}
+        if request.accepted_renderer.format != "csv":
+            page, listed_page = listed.page(request.query_params.get("page"), self.page_size)
+            payload["pagination"] = {
+                "page": page.number,
+                "pages": page.paginator.num_pages,
+                "page_size": self.page_size,
+                "count": len(listed),
+            }
+            listed = listed_page
+        payload["tables"] = {"workloads": workload_list_table(listed.columns, listed.states)}
+        return payload
 
     def csv_prefix(self, payload: dict) -> str:
         return "workloads"

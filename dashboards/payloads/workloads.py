@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from django.utils.translation import gettext as _
 
 from cluster_portal.web.units import duration
@@ -15,6 +16,7 @@ LIST_COLUMNS = (
     "name",
     "tenant",
     "kind",
+    "state",
     "criticality",
     "cluster",
     "cards",
@@ -33,12 +35,14 @@ LIST_COLUMNS = (
 )
 
 
-def workload_list_table(columns: WorkloadColumns) -> dict:
+def workload_list_table(columns: WorkloadColumns, states: np.ndarray) -> dict:
+    """The list as a table; ``states`` are :func:`workload_states` keys (aligned rows)."""
     labels = [
         _("id"),
         _("workload"),
         _("tenant"),
         _("kind"),
+        _("state"),
         _("criticality"),
         _("cluster"),
         _("cards"),
@@ -62,6 +66,7 @@ def workload_list_table(columns: WorkloadColumns) -> dict:
         [x.name for x in w],
         [x.tenant_slug for x in w],
         [x.kind for x in w],
+        list(states),
         [x.criticality for x in w],
         [x.cluster_name for x in w],
         cells(v["workload_allocated_cards"]),

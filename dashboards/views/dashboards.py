@@ -3,20 +3,25 @@ fills from the matching ``/api/v1/dashboards/...`` endpoint (live refresh every 
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from accounts.access import staff_page
+from cluster_portal.web.filters import unknown_params
 from cluster_portal.web.timerange import PRESET_LABELS, TimeRangeError, parse_timerange
 from cluster_portal.web.units import format_value, unit_for_metric
+from dashboards.forms import WORKLOAD_LIST_EXTRA_PARAMS, WorkloadListForm
 from dashboards.payloads.workloads import workload_list_table
 from dashboards.selectors.common import cluster_pick, clusters
 from dashboards.selectors.hardware import node_detail, rack_detail
-from dashboards.selectors.workloads import workload_columns, workloads_visible_to
+from dashboards.selectors.workload_list import STATE_LABELS, workload_list
+from dashboards.selectors.workloads import workloads_visible_to
 from inventory.models import Accelerator, Node, Rack, Workload
 
 
@@ -28,6 +33,8 @@ def display_cell(column: str, value) -> str:
         return str(Workload.Kind(value).label)
     if column == "criticality":
         return str(Workload.Criticality(value).label)
+    if column == "state":
+        return str(STATE_LABELS.get(value, value))
     if isinstance(value, float | int) and not isinstance(value, bool):
         # By the unit the column's name declares: 64.0 cards → "64", 0.0421 s → "42.1 ms".
         return format_value(value, unit_for_metric(column))
@@ -127,12 +134,23 @@ def accelerator_page(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def workload_list_page(request: HttpRequest) -> HttpResponse:
-    """Staff see every workload; customers only their tenant's (same selector as the API)."""
-    workloads = workloads_visible_to(request.user)
-    kind = request.GET.get("kind", "")
-    if kind in ("training", "inference"):
-        workloads = workloads.filter(kind=kind)
-    table = workload_list_table(workload_columns(workloads))
+    """Staff see every workload; customers only their tenant's (same selector as the API).
+
+    Filtered by kind, state (default: active, i.e. not finished), tenant, cluster and name,
+    :data:`PAGE_SIZE` rows a page; an unknown parameter or a bad value is a 400 page naming it.
+    """
+    form = WorkloadListForm(request.GET, user=request.user, default_state="active")
+    unknown = unknown_params(request.GET, [*form.fields, *WORKLOAD_LIST_EXTRA_PARAMS])
+    if unknown or not form.is_valid():
+        errors = {key: _("unknown parameter") for key in unknown}
+        if not unknown:
+            errors = {field: " ".join(messages) for field, messages in form.errors.items()}
+        return render(request, "dashboards/bad_filter.html", {"errors": errors}, status=400)
+    query = form.query()
+    listed = workload_list(request.user, query)
+    page, rows = listed.page(request.GET.get("page"))
+    table = workload_list_table(rows.columns, rows.states)
+    filters = {k: v for k, v in asdict(query).items() if v and not (k == "state" and v == "active")}
     return _frame(
         request,
         "dashboards/workloads.html",
@@ -142,10 +160,12 @@ def workload_list_page(request: HttpRequest) -> HttpResponse:
             (row[0], [display_cell(c, v) for c, v in zip(table["columns"], row, strict=True)])
             for row in table["rows"]
         ],
-        kind=kind,
-        csv_query=urlencode(
-            {**({"kind": kind} if kind else {}), "format": "csv", "table": "workloads"}
-        ),
+        form=form,
+        page=page,
+        matching=len(listed),
+        page_query=urlencode(filters),
+        # The CSV holds every matching row (all pages), with the same filters.
+        csv_query=urlencode({**asdict(query), "format": "csv", "table": "workloads"}),
     )
 
 

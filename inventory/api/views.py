@@ -45,10 +45,13 @@ class WorkloadSerializer(serializers.ModelSerializer):
 class WorkloadFilter(django_filters.FilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name", help_text="Cluster name.")
     tenant = django_filters.CharFilter(field_name="tenant__slug", help_text="Tenant slug.")
+    name = django_filters.CharFilter(
+        lookup_expr="icontains", help_text="Part of the workload's name (case-insensitive)."
+    )
 
     class Meta:
         model = Workload
-        fields = ["kind", "criticality", "cluster", "tenant"]
+        fields = ["kind", "criticality", "cluster", "tenant", "name"]
 
 
 class _WorkloadBase(TenantScopedMixin):

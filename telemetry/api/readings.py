@@ -68,6 +68,7 @@ class AcceleratorListView(ListAPIView):
     permission_classes = [IsAuthenticated, HasRequiredScope]
     required_scope = "read"
     serializer_class = AcceleratorSerializer
+    extra_query_params = ("cluster",)  # read below; anything else is a 400
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation

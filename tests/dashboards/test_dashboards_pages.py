@@ -109,8 +109,8 @@ def test_customer_workload_list_and_detail_are_tenant_scoped(client_as, twin_clu
     assert html.count("data-workload-id=") == 1
     assert client.get(f"/workloads/{mine.pk}/").status_code == 200
     assert client.get(f"/workloads/{theirs.pk}/").status_code == 404
-    staff_html = client_as("operator").get("/workloads/").content.decode()
-    assert staff_html.count("data-workload-id=") == Workload.objects.count()
+    staff_html = client_as("operator").get("/workloads/?state=all").content.decode()
+    assert staff_html.count("data-workload-id=") == min(Workload.objects.count(), 50)
 
 
 @pytest.mark.django_db
