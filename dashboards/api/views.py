@@ -266,7 +266,10 @@ class AcceleratorDataView(DashboardView):
 @extend_schema_view(
     get=extend_schema(
         operation_id="dashboards_workloads_list",
-        parameters=[
+        responses=DASHBOARD_RESPONSES,
+        parameters=TIME_RANGE_PARAMETERS
+        + CSV_PARAMETERS
+        + [
             OpenApiParameter("kind", str, enum=list(Workload.Kind.values)),
             OpenApiParameter("state", str, enum=list(STATE_FILTERS), description="Default all."),
             OpenApiParameter("tenant", str, description="Tenant slug."),
