@@ -213,8 +213,11 @@ class HardwareDataView(ClusterDashboardView):
     def cluster_payload(self, cluster: Cluster, tr: TimeRange) -> dict:
         # One reverse() for every rack link (a 10,240-card cluster has hundreds of racks).
         template = reverse("dashboard-rack", args=[987654321])
+        card = reverse("dashboard-accelerator", args=[987654321])
         return hardware_payload(
-            hardware(cluster), lambda pk: template.replace("987654321", str(pk))
+            hardware(cluster),
+            lambda pk: template.replace("987654321", str(pk)),
+            lambda pk: card.replace("987654321", str(pk)),
         )
 
 
@@ -225,7 +228,10 @@ class MemoryDataView(ClusterDashboardView):
 
 class NetworkDataView(ClusterDashboardView):
     def cluster_payload(self, cluster: Cluster, tr: TimeRange) -> dict:
-        return network_payload(network(cluster, tr))
+        template = reverse("dashboard-rack", args=[987654321])
+        return network_payload(
+            network(cluster, tr), lambda pk: template.replace("987654321", str(pk))
+        )
 
 
 class RackDataView(DashboardView):

@@ -9,9 +9,61 @@ from django.utils.translation import gettext as _
 from dashboards import charts
 from dashboards.payloads.common import Points, kpi, scaled, series_table, table
 from dashboards.selectors.hardware import CARD_METRICS, HardwareData, MemberRow
+from dashboards.selectors.hotspots import CardRow
+
+CARD_COLUMNS = (
+    "card",
+    "health",
+    "utilization_ratio",
+    "temperature_celsius",
+    "hbm_used_ratio",
+    "power_watts",
+    "rack_id",
+)
 
 
-def hardware_payload(data: HardwareData, rack_url: Callable[[int], str]) -> dict:
+def health_label(code: str) -> str:
+    """A card's health in the reader's language."""
+    return {"healthy": _("healthy"), "unhealthy": _("unhealthy"), "unknown": _("unknown")}.get(
+        code, code
+    )
+
+
+def card_table(rows: list[CardRow], card_url: Callable[[int], str]) -> dict:
+    """A top-N list of cards; ``links`` maps each card's label to its page."""
+    out = table(
+        CARD_COLUMNS,
+        [
+            _("card"),
+            _("health"),
+            _("utilization"),
+            _("temperature (°C)"),
+            _("HBM used"),
+            _("power"),
+            _("rack id"),
+        ],
+        [
+            [
+                r.card,
+                health_label(r.health),
+                r.utilization,
+                r.temperature,
+                r.hbm_used_ratio,
+                r.power,
+                r.rack_id,
+            ]  # fmt: skip
+            for r in rows
+        ],
+    )
+    out["links"] = {r.card: card_url(r.accelerator_id) for r in rows if r.accelerator_id}
+    return out
+
+
+def hardware_payload(
+    data: HardwareData,
+    rack_url: Callable[[int], str],
+    card_url: Callable[[int], str] | None = None,
+) -> dict:
     """Three heatmaps (supernode × rack); each cell's customdata is its rack page URL."""
     figures = {}
     specs = (
@@ -42,7 +94,11 @@ def hardware_payload(data: HardwareData, rack_url: Callable[[int], str]) -> dict
     kpis = [
         kpi("cards_total", _("Cards"), float(data.cards_total), "count"),
         kpi("healthy", _("Healthy"), float(health.get("healthy", 0)), "count"),
-        kpi("unhealthy", _("Unhealthy"), float(health.get("unhealthy", 0)), "count"),
+        # The count links to the list of those cards (issue 24: "Unhealthy 1" led nowhere).
+        {
+            **kpi("unhealthy", _("Unhealthy"), float(health.get("unhealthy", 0)), "count"),
+            "href": "#least-healthy",
+        },
         kpi("unknown", _("Unknown health"), float(health.get("unknown", 0)), "count"),
     ]
     racks = table(
@@ -77,10 +133,16 @@ def hardware_payload(data: HardwareData, rack_url: Callable[[int], str]) -> dict
             for c in data.racks
         ],
     )
+    tables = {"racks": racks}
+    if data.hotspots is not None:
+        card = card_url or (lambda pk: "")
+        tables["hottest_cards"] = card_table(data.hotspots.hottest, card)
+        tables["busiest_cards"] = card_table(data.hotspots.busiest, card)
+        tables["least_healthy_cards"] = card_table(data.hotspots.least_healthy, card)
     return {
         "kpis": kpis,
         "figures": figures,
-        "tables": {"racks": racks},
+        "tables": tables,
         "links": {str(c.rack_id): rack_url(c.rack_id) for c in data.racks},
     }
 

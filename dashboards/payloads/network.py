@@ -2,23 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.utils.translation import gettext as _
 
 from dashboards import charts
 from dashboards.payloads.common import kpi, series_table, table
-from dashboards.selectors.network import NetworkData
+from dashboards.selectors.network import LinkRow, NetworkData
 
 STATUS_ORDER = ("up", "degraded", "rerouting", "down")
 
 
-def network_payload(data: NetworkData) -> dict:
+LINK_COLUMNS = ["link", "kind", "status", "utilization_ratio", "capacity_bytes_per_s"]
+
+
+def link_table(rows: list[LinkRow], rack_url: Callable[[int], str] | None = None) -> dict:
+    """Links as a table; with ``rack_url``, each link's key links to its rack's page."""
+    out = table(
+        LINK_COLUMNS,
+        [_("link"), _("kind"), _("status"), _("utilization"), _("capacity")],
+        [[r.key, r.kind, r.status, r.utilization, r.capacity_bytes_per_s] for r in rows],
+    )
+    if rack_url is not None:
+        out["links"] = {r.key: rack_url(r.rack_id) for r in rows if r.rack_id}
+    return out
+
+
+def network_payload(data: NetworkData, rack_url: Callable[[int], str] | None = None) -> dict:
     counts = data.status_counts
     s = data.series
     statuses = [x for x in STATUS_ORDER if x in counts] + sorted(set(counts) - set(STATUS_ORDER))
     kpis = [
         kpi("links_total", _("Links"), float(data.links_total), "count"),
         kpi("links_up", _("Up"), float(counts.get("up", 0)), "count"),
-        kpi("links_down", _("Down"), float(counts.get("down", 0)), "count"),
+        {
+            **kpi("links_down", _("Down"), float(counts.get("down", 0)), "count"),
+            "href": "#unhealthy-links",
+        },
         kpi(
             "links_rerouting",
             _("Rerouting (self-healing)"),
@@ -66,13 +86,10 @@ def network_payload(data: NetworkData) -> dict:
             y_format=".0%",
         ),
     }
-    links = table(
-        ["link", "kind", "status", "utilization_ratio", "capacity_bytes_per_s"],
-        [_("link"), _("kind"), _("status"), _("utilization"), _("capacity")],
-        [[r.key, r.kind, r.status, r.utilization, r.capacity_bytes_per_s] for r in data.links],
-    )
     tables = {
-        "links": links,
+        "links": link_table(data.links, rack_url),
+        "busiest_links": link_table(data.busiest, rack_url),
+        "unhealthy_links": link_table(data.unhealthy, rack_url),
         "status": table(
             ["status", "links"], [_("status"), _("links")], [[x, counts[x]] for x in statuses]
         ),
@@ -91,4 +108,9 @@ def network_payload(data: NetworkData) -> dict:
             }
         ),
     }
-    return {"kpis": kpis, "figures": figures, "tables": tables}
+    return {
+        "kpis": kpis,
+        "figures": figures,
+        "tables": tables,
+        "utilization_distinct": data.utilization_distinct,
+    }

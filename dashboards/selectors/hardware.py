@@ -11,6 +11,7 @@ from django.db.models import Count
 from cluster_portal.web.sorting import natural_key
 from cluster_portal.web.timerange import TimeRange
 from dashboards.selectors.common import finite, latest_snapshot, metric_defs
+from dashboards.selectors.hotspots import CardHotspots, card_hotspots
 from inventory.models import Accelerator, Cluster, Node, Rack
 from telemetry.models import Entity
 from telemetry.read import Points, series_points_many
@@ -44,6 +45,7 @@ class HardwareData:
     health: dict[str, int] = field(default_factory=dict)
     cards_total: int = 0
     ts: object = None
+    hotspots: CardHotspots | None = None
 
     def matrix(self, attribute: str) -> tuple[list[str], list[str], list[list], list[list]]:
         """``(supernodes, rack names, values[supernode][rack], rack ids)`` for a heatmap."""
@@ -75,6 +77,7 @@ def hardware(cluster: Cluster) -> HardwareData:
     data = HardwareData(cluster=cluster)
     snap = latest_snapshot(cluster.pk, "accelerator", CARD_METRICS)
     data.ts = snap.ts
+    data.hotspots = card_hotspots(cluster, snap)
     racks = list(
         Rack.objects.filter(supernode__cluster=cluster).values_list("pk", "name", "supernode__name")
     )

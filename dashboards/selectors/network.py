@@ -18,6 +18,7 @@ from telemetry.read import Points, cluster_entity, kind_series, kind_series_many
 LINK_METRICS = ("link_status", "link_utilization_ratio", "link_rerouting_status")
 UTILIZATION_BINS = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0001)
 TABLE_LIMIT = 50
+TOP_N = 20
 
 
 @dataclass
@@ -27,6 +28,7 @@ class LinkRow:
     status: str  # "up", "down", "rerouting" (telemetry) or the inventory status
     utilization: float | None
     capacity_bytes_per_s: float
+    rack_id: int | None = None
 
 
 @dataclass
@@ -35,6 +37,12 @@ class NetworkData:
     status_counts: dict[str, int] = field(default_factory=dict)
     utilization_histogram: list[tuple[str, int]] = field(default_factory=list)
     links: list[LinkRow] = field(default_factory=list)  # down/rerouting first, then busiest
+    busiest: list[LinkRow] = field(default_factory=list)  # highest newest utilization first
+    unhealthy: list[LinkRow] = field(default_factory=list)  # down, rerouting, degraded
+    unhealthy_total: int = 0
+    # How many different utilization values the links report (the twin models load per rack,
+    # so a rack's uplinks share one value; the page says so rather than hide it).
+    utilization_distinct: int = 0
     links_total: int = 0
     communication_ratio: float | None = None
     link_failures_in_range: float | None = None
@@ -60,7 +68,9 @@ def network(cluster: Cluster, tr: TimeRange) -> NetworkData:
     links = plain_rows(
         Link.objects.filter(cluster=cluster)
         .order_by()
-        .values_list("entity__pk", "key", "kind", "status", "capacity_bytes_per_s")
+        .values_list(
+            "entity__pk", "key", "kind", "status", "capacity_bytes_per_s", "entity__rack_id"
+        )
     )
     data.links_total = len(links)
     entity_ids = np.array([row[0] if row[0] is not None else -1 for row in links], np.int64)
@@ -90,16 +100,21 @@ def network(cluster: Cluster, tr: TimeRange) -> NetworkData:
     keys = np.array([row[1] for row in links], dtype=str)
     busy = np.where(np.isnan(link_util), 0.0, link_util)
     top = np.lexsort((keys, -busy, state_rank))[:TABLE_LIMIT]
-    data.links = [
-        LinkRow(
-            links[i][1],
-            links[i][2],
-            states[i],
-            None if np.isnan(link_util[i]) else float(link_util[i]),
-            links[i][4],
-        )
-        for i in (int(i) for i in top)
-    ]
+
+    def link_row(i: int) -> LinkRow:
+        util_i = None if np.isnan(link_util[i]) else float(link_util[i])
+        return LinkRow(links[i][1], links[i][2], states[i], util_i, links[i][4], links[i][5])
+
+    data.links = [link_row(int(i)) for i in top]
+    # Top-N lists: ties in utilization keep the key order, so a refresh does not reshuffle.
+    measured_util = np.flatnonzero(~np.isnan(link_util))
+    by_load = measured_util[np.lexsort((keys[measured_util], -link_util[measured_util]))]
+    data.busiest = [link_row(int(i)) for i in by_load[:TOP_N]]
+    sick = np.flatnonzero(state_rank < rank["up"])
+    sick = sick[np.lexsort((keys[sick], -busy[sick], state_rank[sick]))]
+    data.unhealthy_total = int(sick.size)
+    data.unhealthy = [link_row(int(i)) for i in sick[:TOP_N]]
+    data.utilization_distinct = int(np.unique(np.round(link_util[measured_util], 6)).size)
 
     # The link curves are looked up by kind_series_many; these two are read one by one.
     metrics = metric_defs(("cluster_link_failures_total", "training_communication_ratio"))

@@ -47,7 +47,16 @@
       label.textContent = item.label;
       const value = document.createElement("span");
       value.className = "value";
-      value.textContent = item.display;
+      if (item.href) {
+        // A count that has a list (e.g. "Unhealthy" → the cards not reporting healthy).
+        const a = document.createElement("a");
+        a.className = "tile-link";
+        a.href = item.href;
+        a.textContent = item.display;
+        value.append(a);
+      } else {
+        value.textContent = item.display;
+      }
       tile.append(label, value);
       if (item.hint) {
         const hint = document.createElement("span");
@@ -65,10 +74,32 @@
     return String(value);
   }
 
+  // Sortable tables (data-sortable): a click on a header sorts by that column, a second click
+  // reverses; the choice survives the 15-second refresh. Missing values sort last.
+  const sortState = {};
+  let lastPayload = null;
+
+  function sortedRows(name, rows) {
+    const state = sortState[name];
+    if (!state) return rows;
+    const sign = state.dir === "ascending" ? 1 : -1;
+    return rows.slice().sort((a, b) => {
+      const x = a[state.col], y = b[state.col];
+      const xm = x === null || x === undefined, ym = y === null || y === undefined;
+      if (xm || ym) return xm === ym ? 0 : (xm ? 1 : -1);
+      if (typeof x === "number" && typeof y === "number") return sign * (x - y);
+      return sign * String(x).localeCompare(String(y), PAGE_LANG, { numeric: true });
+    });
+  }
+
   function renderTables(payload) {
+    lastPayload = payload;
     root.querySelectorAll("table[data-table]").forEach((el) => {
-      const data = (payload.tables || {})[el.dataset.table];
+      const name = el.dataset.table;
+      const data = (payload.tables || {})[name];
       if (!data) return;
+      const links = data.links || payload.links;
+      const sortable = el.hasAttribute("data-sortable");
       const linkCol = data.columns.indexOf(el.dataset.linkColumn || "");
       const textCol = data.columns.indexOf(el.dataset.linkTextColumn || "");
       const head = document.createElement("thead");
@@ -78,17 +109,35 @@
         const th = document.createElement("th");
         th.scope = "col";
         if (typeof first[i] === "number") th.className = "num";
-        th.textContent = label;
+        if (sortable) {
+          const button = document.createElement("button");
+          button.type = "button";
+          button.textContent = label;
+          const state = sortState[name];
+          if (state && state.col === i) th.setAttribute("aria-sort", state.dir);
+          button.addEventListener("click", () => {
+            const now = sortState[name];
+            const numeric = data.rows.some((r) => typeof r[i] === "number");
+            // Numbers start largest first (the hottest, the busiest); text A to Z.
+            const start = numeric ? "descending" : "ascending";
+            const flip = { ascending: "descending", descending: "ascending" };
+            sortState[name] = { col: i, dir: now && now.col === i ? flip[now.dir] : start };
+            if (lastPayload) renderTables(lastPayload);
+          });
+          th.append(button);
+        } else {
+          th.textContent = label;
+        }
         headRow.append(th);
       });
       const units = data.units || [];
       const body = document.createElement("tbody");
-      data.rows.forEach((row) => {
+      sortedRows(name, data.rows).forEach((row) => {
         const tr = body.insertRow();
         row.forEach((value, i) => {
           const td = tr.insertCell();
           if (typeof value === "number") td.className = "num";
-          const href = linkCol >= 0 && i === textCol && payload.links ? payload.links[String(row[linkCol])] : null;
+          const href = linkCol >= 0 && i === textCol && links ? links[String(row[linkCol])] : null;
           if (href) {
             const a = document.createElement("a");
             a.href = href;
@@ -99,6 +148,11 @@
           }
         });
       });
+      if (!data.rows.length && el.dataset.emptyText) {
+        const cell = body.insertRow().insertCell();
+        cell.colSpan = data.labels.length;
+        cell.textContent = el.dataset.emptyText;
+      }
       const caption = el.querySelector("caption");
       el.replaceChildren(...(caption ? [caption] : []), head, body);
     });
