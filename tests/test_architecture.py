@@ -22,7 +22,9 @@ ALLOWED: dict[str, set[str]] = {
     "telemetry": {"accounts", "inventory"},
     "alerts": {"accounts", "inventory", "telemetry"},
     "cost": {"accounts", "inventory", "telemetry"},
-    "dashboards": {"accounts", "inventory", "telemetry", "alerts", "cost"},
+    # dashboards reads rollout for the customer home's migration progress (rollout imports no
+    # dashboards: still one direction).
+    "dashboards": {"accounts", "inventory", "telemetry", "alerts", "cost", "rollout"},
     "rollout": {"accounts", "inventory", "telemetry"},
     "simulation": {"accounts", "inventory", "telemetry", "alerts", "cost", "dashboards", "rollout"},
 }

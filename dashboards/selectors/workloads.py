@@ -156,7 +156,11 @@ def cells(array: np.ndarray) -> list[float | None]:
 
 def workload_rows(workloads: QuerySet[Workload]) -> list[WorkloadRow]:
     """:func:`workload_columns` as one row per workload (for pages listing a few)."""
-    columns = workload_columns(workloads)
+    return workload_rows_of(workload_columns(workloads))
+
+
+def workload_rows_of(columns: WorkloadColumns) -> list[WorkloadRow]:
+    """Already read columns as one row per workload."""
     by_metric = {name: cells(array) for name, array in columns.values.items()}
     return [
         WorkloadRow(w, {name: by_metric[name][i] for name in LIST_METRICS})

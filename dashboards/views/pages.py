@@ -11,8 +11,12 @@ from django.shortcuts import render
 from accounts.access import staff_page
 from accounts.models import Tenant
 from cluster_portal.web.readiness import broker_description, readiness
-from dashboards.selectors.workloads import workload_rows, workloads_visible_to
+from dashboards.selectors.customer import customer_summary
+from dashboards.selectors.workload_list import WorkloadListQuery, workload_list
+from dashboards.selectors.workloads import workload_rows_of
 from telemetry.read import any_alive, heartbeat_statuses, recent_data_gaps
+
+HOME_WORKLOADS = 10
 
 
 @login_required
@@ -26,12 +30,17 @@ def home(request: HttpRequest) -> HttpResponse:
         }
         return render(request, "dashboards/home_staff.html", context)
     tenant = request.user.tenant
-    # The customer's own workloads, scoped by the same selector as /workloads/.
-    rows = workload_rows(workloads_visible_to(request.user))
+    # The customer's home leads with what they pay and how their migration stands, then their
+    # active workloads (a page of them: a tenant with thousands of finished jobs made this page
+    # 12,000 px tall); the full list is /workloads/.
+    active = workload_list(request.user, WorkloadListQuery(state="active"))
+    _page, shown = active.page(1, HOME_WORKLOADS)
     context = {
         "tenant": tenant,
         "members": tenant.users.order_by("username") if tenant else [],
-        "workloads": rows,
+        "workloads": workload_rows_of(shown.columns),
+        "workloads_active": len(active),
+        "summary": customer_summary(request.user),
     }
     return render(request, "dashboards/home_customer.html", context)
 

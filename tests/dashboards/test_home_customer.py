@@ -36,3 +36,27 @@ def test_customer_home_shows_slo_targets_as_durations(client_as, tenants):
     page = client_as("customer").get("/").content.decode()
     assert "/ 2.2 min" in page
     assert "/ 50 ms" in page
+
+
+@pytest.mark.django_db
+def test_customer_home_leads_with_cost_and_migration_progress(client_as, users, tenants):
+    """Issue 24: the home was 12,000 px of workloads with no cost or migration summary."""
+    from tests.rollout.conftest import plan_for_access
+
+    mine, theirs = plan_for_access("acme"), plan_for_access("panda")
+    page = client_as("customer").get("/").content.decode()
+    cost, migrations = page.index("data-home-cost"), page.index("data-home-migrations")
+    workloads = page.index("Your workloads")
+    assert cost < workloads and migrations < workloads
+    assert f"/migrations/{mine.pk}/" in page and mine.name in page
+    assert f"/migrations/{theirs.pk}/" not in page and theirs.name not in page
+    assert 'href="/cost/"' in page
+
+
+@pytest.mark.django_db
+def test_customer_home_shows_one_page_of_active_workloads_not_all_of_them(client_as, tenants):
+    for i in range(25):
+        _workload(tenants["acme"], name=f"train-{i:03d}")
+    page = client_as("customer").get("/").content.decode()
+    assert page.count("<td data-cluster>") == 10
+    assert "10 of 25 active workloads shown." in page
