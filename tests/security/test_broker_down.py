@@ -20,9 +20,9 @@ from django.test import Client
 from django.utils import timezone
 
 from rollout.models import MigrationPlan, WebhookDelivery, WebhookSubscription
-from rollout.tasks import deliver_webhook, sweep_webhook_deliveries
+from rollout.tasks import deliver_webhook
 from simulation.models import WhatIfRun
-from simulation.tasks import run_whatif, sweep_whatif_runs
+from simulation.tasks import run_whatif
 from tests.servers import free_port
 
 
@@ -91,6 +91,8 @@ def test_starting_a_plan_with_the_broker_down_answers_200_and_the_sweep_delivers
         delivery = WebhookDelivery.objects.get()
         assert delivery.status == "pending" and delivery.attempts == 0
 
+        from rollout.tasks import sweep_webhook_deliveries
+
         # Not yet overdue: the sweep leaves it (its task may still be on the way).
         assert sweep_webhook_deliveries.apply().get()["due"] == 0
         _later(WebhookDelivery, delivery.pk, 600)
@@ -123,6 +125,8 @@ def test_a_whatif_with_the_broker_down_answers_201_and_the_sweep_runs_it_once(
     assert answer.status_code == 201, answer.content[:300]
     run = WhatIfRun.objects.get()
     assert run.status == "queued"
+
+    from simulation.tasks import sweep_whatif_runs
 
     _later(WhatIfRun, run.pk, 600)
     sent: list[int] = []

@@ -126,3 +126,47 @@ def test_gunicorn_answers_healthz_and_503s_while_a_promql_source_trickles(tmp_pa
             f"\n[slow peers] /healthz answered in {health_seconds:.2f} s while 4 dashboard "
             f"reads waited on a trickling PromQL source; slowest 503 after {slowest:.1f} s"
         )
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_mid_delivery_has_already_counted_the_attempt(tmp_path):
+    import signal
+
+    from rollout.models import WebhookDelivery, WebhookSubscription
+    from rollout.services.webhooks import webhook_attempt_claim
+    from rollout.tasks import deliver_webhook
+
+    broker = redis_broker_url()
+    if broker is None:
+        pytest.skip("Redis is not reachable; the real-worker test needs it")
+    server = TricklingServer(mode="headers", interval=1.0)
+    subscription = WebhookSubscription.objects.create(
+        name="slow", url=server.url + "/hook", events=["transition"], secret="s3cret"
+    )
+    delivery = WebhookDelivery.objects.create(
+        subscription=subscription, event="transition", payload={"event": "transition"}
+    )
+    queue = f"test-{uuid.uuid4().hex[:8]}"
+    worker = Worker(
+        queue,
+        broker,
+        tmp_path,
+        OUTBOUND_ALLOWED_NETWORKS="127.0.0.0/8",
+        WEBHOOK_DEADLINE_SECONDS="60",
+    )
+    try:
+        wait_for(lambda: Heartbeat.objects.filter(name=worker.name).exists(), 60, "worker start")
+        with app.connection_for_write(broker) as conn:
+            deliver_webhook.apply_async((delivery.pk,), queue=queue, connection=conn)
+        wait_for(lambda: server.connections >= 1, 30, "the POST to reach the receiver")
+        worker.stop(signal.SIGKILL)  # mid-request, as an OOM kill or kill -9 would
+    finally:
+        worker.stop()
+        server.stop()
+    delivery.refresh_from_db()
+    # Recorded before the request: the redelivery counts on from 1, not from 0 again.
+    assert delivery.attempts == 1 and delivery.status == "pending"
+    assert delivery.attempt_lease_until is not None and delivery.last_attempt_at is not None
+    # Until the lease lapses nobody sends it again (the sweep picks it up afterwards).
+    assert webhook_attempt_claim(delivery_id=delivery.pk) is None
