@@ -219,7 +219,7 @@ def test_a_trickling_promql_source_answers_503_within_the_request_budget(
     started = time.monotonic()
     with must_finish_within(10):
         answer = api.get(HARDWARE_API, {"cluster": cluster.name})
-    assert time.monotonic() - started < 6
+    assert time.monotonic() - started < 8  # the 3 s budget, not the source's 60 s
     assert answer.status_code == 503, answer.content[:300]
     body = answer.json()
     assert body["code"] == "data_source_unavailable"
@@ -228,11 +228,12 @@ def test_a_trickling_promql_source_answers_503_within_the_request_budget(
     assert "127.0.0.1" not in text and str(server.port) not in text and "staff_detail" not in body
     assert "Errno" not in text
 
-    # Signed-in staff see the address. The source failed moments ago: the answer is at once.
-    started = time.monotonic()
+    # Signed-in staff see the address. The source failed moments ago: the answer comes at
+    # once, without dialling it again (the back-off).
+    dialled = server.connections
     with must_finish_within(10):
         staff = client_as("operator").get(HARDWARE_API, {"cluster": cluster.name})
-    assert time.monotonic() - started < 1
+    assert server.connections == dialled
     assert staff.status_code == 503 and server.url in staff.json()["staff_detail"]
 
 
