@@ -16,11 +16,23 @@ Gate thresholds are the operator inputs a real plan would carry:
   what decode physics allows (reading the weights alone takes longer per token) — so the first
   gray step's analysis fails on measured data and traffic rolls back.
 
+Gates carry the authoring defaults (``rollout.services.authoring.analysis_defaults``: window,
+minimum values, interval, initial delay and inconclusive limit from the telemetry interval;
+five measurements), and the history runs at a real migration's pace: the command lays it out
+on its own clock, starting a few hours back and ending before now, with one twin tick of both
+clusters per telemetry interval while a gate measures, each measurement when it is due,
+promotion requested minutes after the analysis passed and the two approvals minutes apart —
+without waiting for it (it sets the clock the services and the twin read, only while it
+runs). Between gates nothing ticks: the charts show that as a gap in the data, which it is.
+
 Lives in the simulation app because it ticks the twin (rollout must not import simulation).
 Idempotent: a plan that already exists is left as it is.
 """
 
 from __future__ import annotations
+
+from datetime import datetime, timedelta
+from unittest import mock
 
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
@@ -30,6 +42,7 @@ from inventory.models import Cluster, Workload
 from rollout.models import Criterion, MigrationPlan, PhaseKind, PlanState
 from rollout.services.analysis import analysis_run_step
 from rollout.services.audit import Actor
+from rollout.services.authoring import analysis_defaults
 from rollout.services.plans import criterion_save, plan_create
 from rollout.services.transitions import gate_approve, plan_promote, plan_start
 from simulation.models import TwinRun
@@ -42,6 +55,29 @@ STRICT_TPOT_SECONDS = 0.01  # zhiyuan-ai's gate: stricter than decode physics al
 # Where a workload has no target of its own: the chat defaults of the engine's scenario.
 DEFAULT_TTFT_SECONDS, DEFAULT_TPOT_SECONDS = 2.0, 0.1
 # tenant, pilot (non-core) workload, gray (core) workload, where the plan should end
+# The seeded history starts this long before now (raw data, which gates read, lives 6 h).
+HISTORY = timedelta(hours=3)
+# A person looks at the passed analysis, then two approvers at their own pace.
+REQUEST_AFTER = timedelta(minutes=3)
+APPROVAL_GAPS = (timedelta(minutes=9), timedelta(minutes=6))
+MAX_TICKS_PER_GATE = 120  # a run still measuring after 20 minutes is left as it is
+
+
+class SeedClock:
+    """The command's own wall clock: moved forward explicitly, never past real time."""
+
+    def __init__(self, start: datetime) -> None:
+        self.at = start
+
+    def now(self) -> datetime:
+        return self.at
+
+    def advance(self, delta: timedelta) -> None:
+        self.at += delta
+        if self.at > datetime.now(tz=self.at.tzinfo):
+            raise CommandError("the seeded history would end in the future; seed fewer plans")
+
+
 PLANS = (
     ("acme-bank", "train-0000", "chat-llama-3-8b-000", "completed"),
     ("starlight-media", "train-0003", "chat-bloom-176b-003", "awaiting"),
@@ -63,6 +99,13 @@ class Command(BaseCommand):
         except (Cluster.DoesNotExist, User.DoesNotExist) as exc:
             raise CommandError("Run seed_demo and seed_twin first.") from exc
         self.runs = list(TwinRun.objects.filter(cluster__in=[self.target, self.source]))
+        self.defaults = analysis_defaults()
+        self.clock = SeedClock(timezone.now() - HISTORY)
+        # The services, the audit trail and the twin read this clock while the command runs.
+        with mock.patch("django.utils.timezone.now", self.clock.now):
+            self._seed_all()
+
+    def _seed_all(self) -> None:
         for slug, pilot, gray, outcome in PLANS:
             name = f"{slug}: {SOURCE} → {TARGET}"
             tenant = Tenant.objects.filter(slug=slug).first()
@@ -121,45 +164,63 @@ class Command(BaseCommand):
                     aggregation=agg,
                     comparator=comparator,
                     threshold=threshold,
-                    window_seconds=120,
-                    count=1,
-                    interval_seconds=30,
-                    # Seeding drives each gate at once: one twin tick after the step's
-                    # traffic took effect (only its data counts), measured right away.
-                    initial_delay_seconds=0,
-                    min_samples=1,
+                    # The authoring defaults, as a plan made on the page gets them.
+                    window_seconds=self.defaults.window_seconds,
+                    count=self.defaults.count,
+                    interval_seconds=self.defaults.interval_seconds,
+                    initial_delay_seconds=self.defaults.initial_delay_seconds,
+                    min_samples=self.defaults.min_samples,
+                    inconclusive_limit=self.defaults.inconclusive_limit,
                     dry_run=dry,
                 ),
                 actor=self.operator,
             )
         return plan
 
-    def _tick_twin(self) -> None:
-        """Advance every demo twin run once: fresh telemetry at the current traffic shares."""
+    def _tick_twin(self, *, clusters: tuple[Cluster, ...]) -> None:
+        """One telemetry interval later, advance the clusters' twin runs once at that time."""
+        self.clock.advance(timedelta(seconds=self.defaults.telemetry_interval_seconds))
         for run in self.runs:
-            run.refresh_from_db()
-            twin_tick(run_id=run.pk, expected_seq=run.tick_seq)
+            if run.cluster_id in {c.pk for c in clusters}:
+                run.refresh_from_db()
+                twin_tick(
+                    run_id=run.pk, expected_seq=run.tick_seq, tick_time=self.clock.at.timestamp()
+                )
 
-    def _measure(self, plan: MigrationPlan) -> str:
-        self._tick_twin()
+    def _analyse(self, plan: MigrationPlan) -> str:
+        """Tick the twin and take each measurement when due until the gate's run ends."""
         plan.refresh_from_db()
         run = plan.current_gate.runs.get(status="running")
-        return analysis_run_step(run_id=run.pk, now=timezone.now())
+        for _tick in range(MAX_TICKS_PER_GATE):
+            # Every seeded criterion reads the target (none is relative to the source), so
+            # only the target ticks while a gate measures: a tick of the fleet is the cost.
+            self._tick_twin(clusters=(self.target,))
+            due = run.metrics.filter(status="running", next_at__lte=self.clock.at).exists()
+            if due:
+                phase = analysis_run_step(run_id=run.pk, now=self.clock.at)
+                if phase != "running":
+                    return phase
+        return "running"
 
     def _drive(self, plan: MigrationPlan, outcome: str) -> None:
+        # Both clusters run at the moment the plan starts (the source's figures before it).
+        self._tick_twin(clusters=(self.target, self.source))
         plan_start(plan_id=plan.pk, actor=self.operator)
         while True:
             plan.refresh_from_db()
             if plan.state != PlanState.RUNNING:
                 return
-            if self._measure(plan) != "successful":
+            if self._analyse(plan) != "successful":
                 return  # failed → rolled back, inconclusive → paused: as the workflow decides
+            plan.refresh_from_db()
             at_5 = plan.current_phase == PhaseKind.GRAY and plan.current_step_percent == 5
+            self.clock.advance(REQUEST_AFTER)
             plan_promote(plan_id=plan.pk, actor=self.operator, reason="analysis passed")
             if outcome == "awaiting" and at_5:
                 return
             revision = plan.current_gate.revision
-            for approver in self.approvers:
+            for approver, gap in zip(self.approvers, APPROVAL_GAPS, strict=True):
+                self.clock.advance(gap)
                 gate_approve(
                     plan_id=plan.pk,
                     actor=approver,
