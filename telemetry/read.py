@@ -11,7 +11,8 @@ three rollup tiers; a reader never cares which one answered.
   ``kind_series`` / ``kind_series_many`` (a whole kind reduced per time), ``cluster_series``.
 - **window aggregates**: ``window_values`` (every entity of a kind — alert rules),
   ``window_aggregate`` (one entity, percentiles from raw values — gates), ``cluster_stat(s)``,
-  ``entity_sums``, ``entity_hourly_sums`` (per hour: what the cost ledger bills),
+  ``entity_sums``, ``entity_window_sums`` (several metrics at once),
+  ``entity_hourly_sums`` (per hour: what the cost ledger bills),
   ``stat_of_series``, ``data_span``.
 - **latest values**: ``latest_scalars``, ``latest_kind``, ``latest_values``,
   ``latest_frame_values``.
@@ -49,7 +50,12 @@ from telemetry.selectors import entity_windows as _entity_windows
 from telemetry.selectors import kind_windows as _kind_windows
 from telemetry.selectors import latest as _latest
 from telemetry.selectors import series as _series
-from telemetry.selectors.buckets import HourlySums, entity_hourly_sums, ledger_start
+from telemetry.selectors.buckets import (
+    HourlySums,
+    entity_hourly_sums,
+    entity_window_sums,
+    ledger_start,
+)
 from telemetry.selectors.entity_windows import (
     MeasurementError,
     WindowAggregate,
@@ -113,6 +119,7 @@ __all__ = [
     "entity_labels",
     "entity_hourly_sums",
     "entity_sums",
+    "entity_window_sums",
     "exporter_target_rows",
     "frame_means",
     "heartbeat_statuses",

@@ -4,24 +4,45 @@ from __future__ import annotations
 
 from django.utils.translation import gettext as _
 
-from cluster_portal.web.units import duration, integer
+from cluster_portal.web.units import duration, format_value, integer
 from dashboards import charts
 from dashboards.payloads.common import kpi, series_table, table
 from dashboards.payloads.simclock import add_simulated_clock, clock_text
 from dashboards.selectors.overview import OverviewData
+from dashboards.selectors.service_slo import LATENCIES, ServiceSlo, Worst
+
+TTFT, TPOT, E2E = LATENCIES
 
 
-def _cluster_hint(seconds: float | None) -> str:
-    """The cluster's request-weighted figure, labelled as the approximation it is."""
-    if seconds is None:
-        return ""
-    return _("cluster %(value)s (request-weighted mean of service P99s)") % {
-        "value": duration(seconds)
+def _scope(slo: ServiceSlo | None) -> str:
+    """The window and the set every serving tile is computed over, in words."""
+    if slo is None or not slo.services:
+        return _("no service served requests in the last %(window)s") % {
+            "window": duration(slo.window_seconds if slo else None)
+        }
+    return _("last %(window)s, the same %(n)s services with traffic") % {
+        "window": duration(slo.window_seconds),
+        "n": integer(slo.services),
     }
+
+
+def _serving(key: str, label: str, slo: ServiceSlo | None, worst: Worst | None, unit: str):
+    """A worst-service tile with the request-weighted figure over the same services."""
+    if worst is None:
+        return kpi(key, label, None, unit, hint=_scope(slo))
+    shown = format_value(worst.weighted, "ratio" if unit == "ratio" else "seconds")
+    hint = _("worst: %(service)s; request-weighted %(weighted)s · %(scope)s") % {
+        "service": worst.service,
+        "weighted": shown,
+        "scope": _scope(slo),
+    }
+    return kpi(key, label, worst.value, unit, hint=hint)
 
 
 def overview_payload(data: OverviewData) -> dict:
     k, s = data.kpis, data.series
+    slo = data.slo
+    latency = slo.latency if slo else {}
     healthy, total = k.get("cluster_cards_healthy"), k.get("cluster_cards_total")
     kpis = [
         kpi(
@@ -56,26 +77,14 @@ def overview_payload(data: OverviewData) -> dict:
             k.get("cluster_inference_tokens_per_second"),
             "count",
         ),
-        kpi(
-            "ttft",
-            _("TTFT P99 (worst service)"),
-            k.get("inference_ttft_p99_seconds"),
-            "seconds_as_ms",
-            hint=_cluster_hint(k.get("cluster_inference_ttft_p99_seconds")),
-        ),
-        kpi(
-            "tpot",
-            _("TPOT P99 (worst service)"),
-            k.get("inference_tpot_p99_seconds"),
-            "seconds_as_ms",
-            hint=_cluster_hint(k.get("cluster_inference_tpot_p99_seconds")),
-        ),
-        kpi(
+        _serving("ttft", _("TTFT P99 (worst service)"), slo, latency.get(TTFT), "seconds_as_ms"),
+        _serving("tpot", _("TPOT P99 (worst service)"), slo, latency.get(TPOT), "seconds_as_ms"),
+        _serving(
             "p99_latency",
             _("End-to-end P99 (worst service)"),
-            k.get("inference_latency_p99_seconds"),
+            slo,
+            latency.get(E2E),
             "seconds_as_ms",
-            hint=_cluster_hint(k.get("cluster_inference_e2e_p99_seconds")),
         ),
         kpi(
             "queue_backlog",
@@ -89,10 +98,11 @@ def overview_payload(data: OverviewData) -> dict:
             k.get("cluster_inference_timeouts_total"),
             "count",
         ),
-        kpi(
+        _serving(
             "slo_attainment",
-            _("SLO attainment (TTFT and TPOT)"),
-            k.get("cluster_inference_slo_attainment_ratio"),
+            _("SLO attainment (worst service, TTFT and TPOT)"),
+            slo,
+            slo.attainment if slo else None,
             "ratio",
         ),
         kpi("hbm_live", _("HBM live"), k.get("cluster_hbm_live_ratio"), "ratio"),

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import numpy as np
+from datetime import UTC, datetime
 
 from alerts.models import Alert
 from cluster_portal.web.rows import plain_rows
 from cluster_portal.web.timerange import TimeRange
-from dashboards.selectors.common import finite, latest_snapshot, metric_defs
+from dashboards.selectors.common import metric_defs
+from dashboards.selectors.service_slo import ServiceSlo, service_slo
 from inventory.models import Cluster, Workload
 from telemetry.models import Entity
 from telemetry.read import (
@@ -29,11 +29,6 @@ CLUSTER_KPIS = (
     "cluster_mfu_ratio",
     "cluster_training_samples_per_second",
     "cluster_inference_tokens_per_second",
-    "cluster_inference_slo_attainment_ratio",
-    # Request-weighted means of the services' quantiles (the engine's stated approximation).
-    "cluster_inference_ttft_p99_seconds",
-    "cluster_inference_tpot_p99_seconds",
-    "cluster_inference_e2e_p99_seconds",
     "cluster_inference_queue_backlog_requests",
     "cluster_inference_timeouts_total",
     "cluster_hbm_live_ratio",
@@ -68,6 +63,7 @@ class OverviewData:
     kpis: dict[str, float | None] = field(default_factory=dict)
     open_alerts: int = 0
     series: dict[str, Points] = field(default_factory=dict)
+    slo: ServiceSlo | None = None  # the serving tiles: one window, one set of services
 
 
 def workload_entity_ids(cluster: Cluster) -> dict[str, set[int]]:
@@ -79,39 +75,18 @@ def workload_entity_ids(cluster: Cluster) -> dict[str, set[int]]:
     return out
 
 
-# Worst current service per figure: TTFT and TPOT P99 are the headline, end-to-end secondary.
-WORST_SERVICE = (
-    "inference_ttft_p99_seconds",
-    "inference_tpot_p99_seconds",
-    "inference_latency_p99_seconds",
-)
-
-
-def latency_kpis(cluster: Cluster) -> dict[str, float | None]:
-    """Worst current TTFT P99, TPOT P99 and end-to-end P99 over the cluster's services.
-
-    The worst service is the honest single figure (a mean would hide the one service missing
-    its SLO); the cluster's request-weighted figures are shown beside it.
-    """
-    snap = latest_snapshot(cluster.pk, "workload", WORST_SERVICE)
-    out: dict[str, float | None] = {}
-    for name in WORST_SERVICE:
-        values = snap.get(name)
-        out[name] = finite(np.nanmax(values)) if np.isfinite(values).any() else None
-    return out
-
-
 def overview(cluster: Cluster, tr: TimeRange) -> OverviewData:
     """KPIs (latest values) and the range's series for one cluster.
 
-    Queries: ~12 latest-scalar lookups, ~5 for the latency snapshot, one per series (rollups
-    at the range's resolution) and one layout read per workload-kind curve.
+    Queries: ~12 latest-scalar lookups, the serving tiles' window sums (shared for a few
+    seconds, see :mod:`dashboards.selectors.service_slo`), one per series (rollups at the
+    range's resolution) and one layout read per workload-kind curve.
     """
     data = OverviewData(cluster=cluster)
     entity = cluster_entity(cluster)
     scalars = latest_scalars(entity, CLUSTER_KPIS)
     data.kpis = {name: scalars.get(name) for name in CLUSTER_KPIS}
-    data.kpis.update(latency_kpis(cluster))
+    data.slo = service_slo(cluster, datetime.now(tz=UTC))
     data.open_alerts = Alert.objects.filter(
         entity__cluster=cluster, state__in=(Alert.State.FIRING, Alert.State.ACKNOWLEDGED)
     ).count()

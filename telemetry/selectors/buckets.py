@@ -148,3 +148,76 @@ def _frames_into(parts, metric, cluster, kind, start, end) -> None:
         has = count > 0
         ids = layout_entity_ids(layout)[has]
         parts.append(_part(np.full(ids.size, hour), ids, total[has], count[has]))
+
+
+def entity_window_sums(
+    *, cluster: Cluster, metric_names: list[str], kind: str, start: datetime, end: datetime
+) -> dict[str, dict[int, tuple[float, int]]]:
+    """``{metric: {entity_id: (sum, count)}}`` of several metrics over one short window.
+
+    What :func:`entity_sums` gives one metric at a time, for all of them in six queries
+    (definitions, watermark, rollups, samples, layouts, frames) — the overview's serving
+    tiles read five metrics of every service each refresh. Minute tiers only: meant for
+    windows of minutes to a few hours (frames from the minute before ``start``'s minute on).
+    """
+    metrics = dict(MetricDefinition.objects.filter(name__in=metric_names).values_list("pk", "name"))
+    out: dict[str, dict[int, list[float]]] = {name: {} for name in metric_names}
+    if not metrics:
+        return {name: {} for name in metric_names}
+
+    def add(metric_id: int, entity_id: int, total: float, n: int) -> None:
+        cell = out[metrics[metric_id]].setdefault(int(entity_id), [0.0, 0])
+        cell[0] += float(total or 0.0)
+        cell[1] += int(n or 0)
+
+    where = {"metric_id__in": list(metrics), "entity__cluster": cluster, "entity__kind": kind}
+    complete = watermarks().get(MINUTE)
+    raw_from = start
+    if complete and complete > start:
+        upto = min(complete, end)
+        for row in (
+            Rollup.objects.filter(resolution=MINUTE, bucket__gte=start, bucket__lt=upto, **where)
+            .order_by()
+            .values("metric_id", "entity_id")
+            .annotate(total=Sum("sum"), n=Sum("count"))
+            .values_list("metric_id", "entity_id", "total", "n")
+        ):
+            add(*row)
+        raw_from = max(start, upto)
+    if raw_from < end:
+        for row in (
+            Sample.objects.filter(ts__gte=raw_from, ts__lt=end, **where)
+            .order_by()
+            .values("metric_id", "entity_id")
+            .annotate(total=Sum("value"), n=Count("id"))
+            .values_list("metric_id", "entity_id", "total", "n")
+        ):
+            add(*row)
+    layouts = {
+        layout.pk: layout for layout in FrameLayout.objects.filter(cluster=cluster, kind=kind)
+    }
+    if layouts:
+        frame_start = datetime.fromtimestamp(start.timestamp() // MINUTE * MINUTE, tz=UTC)
+        grouped: dict[tuple[int, int], list[tuple[bytes, bytes]]] = {}
+        for metric_id, layout_id, count, total in plain_rows(
+            Frame.objects.filter(
+                metric_id__in=list(metrics),
+                layout_id__in=list(layouts),
+                resolution=MINUTE,
+                ts__gte=frame_start,
+                ts__lt=end,
+            )
+            .order_by()
+            .values_list("metric_id", "layout_id", "count", "sum")
+        ):
+            grouped.setdefault((metric_id, layout_id), []).append((bytes(count), bytes(total)))
+        for (metric_id, layout_id), chunks in grouped.items():
+            layout = layouts[layout_id]
+            count = stacked([c for c, _ in chunks], COUNT_DTYPE, layout.size).sum(axis=0)
+            total = stacked([t for _, t in chunks], SUM_DTYPE, layout.size).sum(axis=0)
+            ids = layout_entity_ids(layout)
+            for i in np.nonzero(count > 0)[0].tolist():
+                add(metric_id, ids[i], total[i], count[i])
+    return {
+        name: {e: (t, int(n)) for e, (t, n) in cells.items() if n} for name, cells in out.items()
+    }

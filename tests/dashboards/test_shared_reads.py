@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from dashboards.api import views as dashboards
-from dashboards.selectors import common
+from dashboards.selectors import service_slo
 from tests.dashboards.dashboards_fixtures import twin_cluster  # noqa: F401
 
 RANGES = (
@@ -75,24 +75,24 @@ def test_snapshot_pages_still_keep_tenants_apart(client_as, twin_cluster, dashbo
 
 
 @pytest.mark.django_db
-def test_the_fleet_snapshot_is_read_once_for_pages_and_ranges_while_fresh(
+def test_the_serving_tiles_are_read_once_for_every_range_while_fresh(
     client_as, twin_cluster, dashboard_cache, monkeypatch
 ):
-    reads: list[tuple] = []
-    original = common.latest_kind
+    reads: list[int] = []
+    original = service_slo.entity_window_sums
 
-    def counting(cluster_id, kind, names):
-        reads.append((cluster_id, kind))
-        return original(cluster_id, kind, names)
+    def counting(**kwargs):
+        reads.append(kwargs["cluster"].pk)
+        return original(**kwargs)
 
-    monkeypatch.setattr(common, "latest_kind", counting)
+    monkeypatch.setattr(service_slo, "entity_window_sums", counting)
     client = client_as("operator")
     for query in RANGES:
         assert (
             client.get(f"/api/v1/dashboards/overview/?cluster=twin-dash&{query}").status_code == 200
         )
-    workload_reads = [r for r in reads if r[1] == "workload"]
-    assert len(workload_reads) == 1
+    # The tiles cover the last five minutes whatever the range: one read while fresh.
+    assert reads == [twin_cluster.pk]
 
 
 @pytest.mark.django_db
@@ -101,8 +101,10 @@ def test_without_the_cache_every_request_reads_the_store(
 ):
     settings.DASHBOARD_CACHE_SECONDS = 0
     reads: list[int] = []
-    original = common.latest_kind
-    monkeypatch.setattr(common, "latest_kind", lambda *args: reads.append(1) or original(*args))
+    original = service_slo.entity_window_sums
+    monkeypatch.setattr(
+        service_slo, "entity_window_sums", lambda **kw: reads.append(1) or original(**kw)
+    )
     client = client_as("operator")
     for query in RANGES[:2]:
         client.get(f"/api/v1/dashboards/overview/?cluster=twin-dash&{query}")
