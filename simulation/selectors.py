@@ -71,17 +71,29 @@ ABLATION_REPORT_KEYS = (
 )
 
 
-def latest_whatif_ablation() -> dict | None:
-    """The newest finished what-if run's ablation, each row with its change from the one before.
+def latest_whatif_ablation(*, cards: int | None = None, hardware: str | None = None) -> dict | None:
+    """The newest finished what-if ablation on ``cards`` × ``hardware`` (any, if not given),
+    each row with its change from the one before and its spread over every such run.
 
+    Runs of the same cards and accelerator that differ only in seed (or trace) are repeats of
+    one comparison: each figure's ``low``/``high`` is its range over them and ``seeds`` lists
+    them, so a reader sees whether one run's difference is larger than the runs' spread.
     Registered with :mod:`dashboards.report_sources` (dashboards cannot import this app).
     """
     from simulation.models import WhatIfRun
 
     runs = WhatIfRun.objects.filter(status=WhatIfRun.Status.DONE, result__has_key="ablation")
-    run = runs.order_by("-finished_at", "-pk").first()
-    if run is None:
+    if cards is not None:
+        runs = runs.filter(cards=cards)
+    if hardware is not None:
+        runs = runs.filter(hardware=hardware)
+    runs = list(runs.order_by("-finished_at", "-pk"))
+    if not runs:
         return None
+    run = runs[0]
+    # Repeats: the same comparison (cards, accelerator, simulated hours) on other seeds.
+    repeats = [r for r in runs if r.hours == run.hours and r.hardware == run.hardware]
+    by_name = [{row["name"]: row for row in r.result["ablation"]} for r in repeats]
     rows, previous = [], None
     for row in run.result["ablation"]:
         figures = {}
@@ -89,7 +101,17 @@ def latest_whatif_ablation() -> dict | None:
             value = row.get(key)
             before = previous.get(key) if previous else None
             delta = None if value is None or before is None else value - before
-            figures[key] = {"value": value, "delta": delta}
+            seen = [
+                other[row["name"]][key]
+                for other in by_name
+                if row["name"] in other and other[row["name"]].get(key) is not None
+            ]
+            figures[key] = {
+                "value": value,
+                "delta": delta,
+                "low": min(seen) if len(seen) > 1 else None,
+                "high": max(seen) if len(seen) > 1 else None,
+            }
         rows.append({"name": row["name"], "label": ablation_label(row["name"]), "figures": figures})
         previous = row
     return {
@@ -98,5 +120,8 @@ def latest_whatif_ablation() -> dict | None:
         "hardware": run.hardware,
         "hours": run.hours,
         "trace": run.trace_name,
+        "seed": run.seed,
+        "runs": [r.pk for r in repeats],
+        "seeds": sorted({r.seed for r in repeats}),
         "rows": rows,
     }

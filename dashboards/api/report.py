@@ -15,8 +15,7 @@ from accounts.selectors.scoping import principal_sees_all
 from cluster_portal.web.schema import TIME_RANGE_PARAMETERS
 from cluster_portal.web.timerange import TimeRangeError, parse_timerange
 from cost.api.views import _stat, cluster_cost_json
-from dashboards.report_sources import latest_ablation
-from dashboards.selectors.report import CURVE_METRICS, ClusterFigures, cluster_figures
+from dashboards.selectors.report import CURVE_METRICS, ClusterFigures, report_decision
 from inventory.models import Cluster
 
 
@@ -67,13 +66,64 @@ class ReportView(APIView):
         except TimeRangeError as error:
             raise ValidationError(error.errors) from None
         out = {"window": window.as_json()}
+        chosen = {}
         for role in ("baseline", "unified"):
             name = params.get(role)
             if not name:
                 raise ValidationError({role: "required: the cluster's name"})
-            cluster = Cluster.objects.filter(name=name).first()
+            cluster = Cluster.objects.filter(name=name).select_related("hardware_model").first()
             if cluster is None:
                 raise ValidationError({role: f"unknown cluster {name!r}"})
-            out[role] = _figures_json(cluster_figures(cluster, window.start, window.end))
-        out["ablation"] = latest_ablation()
+            chosen[role] = cluster
+        decision = report_decision(chosen["baseline"], chosen["unified"], window.start, window.end)
+        out["coverage"] = {
+            role: {"covered_seconds": c.covered_seconds, "window_seconds": c.window_seconds}
+            for role, c in decision.coverage.items()
+        }
+        out["compared_window"] = (
+            None
+            if decision.compared is None
+            else {
+                "start": decision.compared[0].isoformat(),
+                "end": decision.compared[1].isoformat(),
+            }
+        )
+        out["baseline"] = _figures_json(decision.base)
+        out["unified"] = _figures_json(decision.uni)
+        out["verdicts"] = [
+            {
+                "cluster": v.cluster,
+                "service": v.service,
+                "target": v.target,
+                "target_seconds": v.target_seconds,
+                "measured_seconds": v.measured_seconds,
+                "values": v.values,
+                "met": v.met,
+            }
+            for v in decision.verdicts
+        ]
+        out["money"] = _money_json(decision) if decision.compared else None
+        out["ablation"] = decision.ablation
         return Response(out)
+
+
+def _money_json(decision) -> dict | None:
+    cmp = decision.comparison
+    if cmp.tco is None:
+        return None
+    return {
+        "currency": cmp.unified.inputs.currency,
+        "saving_per_month": cmp.tco.saving_per_month,
+        "payback_months": cmp.payback_months,
+        "inputs": {
+            "workload_cards": cmp.tco.workload_cards,
+            "unified_allocated_ratio": cmp.unified.allocated.mean,
+            "baseline_allocated_ratio": cmp.baseline.allocated.mean,
+            "per_card_hour": cmp.unified.asset.per_card_hour,
+            "unified_cards_needed": cmp.tco.unified_cards_needed,
+            "split_cards_needed": cmp.tco.split_cards_needed,
+            "migration_cost": cmp.migration.value,
+            "migration_cost_assumed": cmp.migration.assumed,
+            "prices_assumed": cmp.unified.inputs.is_assumption,
+        },
+    }

@@ -10,7 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from cost.selectors import ClusterCost, cluster_cost
+from cost.selectors import ClusterCost, Comparison, cluster_cost, compare_policies
+from dashboards.report_sources import latest_ablation
+from dashboards.selectors.report_decision import (
+    Coverage,
+    Verdict,
+    common_window,
+    coverage,
+    slo_verdicts,
+)
 from inventory.models import Cluster
 from telemetry.models import EntityKind
 from telemetry.read import Series, WindowStat, cluster_series, entity_sums, stat_of_series
@@ -114,3 +122,57 @@ def ratio(unified: float | None, baseline: float | None) -> float | None:
     if unified is None or baseline is None or baseline == 0:
         return None
     return unified / baseline
+
+
+@dataclass
+class Decision:
+    """Everything the report decides on: both sides over one window, with coverage, SLO
+    verdicts, money and the ablation of the same clusters (see ``report_decision``)."""
+
+    start: datetime  # the window asked for
+    end: datetime
+    coverage: dict[str, Coverage]  # "baseline" / "unified" over the asked window
+    compared: tuple[datetime, datetime] | None  # where both have data (None: nowhere)
+    base: ClusterFigures
+    uni: ClusterFigures
+    verdicts: list[Verdict]
+    comparison: Comparison
+    ablation: dict | None
+
+    @property
+    def compared_seconds(self) -> float:
+        if self.compared is None:
+            return 0.0
+        return (self.compared[1] - self.compared[0]).total_seconds()
+
+    @property
+    def verdicts_met(self) -> int:
+        return sum(1 for v in self.verdicts if v.met)
+
+    @property
+    def verdicts_judged(self) -> int:
+        return sum(1 for v in self.verdicts if v.met is not None)
+
+
+def report_decision(
+    baseline: Cluster, unified: Cluster, start: datetime, end: datetime
+) -> Decision:
+    """Both sides over the span where both have data (the asked window when they never
+    overlap: then nothing is compared and the page says so)."""
+    sides = {"baseline": coverage(baseline, start, end), "unified": coverage(unified, start, end)}
+    compared = common_window(*sides.values(), start=start, end=end)
+    lo, hi = compared or (start, end)
+    base = cluster_figures(baseline, lo, hi)
+    uni = cluster_figures(unified, lo, hi)
+    hardware = unified.hardware_model.slug if unified.hardware_model_id else None
+    return Decision(
+        start=start,
+        end=end,
+        coverage=sides,
+        compared=compared,
+        base=base,
+        uni=uni,
+        verdicts=slo_verdicts(baseline, lo, hi) + slo_verdicts(unified, lo, hi) if compared else [],
+        comparison=compare_policies(uni.cost, base.cost),
+        ablation=latest_ablation(cards=uni.cards, hardware=hardware),
+    )

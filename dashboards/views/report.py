@@ -11,13 +11,12 @@ from accounts.access import staff_page
 from cluster_portal.web.csv import csv_writer
 from cluster_portal.web.timerange import PRESET_LABELS, TimeRangeError, parse_timerange
 from cost import charts
-from dashboards.report_sources import latest_ablation
 from dashboards.selectors.report import (
     CURVE_METRICS,
     HBM_METRIC,
     ClusterFigures,
-    cluster_figures,
     ratio,
+    report_decision,
 )
 from inventory.models import Cluster
 from inventory.selectors import defaults_first
@@ -55,34 +54,41 @@ def validation_report(request: HttpRequest) -> HttpResponse:
     context.update({"window": window, "baseline": baseline, "unified": unified})
     if baseline is None or unified is None:
         return render(request, "dashboards/report.html", context)
-    base = cluster_figures(baseline, window.start, window.end)
-    uni = cluster_figures(unified, window.start, window.end)
+    decision = report_decision(baseline, unified, window.start, window.end)
+    base, uni = decision.base, decision.uni
     if request.GET.get("format") == "csv":
         return _csv(request.GET.get("figure", ""), base, uni)
+    comparable = decision.compared is not None
+
+    def compared(u: float | None, b: float | None) -> float | None:
+        # No span where both sides have data: no ratio (the page says why).
+        return ratio(u, b) if comparable else None
+
     context.update(
         {
+            "decision": decision,
             "base": base,
             "uni": uni,
-            "samples_ratio": ratio(
+            "samples_ratio": compared(
                 uni.samples.mean if uni.samples else None,
                 base.samples.mean if base.samples else None,
             ),
-            "p99_ratio": ratio(
+            "p99_ratio": compared(
                 uni.p99.value_seconds if uni.p99 else None,
                 base.p99.value_seconds if base.p99 else None,
             ),
             # Like for like across cluster sizes: throughput per card (stated on the page).
-            "per_card_ratio": ratio(uni.samples_per_card, base.samples_per_card),
-            "tokens_per_card_ratio": ratio(uni.tokens_per_card, base.tokens_per_card),
-            "ttft_ratio": ratio(
+            "per_card_ratio": compared(uni.samples_per_card, base.samples_per_card),
+            "tokens_per_card_ratio": compared(uni.tokens_per_card, base.tokens_per_card),
+            "ttft_ratio": compared(
                 uni.ttft.value_seconds if uni.ttft else None,
                 base.ttft.value_seconds if base.ttft else None,
             ),
-            "tpot_ratio": ratio(
+            "tpot_ratio": compared(
                 uni.tpot.value_seconds if uni.tpot else None,
                 base.tpot.value_seconds if base.tpot else None,
             ),
-            "ablation": latest_ablation(),
+            "ablation": decision.ablation,
             "curve_figure": _curve_figure(base, uni),
             "hbm_figure": _hbm_figure(base, uni),
             "csv_query": window.as_query() | {"baseline": baseline.pk, "unified": unified.pk},

@@ -89,15 +89,13 @@ def test_figures_equal_the_selectors_and_missing_data_is_said(pair, client_as):
     response = client_as("operator").get(url)
     page = response.content.decode()
     uni = response.context["uni"]
-    from datetime import UTC, datetime, timedelta
-
-    end = datetime.now(tz=UTC)
-    expected = cluster_stat(
-        pair["uni"], "cluster_training_samples_per_second", end - timedelta(hours=24), end
-    )
-    assert uni.samples.mean == pytest.approx(expected.mean) == pytest.approx(200.0)
-    assert uni.samples.count == 3
-    assert "200.0" in page and "mean of 3 stored values" in page
+    # Compared over the span both clusters have data: the legacy side's two minutes, so the
+    # unified side's oldest value (three minutes ago) is outside it.
+    lo, hi = response.context["decision"].compared
+    expected = cluster_stat(pair["uni"], "cluster_training_samples_per_second", lo, hi)
+    assert uni.samples.mean == pytest.approx(expected.mean) == pytest.approx(250.0)
+    assert uni.samples.count == 2
+    assert "250.0" in page and "mean of 2 stored values" in page
     # P99: request-weighted (0.2×10 + 1.0×30) / 40 = 0.8 s
     assert uni.p99.value_seconds == pytest.approx(0.8)
     assert "800 ms" in page
@@ -105,7 +103,7 @@ def test_figures_equal_the_selectors_and_missing_data_is_said(pair, client_as):
     # shown as a number
     assert page.count("No data for legacy in this window.") == 5
     assert response.context["samples_ratio"] is None
-    assert uni.hbm.mean == pytest.approx(0.6)
+    assert uni.hbm.mean == pytest.approx(0.65)  # 0.7 and 0.6: the compared two minutes
     assert 'data-figure="report-curve"' in page and "report.css" in page
 
 
@@ -124,7 +122,8 @@ def test_csv_gives_the_data_behind_each_figure(pair, client_as):
         csv.DictReader(io.StringIO(client.get(base + "&figure=utilization").content.decode()))
     )
     allocated = [r for r in rows if r["metric"] == "cluster_utilization_allocated_ratio"]
-    assert sorted(float(r["mean"]) for r in allocated if r["cluster"] == "uni") == [0.8, 0.9, 1.0]
+    # the compared window: the two minutes both clusters have data
+    assert sorted(float(r["mean"]) for r in allocated if r["cluster"] == "uni") == [0.9, 1.0]
     assert len([r for r in allocated if r["cluster"] == "legacy"]) == 2
     p99 = list(csv.DictReader(io.StringIO(client.get(base + "&figure=p99").content.decode())))
     assert [(r["workload"], float(r["p99_seconds_mean"])) for r in p99] == [
@@ -135,7 +134,7 @@ def test_csv_gives_the_data_behind_each_figure(pair, client_as):
 
 def test_report_api_returns_the_same_figures(pair, client_as):
     data = client_as("operator").get("/api/v1/report/?baseline=legacy&unified=uni").json()
-    assert data["unified"]["training_samples_per_second"]["mean"] == pytest.approx(200.0)
+    assert data["unified"]["training_samples_per_second"]["mean"] == pytest.approx(250.0)
     assert data["unified"]["inference_p99_seconds"]["value"] == pytest.approx(0.8)
     assert data["baseline"]["training_samples_per_second"] is None
     bad = client_as("operator").get("/api/v1/report/?baseline=nope&unified=uni")
@@ -158,9 +157,9 @@ def test_the_report_leads_with_tpot_and_compares_unequal_clusters_per_card(pair,
     uni = data["unified"]
     assert uni["inference_tpot_p99_seconds"]["value"] == pytest.approx(0.05)
     assert uni["inference_ttft_p99_seconds"] is None  # no TTFT stored: said, not invented
-    assert uni["training_samples_per_second_per_card"] == pytest.approx(200.0 / 16)
+    assert uni["training_samples_per_second_per_card"] == pytest.approx(250.0 / 16)
     assert data["ablation"] is None
-    assert "No ablation yet" in page
+    assert "No ablation of these clusters exists" in page
 
 
 def test_the_report_says_which_mechanism_contributed_what_from_the_ablation(pair, client_as, users):
@@ -177,8 +176,8 @@ def test_the_report_says_which_mechanism_contributed_what_from_the_ablation(pair
         )
     ]
     WhatIfRun.objects.create(
-        cards=64,
-        hardware="h100-sxm",
+        cards=16,  # the unified cluster's cards and accelerator: an ablation of these clusters
+        hardware="hw-uni",
         hours=1,
         status="done",
         result={"summary": {}, "ablation": rows},
@@ -186,10 +185,11 @@ def test_the_report_says_which_mechanism_contributed_what_from_the_ablation(pair
     )
     data = client_as("operator").get("/api/v1/report/?baseline=legacy&unified=uni").json()
     ablation = data["ablation"]
-    assert [r["name"] for r in ablation["rows"]][-1] == "unified" and ablation["cards"] == 64
+    assert [r["name"] for r in ablation["rows"]][-1] == "unified" and ablation["cards"] == 16
     elastic = ablation["rows"][2]["figures"]
-    assert elastic["training_pflops_mean"] == {"value": 15.0, "delta": pytest.approx(3.0)}
-    assert elastic["ttft_p99_ms"] == {"value": None, "delta": None}
+    assert elastic["training_pflops_mean"]["value"] == 15.0
+    assert elastic["training_pflops_mean"]["delta"] == pytest.approx(3.0)
+    assert elastic["ttft_p99_ms"]["value"] is None and elastic["ttft_p99_ms"]["delta"] is None
     url = f"/report/?baseline={pair['base'].pk}&unified={pair['uni'].pk}"
     page = client_as("operator").get(url).content.decode()
     assert "Which mechanism contributed what" in page and "+3.0" in page
