@@ -157,6 +157,20 @@ def demo(db, tmp_path, settings):
         created_by=User.objects.get(username="operator"),
     )
     run_whatif.apply(args=[whatif.pk])
+    # The report shows an ablation only from a run on its unified cluster's own cards and
+    # accelerator (issue 24): the same result, filed as such a run, so its labels are read.
+    whatif.refresh_from_db()
+    unified = Cluster.objects.select_related("hardware_model").get(name="unified-demo")
+    WhatIfRun.objects.create(
+        cards=Accelerator.objects.filter(node__cluster=unified).count(),
+        hardware=unified.hardware_model.slug,
+        hours=whatif.hours,
+        seed=whatif.seed,
+        status=WhatIfRun.Status.DONE,
+        result=whatif.result,
+        finished_at=whatif.finished_at,
+        created_by=whatif.created_by,
+    )
     heartbeat_record(kind="worker", name="celery@demo")
     heartbeat_record(kind="beat", name="beat@demo")
     return whatif
