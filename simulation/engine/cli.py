@@ -19,6 +19,7 @@ from .compare import (
 )
 from .memory.replay import replay_blocks
 from .perf.inference import perf_point
+from .spread import combine, fmt_spread
 from .traces import read_mooncake
 
 COMPARE_ROWS = (
@@ -125,6 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--cards", type=_positive_int, default=10240)
     c.add_argument("--hours", type=_positive_float, default=24.0)
     c.add_argument("--seed", type=_nonneg_int, default=7)
+    c.add_argument(
+        "--seeds",
+        type=_positive_int,
+        default=3,
+        help="run seeds SEED..SEED+N-1; figures are mean [min, max] with a 95%% CI in JSON",
+    )
     c.add_argument("--inference-trace", type=_inference_trace, metavar="azure:FILE|mooncake:FILE")
     c.add_argument("--rate-scale", type=_positive_float, default=1.0, help="replay speed-up")
     c.add_argument(
@@ -204,12 +211,30 @@ class _Bar:
         sys.stderr.flush()
 
 
-def _table(res: dict[str, dict]) -> str:
-    lines = [f"{'metric':<28}{'split':>16}{'unified':>16}"]
-    lines.append("-" * 60)
+def _table(res: dict) -> str:
+    """Split vs unified; with several seeds each cell is ``mean [min, max]`` over the seeds
+    and a last column gives the paired unified - split difference the same way."""
+    sp = res.get("spread")
+    n = len(res.get("seeds", [1]))
+    if not sp or n <= 1:
+        lines = [f"{'metric':<28}{'split':>16}{'unified':>16}"]
+        lines.append("-" * 60)
+        for key, label, fmt in COMPARE_ROWS:
+            a, b = res["split"][key], res["unified"][key]
+            lines.append(f"{label:<28}{fmt.format(a):>16}{fmt.format(b):>16}")
+        return "\n".join(lines)
+    w = 30
+    head = f"{'metric':<28}{'split':>{w}}{'unified':>{w}}{'unified - split':>{w}}"
+    lines = [f"{n} seeds {res['seeds'][0]}..{res['seeds'][-1]}: mean [min, max]", head]
+    lines.append("-" * len(head))
+    diff = sp.get("unified_minus_split", {})
     for key, label, fmt in COMPARE_ROWS:
-        a, b = res["split"][key], res["unified"][key]
-        lines.append(f"{label:<28}{fmt.format(a):>16}{fmt.format(b):>16}")
+        cells = [
+            fmt_spread(sp[p][key], fmt) if key in sp[p] else fmt.format(res[p][key])
+            for p in ("split", "unified")
+        ]
+        d = fmt_spread(diff[key], fmt) if key in diff else ""
+        lines.append(f"{label:<28}{cells[0]:>{w}}{cells[1]:>{w}}{d:>{w}}")
     return "\n".join(lines)
 
 
@@ -305,9 +330,29 @@ def main(argv: list[str] | None = None) -> int:
         if trace_note:
             out.write(trace_note + "\n")
             out.flush()
-        res = run_compare(
-            scen, args.hours, _Bar("simulating"), parallel=False if args.serial else None
-        )
+        runs = {
+            args.seed: run_compare(
+                scen, args.hours, _Bar("simulating"), parallel=False if args.serial else None
+            )
+        }
+        for seed in range(args.seed + 1, args.seed + args.seeds):
+            other = build_compare_scenario(
+                args.cards,
+                args.hours,
+                seed,
+                tpath,
+                args.training_trace,
+                start=args.start,
+                trace_kind=kind,
+                rate_scale=args.rate_scale,
+                start_s=inference_start_s,
+                loop=args.loop,
+                trace_model=args.trace_model,
+            )
+            runs[seed] = run_compare(
+                other, args.hours, _Bar(f"seed {seed}"), parallel=False if args.serial else None
+            )
+        res = combine(runs)
         out.write(_table(res) + "\n")
         if args.ablate:
             rows = run_ablation(

@@ -161,6 +161,34 @@ def tail_check(seed: int = 3, n: int = 300_000) -> list[dict]:
     return out
 
 
+def demand_check(out=print, seed: int = 1, days: float = 7.0) -> dict:
+    """Training demand (``scenario/demand.py``): each fitted statistic next to its source."""
+    import random
+
+    from .scenario import demand
+
+    jobs = demand.draw_jobs(
+        random.Random(seed),
+        train_cards=5632,
+        horizon_s=days * 86400.0,
+        training_load=0.8,
+        max_gang=2560,
+    )
+    got = demand.statistics(jobs, days * 86400.0)
+    out(f"Training demand: a {days:g}-day draw for 5,632 training cards (fitted -> source)")
+    rows = {}
+    for key, (target, source) in demand.TARGETS.items():
+        out(f"  {key:<22}{got[key]:>10.3g}  source {target:>7.3g}  fitted   ({source})")
+        rows[key] = {"twin": got[key], "source": target, "role": "fitted"}
+    out(
+        f"  {'iod_10min_raw':<22}{got['iod_10min_raw']:>10.3g}  (with the daily rhythm, grows "
+        f"with the arrival rate); {got['jobs_per_day']:,.0f} jobs/day"
+    )
+    for key, (target, source) in demand.HELD_OUT.items():
+        out(f"  {key:<22}{'(compare)':>10}  source {target:>7.3g}  held out ({source})")
+    return rows
+
+
 def run(refit: bool = False, tails: bool = True, out=print) -> dict:
     """Print the validation report; return the summary figures."""
     p = PARAMS
@@ -208,6 +236,7 @@ def run(refit: bool = False, tails: bool = True, out=print) -> dict:
         f"DESIGN.md point (not fitted): prefill {pre[0]:.1f} ms vs {dp.prefill_s * 1e3:.0f}, "
         f"decode {dec[0]:.2f} ms vs {dp.decode_s_per_token * 1e3:.0f}"
     )
+    res["training_demand"] = demand_check(out)
     if tails:
         out("Tail check: analytic G/G/c P99 vs per-request DES (300k requests, s0=0.2, s1=1.0)")
         t = tail_check()

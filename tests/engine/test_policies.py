@@ -108,6 +108,7 @@ def test_training_queue_waits_are_recorded_when_the_cluster_is_full():
         policy="split",
         step_seconds=300.0,
         training_load=2.0,
+        training_demand="legacy",  # steady Poisson arrivals: the queue is full at 06:00 too
     )
     eng = Engine(s)
     eng.run_until(6 * 3600)

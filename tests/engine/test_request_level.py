@@ -141,3 +141,19 @@ def test_request_sample_is_deterministic_for_a_seed(seed):
     a.run_until(3600.0)
     c.run_until(3600.0)
     assert a.summary() == c.summary()
+
+
+def test_the_split_baseline_tail_rises_with_replayed_load(tmp_path):
+    rng = np.random.default_rng(2)
+    n = 3000
+    prompts = np.minimum(np.round(np.exp(rng.normal(np.log(900), 0.9, n))), 3800).astype(int)
+    outputs = np.maximum(np.round(np.exp(rng.normal(np.log(150), 0.9, n))), 1).astype(int)
+    p = _azure(tmp_path / "load.csv", n, rng.exponential(0.6, n), prompts, outputs)
+    from simulation.engine.compare import run_policy
+
+    p99 = []
+    for scale in (1.0, 2.0, 3.0):
+        scen = default_scenario(512, seed=3, n_services=5, training_demand="legacy")
+        rep, _ = apply_replay(scen, "azure", p, horizon_s=900.0, rate_scale=scale)
+        p99.append(run_policy(rep, "split", 0.25)["ttft_p99_ms"])
+    assert p99[0] < p99[1] < p99[2]

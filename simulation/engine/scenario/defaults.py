@@ -17,6 +17,7 @@ import random
 import numpy as np
 
 from ..catalog import HardwareSpec, get_hardware, get_model, min_tensor_parallel
+from . import demand as trace_demand
 from .training_demand import draw_jobs
 from .types import Faults, InferenceService, Policy, Scenario, Topology, TrainingJob
 
@@ -102,13 +103,21 @@ def default_scenario(
     faults: bool = True,
     night_window: tuple[float, float] | None = (22.0, 6.0),
     training_load: float = 0.8,
+    training_demand: str = "cluster-traces",
 ) -> Scenario:
     """Build the default mix for ``cards`` cards; deterministic for a given ``seed``.
 
     Training demand is an arrival process (:mod:`.training_demand`) offering
     ``training_load`` x the cards outside the inference peak share; ``night_window`` is the
     time-sharing window (used where the ``time_sharing`` feature is on).
+    ``training_demand`` picks the arrival model: ``cluster-traces`` (:mod:`.demand`, fitted to
+    public cluster traces: daily rhythm, sweeps, mostly single-card short jobs) or ``legacy``
+    (:mod:`.training_demand`, Poisson arrivals of mostly multi-card hour-long jobs).
     """
+    if training_demand not in ("cluster-traces", "legacy"):
+        raise ValueError(
+            f"training_demand: must be 'cluster-traces' or 'legacy' (got {training_demand!r})"
+        )
     if not isinstance(cards, int) or cards < 64:
         raise ValueError(f"cards: must be an int >= 64 (got {cards!r})")
     if not 0.0 < inference_peak_fraction < 1.0:
@@ -156,18 +165,18 @@ def default_scenario(
     amplitude = np.array([(s.peak_to_trough - 1) / (s.peak_to_trough + 1) for s in services])
     size_services(services, hw, pol, budget, 1.0 + amplitude)
 
-    jobs = training_jobs_from_demand(
-        draw_jobs(
-            random.Random(seed * 7919 + 1),
-            train_cards=cards * (1.0 - inference_peak_fraction),
-            horizon_s=horizon,
-            training_load=training_load,
-            max_gang=max(8, cards // 4),
-            n_jobs=n_training_jobs,
-        ),
-        Topology(cards=cards, hardware=hardware),
-        rnd,
-    )
+    demand_kw = {
+        "train_cards": cards * (1.0 - inference_peak_fraction),
+        "horizon_s": horizon,
+        "training_load": training_load,
+        "max_gang": max(8, cards // 4),
+    }
+    drnd = random.Random(seed * 7919 + 1)
+    if training_demand == "legacy" or n_training_jobs is not None:
+        drawn = draw_jobs(drnd, n_jobs=n_training_jobs, **demand_kw)
+    else:
+        drawn = trace_demand.draw_jobs(drnd, **demand_kw)
+    jobs = training_jobs_from_demand(drawn, Topology(cards=cards, hardware=hardware), rnd)
     return Scenario(
         topology=Topology(cards=cards, hardware=hardware),
         training_jobs=jobs,
