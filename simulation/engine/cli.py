@@ -142,6 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--loop", action="store_true", help="repeat the trace past its end")
     c.add_argument("--trace-model", choices=sorted(MODELS), default="llama-2-70b")
     c.add_argument("--training-trace", type=_trace("philly"), metavar="philly:FILE")
+    c.add_argument(
+        "--training-demand",
+        choices=("cluster-traces", "legacy"),
+        default="cluster-traces",
+        help="training arrivals fitted to public cluster traces (default) or the legacy mix",
+    )
     c.add_argument("--json", metavar="FILE", help="write JSON results ('-' = stdout)")
     c.add_argument("--serial", action="store_true", help="run the two policies one by one")
     c.add_argument(
@@ -318,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
                 start_s=inference_start_s,
                 loop=args.loop,
                 trace_model=args.trace_model,
+                training_demand=args.training_demand,
             )
             trace_note = None
             if args.training_trace is not None:
@@ -348,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
                 start_s=inference_start_s,
                 loop=args.loop,
                 trace_model=args.trace_model,
+                training_demand=args.training_demand,
             )
             runs[seed] = run_compare(
                 other, args.hours, _Bar(f"seed {seed}"), parallel=False if args.serial else None

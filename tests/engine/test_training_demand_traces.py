@@ -61,8 +61,8 @@ def test_bursts_and_the_daily_rhythm_are_mechanisms_not_noise(week):
     assert flat["hourly_peak_trough"] < 2.0 < week["hourly_peak_trough"]
 
 
-def test_the_default_scenario_uses_the_trace_fitted_demand():
-    s = default_scenario(1024, seed=5, n_services=5, hours=24.0)
+def test_a_scenario_can_use_the_trace_fitted_demand():
+    s = default_scenario(1024, seed=5, n_services=5, hours=24.0, training_demand="cluster-traces")
     cards = [j.min_cards for j in s.training_jobs]
     assert sum(c == 1 for c in cards) / len(cards) > 0.85
     legacy = default_scenario(1024, seed=5, n_services=5, hours=24.0, training_demand="legacy")

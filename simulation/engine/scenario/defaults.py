@@ -103,7 +103,7 @@ def default_scenario(
     faults: bool = True,
     night_window: tuple[float, float] | None = (22.0, 6.0),
     training_load: float = 0.8,
-    training_demand: str = "cluster-traces",
+    training_demand: str = "legacy",
 ) -> Scenario:
     """Build the default mix for ``cards`` cards; deterministic for a given ``seed``.
 
@@ -111,8 +111,10 @@ def default_scenario(
     ``training_load`` x the cards outside the inference peak share; ``night_window`` is the
     time-sharing window (used where the ``time_sharing`` feature is on).
     ``training_demand`` picks the arrival model: ``cluster-traces`` (:mod:`.demand`, fitted to
-    public cluster traces: daily rhythm, sweeps, mostly single-card short jobs) or ``legacy``
-    (:mod:`.training_demand`, Poisson arrivals of mostly multi-card hour-long jobs).
+    public cluster traces: daily rhythm, sweeps, mostly single-card short jobs; what
+    ``compare`` uses) or ``legacy`` (:mod:`.training_demand`, Poisson arrivals of mostly
+    multi-card hour-long jobs; still the default here, so the portal's twin runs and what-ifs
+    keep their job counts until they are moved over).
     """
     if training_demand not in ("cluster-traces", "legacy"):
         raise ValueError(
