@@ -109,3 +109,14 @@ def no_stale_promql_sources():
     sources_cache_clear()
     yield
     sources_cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def default_language_after_each_test():
+    # LocaleMiddleware activates the reader's language for the request's thread and leaves
+    # it there; the test client runs requests in the test's thread, so a zh-hans page would
+    # otherwise decide the language of whatever the next test formats outside a request.
+    from django.utils import translation
+
+    yield
+    translation.activate(settings.LANGUAGE_CODE)
