@@ -123,8 +123,12 @@ def address_allowed(address: str) -> bool:
     )
 
 
-class _DeadlineSocket(socket.socket):
-    """A socket that gives every send and receive only the time left before its deadline."""
+class _DeadlineArmed:
+    """Gives every send and receive only the time left before the socket's deadline.
+
+    Mixed into a plain and a TLS socket class; a TLS read or write (which may span several
+    records) is bounded by what is left, as CPython bounds one call's retries by the socket
+    timeout."""
 
     deadline: Deadline | None = None
 
@@ -149,35 +153,16 @@ class _DeadlineSocket(socket.socket):
         return super().sendall(*args)
 
 
-class _DeadlineSSLSocket(ssl.SSLSocket):
-    """The TLS counterpart: each TLS read/write (which may span several records) is bounded by
-    what is left, as CPython bounds one call's retries by the socket timeout."""
+class _DeadlineSocket(_DeadlineArmed, socket.socket):
+    """A plain socket bounded by its deadline."""
 
-    deadline: Deadline | None = None
 
-    def _arm(self) -> None:
-        if self.deadline is not None:
-            super().settimeout(self.deadline.remaining())
+class _DeadlineSSLSocket(_DeadlineArmed, ssl.SSLSocket):
+    """A TLS socket bounded by its deadline (``read`` is TLS's own receive)."""
 
     def read(self, *args):
         self._arm()
         return super().read(*args)
-
-    def recv(self, *args):
-        self._arm()
-        return super().recv(*args)
-
-    def recv_into(self, *args):
-        self._arm()
-        return super().recv_into(*args)
-
-    def send(self, *args):
-        self._arm()
-        return super().send(*args)
-
-    def sendall(self, *args):
-        self._arm()
-        return super().sendall(*args)
 
 
 # getaddrinfo() takes no timeout: it runs on a small pool so the caller waits at most until its
