@@ -30,6 +30,7 @@ class Migration(migrations.Migration):
                 ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
             options={
+                'db_table': 'monitoring_samplesource',
                 'verbose_name': 'sample source',
                 'verbose_name_plural': 'sample sources',
             },

@@ -58,6 +58,7 @@ class SampleSource(models.Model):
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
+        db_table = "monitoring_samplesource"  # every telemetry table keeps the old prefix
         verbose_name = _("sample source")
         verbose_name_plural = _("sample sources")
 
