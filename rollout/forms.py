@@ -9,12 +9,15 @@ still decide and name the offending workload.
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django import forms
+from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Tenant
 from inventory.models import Cluster, Workload
-from rollout.models import Criterion, MigrationPlan, Phase
+from rollout.models import Criterion, MigrationPlan, Phase, PlanState
 from rollout.models.plans import validate_gray_steps
 from rollout.selectors import workloads_movable
 from rollout.services.authoring import DEFAULT_COUNT, analysis_defaults
@@ -175,3 +178,46 @@ class CriterionForm(forms.ModelForm):
                 "count",
             ):
                 self.initial.setdefault(name, getattr(derived, name))
+
+
+class PlanListForm(forms.Form):
+    """``?state=&tenant=&cluster=&name=`` of the migration list; a bad value is a 400 naming the
+    field (an unknown tenant or cluster too, rather than an empty list)."""
+
+    state = forms.ChoiceField(
+        label=_("State"), required=False, choices=[("", _("all"))] + list(PlanState.choices)
+    )
+    tenant = forms.ChoiceField(label=_("Tenant"), required=False)
+    cluster = forms.ChoiceField(label=_("Cluster"), required=False)
+    name = forms.CharField(label=_("Name contains"), required=False, max_length=120)
+
+    def __init__(self, data, *, user) -> None:
+        super().__init__(data)
+        self.shows_tenant = bool(getattr(user, "sees_all_tenants", False))
+        tenants = Tenant.objects.order_by("slug")
+        if not self.shows_tenant:
+            tenants = tenants.filter(pk=getattr(user, "tenant_id", None))
+        self.fields["tenant"].choices = [("", _("all"))] + [(t.slug, t.name) for t in tenants]
+        self.fields["cluster"].choices = [("", _("all"))] + [
+            (name, name) for name in Cluster.objects.order_by("name").values_list("name", flat=True)
+        ]
+
+    def filter(self, plans):
+        """``plans`` narrowed by the validated filters (call after ``is_valid()``); a cluster
+        matches either end of a plan."""
+        data = self.cleaned_data
+        if data.get("state"):
+            plans = plans.filter(state=data["state"])
+        if data.get("tenant"):
+            plans = plans.filter(tenant__slug=data["tenant"])
+        if data.get("cluster"):
+            plans = plans.filter(
+                Q(source_cluster__name=data["cluster"]) | Q(target_cluster__name=data["cluster"])
+            )
+        if (data.get("name") or "").strip():
+            plans = plans.filter(name__icontains=data["name"].strip())
+        return plans
+
+    def query_string(self) -> str:
+        """The active filters as a query string, for the pager's links."""
+        return urlencode({key: value for key, value in self.cleaned_data.items() if value})

@@ -15,11 +15,12 @@ from rest_framework.exceptions import ValidationError
 
 from accounts.access import operator_page, staff_page
 from cluster_portal.web.csv import csv_attachment, csv_writer
+from cluster_portal.web.filters import unknown_params
 from cluster_portal.web.throttling import page_throttle_wait
 from rollout.api.serializers import command_input, command_input_problem
-from rollout.forms import PlanAuthorForm
+from rollout.forms import PlanAuthorForm, PlanListForm
 from rollout.labels import action_label
-from rollout.models import AnalysisRun, Approval, PlanState, WebhookDelivery
+from rollout.models import AnalysisRun, Approval, WebhookDelivery
 from rollout.selectors import (
     audit_visible_to,
     gate_choices,
@@ -82,15 +83,18 @@ def plan_new(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def plan_list(request: HttpRequest) -> HttpResponse:
-    state = request.GET.get("state", "")
-    plans = plans_visible_to(request.user)
-    if state in PlanState.values:
-        plans = plans.filter(state=state)
-    context = {
-        "plans": plans,
-        "state": state,
-        "state_choices": PlanState.choices,
-    }
+    """Plans the reader may see, newest first, :data:`PAGE_SIZE` a page; filtered by state,
+    tenant, cluster (either end) and name; an unknown parameter or bad value is a 400 page."""
+    form = PlanListForm(request.GET, user=request.user)
+    unknown = unknown_params(request.GET, [*form.fields, "page"])
+    if unknown or not form.is_valid():
+        errors = {key: _("unknown parameter") for key in unknown}
+        if not unknown:
+            errors = {field: " ".join(messages) for field, messages in form.errors.items()}
+        return render(request, "bad_filter.html", {"errors": errors}, status=400)
+    plans = form.filter(plans_visible_to(request.user))
+    page = Paginator(plans, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"page": page, "form": form, "page_query": form.query_string()}
     return render(request, "rollout/plan_list.html", context)
 
 

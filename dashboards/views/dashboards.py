@@ -145,7 +145,7 @@ def workload_list_page(request: HttpRequest) -> HttpResponse:
         errors = {key: _("unknown parameter") for key in unknown}
         if not unknown:
             errors = {field: " ".join(messages) for field, messages in form.errors.items()}
-        return render(request, "dashboards/bad_filter.html", {"errors": errors}, status=400)
+        return render(request, "bad_filter.html", {"errors": errors}, status=400)
     query = form.query()
     listed = workload_list(request.user, query)
     page, rows = listed.page(request.GET.get("page"))
