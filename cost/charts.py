@@ -14,7 +14,14 @@ from cluster_portal.web.charttext import chart_text, chart_texts
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
 
 
-def _layout(title: str, y_title: str, *, percent: bool = False, barmode: str | None = None) -> dict:
+def _layout(
+    title: str,
+    y_title: str,
+    *,
+    percent: bool = False,
+    barmode: str | None = None,
+    money: bool = False,
+) -> dict:
     layout: dict = {
         "title": {"text": chart_text(title)},
         "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
@@ -23,13 +30,22 @@ def _layout(title: str, y_title: str, *, percent: bool = False, barmode: str | N
     }
     if percent:
         layout["yaxis"]["tickformat"] = ".0%"
+    if money:
+        # Amounts read as amounts: thousands separators and cents, never "12k" or "1.2M".
+        layout["yaxis"]["tickformat"] = ",.2~f"
+        layout["yaxis"]["hoverformat"] = ",.2f"
     if barmode:
         layout["barmode"] = barmode
     return layout
 
 
 def stacked_bars(
-    title: str, categories: Sequence[str], stacks: dict[str, Sequence[float]], y_title: str
+    title: str,
+    categories: Sequence[str],
+    stacks: dict[str, Sequence[float]],
+    y_title: str,
+    *,
+    money: bool = False,
 ) -> dict:
     """One bar per category, one stacked segment per ``stacks`` entry (e.g. capex, energy)."""
     data = [
@@ -42,11 +58,16 @@ def stacked_bars(
         }
         for i, (name, values) in enumerate(stacks.items())
     ]
-    return {"data": data, "layout": _layout(title, y_title, barmode="stack")}
+    return {"data": data, "layout": _layout(title, y_title, barmode="stack", money=money)}
 
 
 def grouped_bars(
-    title: str, categories: Sequence[str], groups: dict[str, Sequence[float | None]], y_title: str
+    title: str,
+    categories: Sequence[str],
+    groups: dict[str, Sequence[float | None]],
+    y_title: str,
+    *,
+    money: bool = False,
 ) -> dict:
     """Side-by-side bars (e.g. split vs unified per metric); ``None`` values are left out."""
     data = [
@@ -59,7 +80,7 @@ def grouped_bars(
         }
         for i, (name, values) in enumerate(groups.items())
     ]
-    return {"data": data, "layout": _layout(title, y_title, barmode="group")}
+    return {"data": data, "layout": _layout(title, y_title, barmode="group", money=money)}
 
 
 def lines(
@@ -88,7 +109,11 @@ def lines(
 
 
 def bars_by_time(
-    title: str, series: dict[str, tuple[Sequence[datetime], Sequence[float]]], y_title: str
+    title: str,
+    series: dict[str, tuple[Sequence[datetime], Sequence[float]]],
+    y_title: str,
+    *,
+    money: bool = False,
 ) -> dict:
     """Grouped bars over a time axis (e.g. idle cost per hour and cluster): a bar per bucket
     with data, so an hour without telemetry is a gap, never a line drawn across it."""
@@ -102,4 +127,4 @@ def bars_by_time(
         }
         for i, (name, (xs, ys)) in enumerate(series.items())
     ]
-    return {"data": data, "layout": _layout(title, y_title, barmode="group")}
+    return {"data": data, "layout": _layout(title, y_title, barmode="group", money=money)}

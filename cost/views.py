@@ -154,8 +154,15 @@ def _cost_figure(costs: list[ClusterCost]) -> dict:
             _("energy"): [c.asset.energy.cost_per_hour for c in priced],
             _("operations"): [c.asset.operations_per_hour for c in priced],
         },
-        _("cost per hour"),
+        _with_currency(_("cost per hour"), [c.inputs.currency for c in priced]),
+        money=True,
     )
+
+
+def _with_currency(label: str, currencies: list[str]) -> str:
+    """An axis title that names the currency (or currencies) its amounts are in."""
+    named = sorted({code for code in currencies if code})
+    return f"{label} ({', '.join(named)})" if named else label
 
 
 def _idle_figure(costs: list[ClusterCost]) -> dict | None:
@@ -169,7 +176,10 @@ def _idle_figure(costs: list[ClusterCost]) -> dict | None:
             )
     if not series:
         return None
-    return charts.bars_by_time(_("Idle cost by hour"), series, _("idle cost"))
+    currencies = [c.ledger.currency for c in costs if c.ledger is not None and c.ledger.hours]
+    return charts.bars_by_time(
+        _("Idle cost by hour"), series, _with_currency(_("idle cost"), currencies), money=True
+    )
 
 
 def _tco_figure(comparison: Comparison | None) -> dict | None:
@@ -180,7 +190,8 @@ def _tco_figure(comparison: Comparison | None) -> dict | None:
         _("Same workload: cost per hour"),
         [_("split"), _("unified")],
         {_("cost per hour"): [tco.split_per_hour, tco.unified_per_hour]},
-        comparison.unified.inputs.currency,
+        _with_currency(_("cost per hour"), [comparison.unified.inputs.currency]),
+        money=True,
     )
 
 

@@ -253,3 +253,10 @@ def test_without_entered_figures_the_payback_uses_a_labelled_migration_assumptio
     assert data["internal_ledger"]["budget"] > 0
     page = client_as("operator").get("/cost/").content.decode()
     assert "assumption: 1,500 per card × 100 cards" in page
+
+
+def test_money_axes_name_their_currency_and_read_with_separators(priced, client_as):
+    context = client_as("operator").get("/cost/").context
+    axis = context["cost_figure"]["layout"]["yaxis"]
+    assert "USD" in axis["title"]["text"]
+    assert axis["tickformat"].startswith(",")
