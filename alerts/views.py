@@ -6,7 +6,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from accounts.access import operator_page, staff_page
+from accounts.models import Tenant
 from alerts.models import Alert
 from alerts.selectors import (
     SEVERITY_FILTERS,
@@ -24,6 +25,8 @@ from alerts.selectors import (
 )
 from alerts.services import AlertTransitionError, alert_acknowledge, alert_resolve
 from cluster_portal.web.csv import csv_writer
+from cluster_portal.web.filters import unknown_params
+from inventory.models import Cluster
 
 PAGE_SIZE = 100
 
@@ -50,6 +53,10 @@ CSV_COLUMNS = (
 )
 
 
+# What the triage page's URL may carry; anything else is a 400 page naming it.
+LIST_PARAMS = ("state", "severity", "cluster", "tenant", "name", "page", "format")
+
+
 def _number(value: float) -> str:
     return f"{value:.4g}"
 
@@ -63,20 +70,47 @@ def _choice(value: str | None, allowed: tuple[str, ...]) -> str:
 @staff_page
 def alert_list(request: HttpRequest) -> HttpResponse:
     """Alerts, open ones first; ``?state=&severity=`` filter, ``?format=csv`` exports them."""
+    unknown = unknown_params(request.GET, LIST_PARAMS)
+    if unknown:
+        errors = {key: _("unknown parameter") for key in unknown}
+        return render(request, "bad_filter.html", {"errors": errors}, status=400)
     state = _choice(request.GET.get("state"), STATE_FILTERS)
     severity = _choice(request.GET.get("severity"), SEVERITY_FILTERS)
+    clusters = list(Cluster.objects.order_by("name").values_list("name", flat=True))
+    tenants = list(Tenant.objects.order_by("slug").values_list("slug", "name"))
+    cluster = _choice(request.GET.get("cluster"), tuple(clusters))
+    tenant = _choice(request.GET.get("tenant"), tuple(slug for slug, _name in tenants))
+    name = (request.GET.get("name") or "").strip()[:120]
     alerts = alerts_for_triage(
         alerts_visible_to(request.user), state=state or None, severity=severity or None
     )
+    if cluster:
+        alerts = alerts.filter(entity__cluster__name=cluster)
+    if tenant:
+        alerts = alerts.filter(tenant__slug=tenant)
+    if name:
+        alerts = alerts.filter(Q(rule__title__icontains=name) | Q(entity__key__icontains=name))
     if request.GET.get("format") == "csv":
         return _csv_response(alerts)
-    filters = {key: value for key, value in (("state", state), ("severity", severity)) if value}
+    chosen = (
+        ("state", state),
+        ("severity", severity),
+        ("cluster", cluster),
+        ("tenant", tenant),
+        ("name", name),
+    )
+    filters = {key: value for key, value in chosen if value}
     page = Paginator(alerts, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "page": page,
         "rows": [(a, _number(a.value), _number(a.rule.threshold)) for a in page],
         "state": state,
         "severity": severity,
+        "cluster": cluster,
+        "tenant": tenant,
+        "name": name,
+        "cluster_choices": clusters,
+        "tenant_choices": tenants,
         "state_choices": [("open", _("open (firing or acknowledged)")), *Alert.State.choices],
         "severity_choices": Alert._meta.get_field("severity").choices,
         "filter_query": urlencode(filters),

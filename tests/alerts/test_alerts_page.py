@@ -242,3 +242,23 @@ def test_an_alert_written_by_an_english_worker_reads_in_chinese_on_a_chinese_pag
     assert escape(alert.message) not in page
     with translation.override("zh-hans"):
         assert "阈值" in alert.message_display and escape(alert.message_display) in page
+
+
+@pytest.mark.django_db
+def test_page_filters_by_cluster_tenant_and_name(client_as, triage, cluster):
+    client = client_as("operator")
+    ids = {key: f'id="alert-{alert.pk}"' for key, alert in triage.items()}
+    named = client.get("/alerts/?name=acme-chat").content.decode()
+    assert ids["chat"] in named and ids["asr"] not in named and ids["hot"] not in named
+    tenant = triage["asr"].entity.tenant.slug
+    by_tenant = client.get(f"/alerts/?tenant={tenant}").content.decode()
+    assert ids["asr"] in by_tenant and ids["chat"] not in by_tenant
+    by_cluster = client.get(f"/alerts/?cluster={cluster.name}").content.decode()
+    assert all(marker in by_cluster for marker in ids.values())
+
+
+@pytest.mark.django_db
+def test_an_unknown_parameter_is_a_400_page_naming_it(client_as, triage):
+    response = client_as("operator").get("/alerts/?severtiy=critical")
+    assert response.status_code == 400
+    assert "severtiy" in response.content.decode()
