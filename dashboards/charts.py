@@ -107,6 +107,21 @@ def _layout(
     return layout
 
 
+def _line_trace(name: str, points: Sequence[Point], line: dict, **extra) -> dict:
+    """One line trace of ``(time, value)`` points; a gap in the data stays a gap."""
+    xs, ys = _xy(points)
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "name": chart_text(name),
+        **extra,
+        "x": xs,
+        "y": ys,
+        "connectgaps": False,
+        "line": line,
+    }
+
+
 def timeseries(
     series: dict[str, Sequence[Point]],
     *,
@@ -117,20 +132,10 @@ def timeseries(
 ) -> Figure:
     """One line per named series of ``(time, value)`` points; ``y_unit`` (a catalogue unit)
     picks the axis's tick and hover format, e.g. "42ms" or "1.2GB/s"."""
-    data = []
-    for i, (name, points) in enumerate(series.items()):
-        xs, ys = _xy(points)
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "lines",
-                "name": chart_text(name),
-                "x": xs,
-                "y": ys,
-                "connectgaps": False,
-                "line": {"color": colour(i), "width": 2},
-            }
-        )
+    data = [
+        _line_trace(name, points, {"color": colour(i), "width": 2})
+        for i, (name, points) in enumerate(series.items())
+    ]
     layout = _layout(title, y_title=y_title, y_format=y_format, y_unit=y_unit)
     return {"data": data, "layout": layout}
 
@@ -147,38 +152,17 @@ def utilization_area(
 
     Overlay lines use dashes as well as colour, so they are told apart without colour.
     """
-    data: list[dict] = []
-    for i, (name, points) in enumerate(stacked.items()):
-        xs, ys = _xy(points)
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "lines",
-                "name": chart_text(name),
-                "stackgroup": "one",
-                "x": xs,
-                "y": ys,
-                "connectgaps": False,
-                "line": {"color": colour(i), "width": 1},
-            }
-        )
+    data = [
+        _line_trace(name, points, {"color": colour(i), "width": 1}, stackgroup="one")
+        for i, (name, points) in enumerate(stacked.items())
+    ]
     for j, (name, points) in enumerate((lines or {}).items()):
-        xs, ys = _xy(points)
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "lines",
-                "name": chart_text(name),
-                "x": xs,
-                "y": ys,
-                "connectgaps": False,
-                "line": {
-                    "color": colour(len(stacked) + j),
-                    "width": 2,
-                    "dash": ("dash", "dot", "dashdot")[j % 3],
-                },
-            }
-        )
+        style = {
+            "color": colour(len(stacked) + j),
+            "width": 2,
+            "dash": ("dash", "dot", "dashdot")[j % 3],
+        }
+        data.append(_line_trace(name, points, style))
     return {"data": data, "layout": _layout(title, y_title=y_title, y_format=y_format)}
 
 
