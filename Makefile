@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 PASSWORD ?=
 
-.PHONY: demo test install install-dev browser prometheus lint format messages bench clean
+.PHONY: demo test install install-dev browser prometheus haproxy lint format messages bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,7 +45,14 @@ prometheus:
 	    apt-get install -y -q --no-install-recommends prometheus >/dev/null; } || \
 	  echo "prometheus not installed: the real-Prometheus tests will be skipped"
 
-test: install-dev browser prometheus
+# The traffic-router tests drive Debian's haproxy through its Runtime API; same install rule.
+haproxy:
+	@command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    apt-get install -y -q --no-install-recommends haproxy >/dev/null; } || \
+	  echo "haproxy not installed: the HAProxy router tests will be skipped"
+
+test: install-dev browser prometheus haproxy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null

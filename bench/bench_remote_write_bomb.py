@@ -40,7 +40,7 @@ import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 sys.path.insert(1, sys.argv[2])
 from tests.remote_write_bombs import bomb
-from telemetry.remote_write import decode
+from telemetry.ingest.remote_write import decode
 total, per = int(sys.argv[3]), 1000
 body, raw = bomb(samples_total=total, per_series=per, timestamp_ms=10**12)
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

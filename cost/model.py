@@ -1,4 +1,4 @@
-"""The cost model of DESIGN.md section 6, OpenCost-style, as pure functions (no Django, no DB).
+"""The cost model of docs/architecture.md §6, OpenCost-style, as pure functions (no Django, no DB).
 
 Everything is an hourly *rate* computed from means over the chosen window; totals over the
 window are rate × window hours. Unit costs (per 1M tokens, per 1k samples) are ratios of

@@ -1,4 +1,4 @@
-"""Operator-editable inputs of the cost model (DESIGN.md section 6).
+"""Operator-editable inputs of the cost model (docs/architecture.md §6).
 
 One row with no cluster is the global default; a row per cluster overrides it for that
 cluster. Validation lives here (field validators, ``clean()`` and database constraints) so

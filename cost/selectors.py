@@ -1,6 +1,6 @@
 """Cost figures from stored telemetry + the editable inputs (reads only; maths in ``cost.model``).
 
-Every figure is built from a window's means (see :mod:`telemetry.selectors.windows`) and the
+Every figure is built from a window's means (see :mod:`telemetry.read.local.windows`) and the
 cluster's :class:`CostAssumptions` (its own row, else the global default, else the model's
 defaults, unsaved). Each result keeps the inputs and sources it used so pages can show them
 next to the number.

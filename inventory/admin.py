@@ -18,7 +18,7 @@ from inventory.services import cluster_default_set
 
 @admin.register(HardwareModel)
 class HardwareModelAdmin(admin.ModelAdmin):
-    """Seeded from the twin's catalogue (DESIGN.md figures); operators correct figures here."""
+    """Seeded from the twin's catalogue (figures cited in its README); operators correct them."""
 
     list_display = (
         "slug",

@@ -107,7 +107,7 @@ REASONS = {
         "%(criterion)s: not a source it trusts"
     ),
 }
-# The kinds of telemetry source (``kind:name`` labels from telemetry.provenance).
+# The kinds of telemetry source (``kind:name`` labels from telemetry.store.provenance).
 SOURCE_KINDS = {
     "twin": gettext_lazy("digital twin"),
     "exporter": gettext_lazy("exporter"),

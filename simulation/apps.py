@@ -15,7 +15,7 @@ class SimulationConfig(AppConfig):
             hardware_catalog_after_migrate,
         )
 
-        # The hardware catalogue comes from the engine's (DESIGN.md's figures); monitoring
+        # The hardware catalogue comes from the engine's (figures cited in its README); monitoring
         # cannot import the engine, so the twin app seeds it.
         post_migrate.connect(hardware_catalog_after_migrate, sender=self)
         # The engine's metrics (TTFT/TPOT, backlog, timeouts...) are in the catalogue from

@@ -3,6 +3,7 @@
 from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
 
+from telemetry.ingest.scrape import exporter_scrape
 from telemetry.models import (
     ExporterTarget,
     Heartbeat,
@@ -10,9 +11,8 @@ from telemetry.models import (
     PromQLDataSource,
     RemoteWriteStatus,
 )
-from telemetry.promql.client import DataSourceUnavailable
-from telemetry.promql.reads import promql_inventory_sync
-from telemetry.scrape import exporter_scrape
+from telemetry.read.promql.client import DataSourceUnavailable
+from telemetry.read.promql.reads import promql_inventory_sync
 
 
 @admin.register(Heartbeat)

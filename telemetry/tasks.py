@@ -11,16 +11,16 @@ import socket
 from celery import shared_task
 from django.utils import timezone
 
-from telemetry.compaction import rollups_compact
-from telemetry.retention import RetentionPolicy, telemetry_prune
-from telemetry.scrape import (
+from telemetry.ingest.scrape import (
     SCRAPE_SOFT_TIME_LIMIT_SECONDS,
     SCRAPE_TIME_LIMIT_SECONDS,
     exporter_scrape,
     exporter_target_claim,
 )
-from telemetry.selectors.exporters import exporter_targets_due
+from telemetry.read.local.exporters import exporter_targets_due
 from telemetry.services.heartbeats import heartbeat_record
+from telemetry.store.compaction import rollups_compact
+from telemetry.store.retention import RetentionPolicy, telemetry_prune
 
 
 @shared_task(

@@ -7,7 +7,7 @@ from django.shortcuts import render
 
 from accounts.access import staff_page
 from telemetry.models import PromQLDataSource, RemoteWriteStatus
-from telemetry.selectors.exporters import exporter_target_rows
+from telemetry.read.local.exporters import exporter_target_rows
 
 
 @staff_page

@@ -104,7 +104,7 @@ def dashboard_cache(settings):
 def no_stale_promql_sources():
     # The read API caches which clusters have a PromQL data source for a few seconds; a
     # rolled-back test must not leave its sources to the next one.
-    from telemetry.promql.reads import sources_cache_clear
+    from telemetry.read.promql.reads import sources_cache_clear
 
     sources_cache_clear()
     yield

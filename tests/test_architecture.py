@@ -1,4 +1,4 @@
-"""The dependency rule from DESIGN.md §2, checked on the source with ``ast``.
+"""The dependency rule from docs/architecture.md §1, checked on the source with ``ast``.
 
 Apps form a DAG: ``accounts`` at the bottom; ``inventory`` above it; ``telemetry`` above that
 (it names inventory's clusters and cards); ``alerts``, ``cost``, ``dashboards`` and ``rollout``
@@ -31,7 +31,7 @@ ALLOWED: dict[str, set[str]] = {
 APPS = set(ALLOWED)
 WEB = "cluster_portal.web"
 STORE_NAMES = {"Sample", "Frame", "FrameLayout", "Rollup", "RollupWatermark"}
-STORE_MODULES = ("telemetry.frames", "telemetry.store", "telemetry.compaction")
+STORE_MODULES = ("telemetry.store.frames", "telemetry.store.samples", "telemetry.store.compaction")
 DTYPE_NAMES = {"VALUE_DTYPE", "SUM_DTYPE", "COUNT_DTYPE"}
 
 
@@ -127,11 +127,11 @@ def test_the_checker_catches_a_forbidden_import_relative_ones_too(tmp_path, monk
 def test_the_seal_catches_a_store_import_outside_telemetry(tmp_path):
     (tmp_path / "dashboards").mkdir()
     (tmp_path / "dashboards" / "peek.py").write_text(
-        "from telemetry.models import Entity, Frame\nfrom telemetry.frames import VALUE_DTYPE\n"
+        "from telemetry.models import Entity, Frame\nfrom telemetry.store.frames import VALUE_DTYPE\n"
     )
     assert seal_violations(tmp_path) == [
         "dashboards/peek.py imports ['Frame'] from telemetry.models",
-        "dashboards/peek.py imports telemetry.frames",
+        "dashboards/peek.py imports telemetry.store.frames",
     ]
 
 

@@ -45,7 +45,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    # Domain apps, bottom of the dependency DAG first (DESIGN.md §2).
+    # Domain apps, bottom of the dependency DAG first (docs/architecture.md §1).
     "accounts",
     "inventory",
     "telemetry",
@@ -73,7 +73,7 @@ MIDDLEWARE = [
     # Under DEBUG (the demo), Django's technical 404 page only for staff; others get the 404 page.
     "cluster_portal.web.error_pages.FriendlyNotFoundMiddleware",
     # A page whose cluster's PromQL server is down answers 503 "data source unavailable".
-    "telemetry.promql.middleware.DataSourceUnavailableMiddleware",
+    "telemetry.read.promql.middleware.DataSourceUnavailableMiddleware",
     # Last, as django-axes requires: turns a locked-out login into the 429 page.
     "axes.middleware.AxesMiddleware",
 ]

@@ -1,6 +1,6 @@
 """What a measurement counted, per source, and the audit row for a source it ignored.
 
-Gates count only the evidence their criterion trusts (``telemetry.provenance``); approvers see
+Gates count only the evidence their criterion trusts (``telemetry.store.provenance``); approvers see
 whose values decided (``Measurement.evidence`` and the reason), and the first time a run
 ignores a source's values the plan's audit says so, once (a flood of pushes is not a flood of
 audit rows). Split out of ``rollout.services.analysis`` to keep it readable.

@@ -109,7 +109,7 @@ class Measurement(models.Model):
     # The reason as a code and parameters (rollout/labels.py), translated when shown.
     reason_data = models.JSONField(_("reason code"), null=True, blank=True, editable=False)
     # Where the window's values came from: {"counted": {source: n}, "ignored": {source: n}}
-    # (telemetry.provenance labels), so approvers see whose numbers decided the gate.
+    # (telemetry.store.provenance labels), so approvers see whose numbers decided the gate.
     evidence = models.JSONField(_("evidence"), default=dict, blank=True, editable=False)
     taken_at = models.DateTimeField(_("taken at"))
 

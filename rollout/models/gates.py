@@ -132,8 +132,8 @@ class Criterion(models.Model):
     error_retry_seconds = models.PositiveIntegerField(
         _("retry after an error (s)"), default=10, validators=[MinValueValidator(1)]
     )
-    # Which writers' values this criterion counts (telemetry.provenance): empty is the default,
-    # the twin and the cluster's configured exporters and data source — never a push by a
+    # Which writers' values this criterion counts (telemetry.store.provenance): empty is the
+    # default, the twin and the cluster's configured exporters and data source — never a push by a
     # person's or a tenant's token, so nobody can write the numbers that decide their gate.
     trusted_sources = models.JSONField(
         _("trusted sources"),

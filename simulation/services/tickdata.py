@@ -15,7 +15,7 @@ from django.conf import settings
 from inventory.models import Cluster
 from simulation.engine import METRICS, Engine
 from simulation.services.runs import engine_catalogue_sync
-from telemetry.write import (
+from telemetry.ingest.twin import (
     entities_resolve,
     frames_write_many,
     layout_for_keys,

@@ -23,10 +23,10 @@ from accounts.api.authentication import IntegrationPrincipal
 from accounts.api.permissions import HasRequiredScope
 from cluster_portal.web.bodies import read_limited, require_length
 from telemetry.errors import IngestionError
-from telemetry.ingest import ingest_json_batch, payload_digest, with_idempotency
+from telemetry.ingest.json_batch import ingest_json_batch, payload_digest, with_idempotency
+from telemetry.ingest.prometheus import ingest_prometheus_text
 from telemetry.models import MetricDefinition
-from telemetry.prometheus_ingest import ingest_prometheus_text
-from telemetry.provenance import source_for_principal
+from telemetry.store.provenance import source_for_principal
 
 
 def principal_key(request: Request) -> str:

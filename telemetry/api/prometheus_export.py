@@ -32,7 +32,7 @@ from telemetry.models import (
     RemoteWriteStatus,
     Sample,
 )
-from telemetry.selectors.series import aggregate_by
+from telemetry.read.local.series import aggregate_by
 
 
 class PortalCollector:

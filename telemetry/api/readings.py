@@ -19,7 +19,7 @@ from cluster_portal.web.times import TimeParseError, parse_instant
 from inventory.models import Accelerator, Cluster
 from telemetry.models import Entity, EntityKind, MetricDefinition
 from telemetry.read import latest_values, series_read
-from telemetry.selectors.scoping import entities_visible_to
+from telemetry.read.local.scoping import entities_visible_to
 
 MAX_RANGE = timedelta(days=400)
 

@@ -18,8 +18,8 @@ from rest_framework.views import APIView
 from accounts.api.permissions import HasRequiredScope
 from cluster_portal.web.errors import error_body
 from telemetry.errors import IngestionError
-from telemetry.provenance import source_for_principal
-from telemetry.remote_write.service import ingest_remote_write, remote_write_record
+from telemetry.ingest.remote_write.service import ingest_remote_write, remote_write_record
+from telemetry.store.provenance import source_for_principal
 
 PROTOBUF = "application/x-protobuf"
 

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.api.permissions import HasRequiredScope
-from telemetry.selectors.heartbeats import heartbeat_statuses
+from telemetry.read.local.heartbeats import heartbeat_statuses
 
 ProcessStatusSerializer = inline_serializer(
     name="ProcessStatus",

@@ -15,10 +15,10 @@ from alerts.evaluate import alerts_evaluate
 from alerts.models import Alert, AlertRule
 from alerts.services import alert_acknowledge
 from alerts.tasks import evaluate_alerts
-from telemetry.compaction import rollups_compact
-from telemetry.frames import frames_write
+from telemetry.ingest.twin import layout_for_keys, samples_write
 from telemetry.models import Entity, MetricDefinition
-from telemetry.write import layout_for_keys, samples_write
+from telemetry.store.compaction import rollups_compact
+from telemetry.store.frames import frames_write
 
 # Not minute-aligned on purpose: the rollup window is widened to whole minutes.
 NOW = datetime(2026, 6, 1, 12, 0, 30, tzinfo=UTC)
@@ -274,7 +274,7 @@ def test_evaluation_runs_a_constant_number_of_queries_whatever_the_entity_count(
 ):
     # The read API looks up PromQL data sources once per few seconds; load that lookup now
     # so it is in neither count.
-    from telemetry.promql import reads
+    from telemetry.read.promql import reads
 
     monkeypatch.setattr(reads, "SOURCES_TTL_SECONDS", 3600.0)
     reads.sources_cache_clear()

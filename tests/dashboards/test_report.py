@@ -24,8 +24,8 @@ from tests.cost.cost_data import (
 def pair(db, tenants):
     from django.db import transaction
 
+    from telemetry.ingest.twin import samples_write
     from telemetry.models import Entity
-    from telemetry.write import samples_write
 
     base = make_cluster("legacy", Cluster.Kind.LEGACY, cards=8)
     uni = make_cluster("uni", Cluster.Kind.UNIFIED, cards=16)

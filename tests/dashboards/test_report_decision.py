@@ -13,8 +13,8 @@ from django.db import transaction
 
 from cost.models import CostAssumptions
 from inventory.models import Cluster
+from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity
-from telemetry.write import samples_write
 from tests.cost.cost_data import add_workload, make_cluster, metric, minutes_ago, write_cluster
 from tests.cost.test_cost_page import INPUTS
 

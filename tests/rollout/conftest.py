@@ -16,8 +16,8 @@ from rollout.services.plans import (
     phases_without_gate,
     plan_create,
 )
+from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity, EntityKind, MetricDefinition
-from telemetry.write import samples_write
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 METRIC = "inference_latency_p99_seconds"

@@ -14,8 +14,8 @@ from rollout.services.analysis import analysis_run_step
 from rollout.services.audit import Actor
 from rollout.services.transitions import plan_start
 from telemetry.models import Entity, MetricDefinition
-from telemetry.provenance import source_for_principal
-from telemetry.store import samples_write
+from telemetry.store.provenance import source_for_principal
+from telemetry.store.samples import samples_write
 from tests.rollout.conftest import METRIC, write
 
 pytestmark = pytest.mark.django_db
@@ -55,7 +55,7 @@ def test_an_ignored_source_is_audited_once_per_run_and_counted_in_every_measurem
     entity = Entity.objects.get(cluster=clusters["unified"], key="acme-chat").pk
     for seconds in (5, 40):
         when = run.traffic_at + timedelta(seconds=seconds)
-        write(clusters["unified"], "acme-chat", when, 0.5)  # the twin (telemetry.write)
+        write(clusters["unified"], "acme-chat", when, 0.5)  # the twin (telemetry.ingest.twin)
         samples_write([(metric, entity, when.timestamp() + 1, 0.0)], provenance=pusher)
     for seconds in (30, 60):
         analysis_run_step(run_id=run.pk, now=run.traffic_at + timedelta(seconds=seconds))

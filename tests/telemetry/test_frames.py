@@ -10,11 +10,11 @@ import pytest
 from django.db import transaction
 
 from inventory.models import Node, Rack, Supernode
-from telemetry.frames import COUNT_DTYPE, SUM_DTYPE, frames_write
+from telemetry.ingest.twin import layout_for_keys
 from telemetry.models import Entity, Frame, MetricDefinition
 from telemetry.read import aggregate_by, latest_values, series_read, top_entities
-from telemetry.retention import RetentionPolicy, telemetry_prune
-from telemetry.write import layout_for_keys
+from telemetry.store.frames import COUNT_DTYPE, SUM_DTYPE, frames_write
+from telemetry.store.retention import RetentionPolicy, telemetry_prune
 
 KEYS = [f"sn0/r{r}/n0/c{c}" for r in range(2) for c in range(4)]
 

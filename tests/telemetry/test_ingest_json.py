@@ -6,8 +6,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from accounts.services.tokens import token_create
-from telemetry.compaction import rollups_compact
 from telemetry.models import Entity, IngestionBatch, Rollup, Sample
+from telemetry.store.compaction import rollups_compact
 from tests.telemetry_fixtures import sample
 
 URL = "/api/v1/telemetry/samples/"

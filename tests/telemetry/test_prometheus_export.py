@@ -11,9 +11,9 @@ from rest_framework.test import APIClient
 
 from accounts.services.tokens import token_create
 from inventory.models import Accelerator, Node
+from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity, MetricDefinition
 from telemetry.services.heartbeats import heartbeat_record
-from telemetry.write import samples_write
 from tests.access import ApiAccessCases
 
 

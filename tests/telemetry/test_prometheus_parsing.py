@@ -1,6 +1,6 @@
 """Prometheus text ingestion: the tokenizer and the dcgm / npu-exporter catalogue mapping.
 
-Fixtures are written from the exporter facts in DESIGN.md §5; no database is needed.
+Fixtures are written from the exporter facts in docs/architecture.md §5; no database is needed.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from telemetry.ingestion.prometheus import (
+from telemetry.ingest.exposition import (
     MAPPED_METRICS,
     PrometheusMappingError,
     PrometheusParseError,

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from telemetry.promql.guard import (
+from telemetry.read.promql.guard import (
     SourceBusy,
     note_failure,
     read_slot,

@@ -11,18 +11,18 @@ from rest_framework.test import APIClient
 
 from accounts.services.tokens import token_create
 from inventory.models import Cluster
+from telemetry.ingest.registry import entities_resolve
+from telemetry.ingest.scrape import exporter_scrape
+from telemetry.ingest.twin import frames_write_many, layout_for_keys, samples_write
 from telemetry.models import ExporterTarget, Frame, MetricDefinition, Sample, SampleSource
-from telemetry.provenance import (
+from telemetry.read import window_aggregate
+from telemetry.store.provenance import (
     source_exporter,
     source_for_principal,
     trust_resolve,
     trust_selector_problems,
 )
-from telemetry.read import window_aggregate
-from telemetry.registry import entities_resolve
-from telemetry.scrape import exporter_scrape
-from telemetry.store import samples_write as store_samples_write
-from telemetry.write import frames_write_many, layout_for_keys, samples_write
+from telemetry.store.samples import samples_write as store_samples_write
 from tests.telemetry.test_scrape import NOW, exporters, loopback_allowed, make_target
 from tests.telemetry_fixtures import sample
 

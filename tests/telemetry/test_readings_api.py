@@ -9,9 +9,9 @@ import pytest
 from django.db import transaction
 
 from inventory.models import Accelerator, Node
+from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity, MetricDefinition
-from telemetry.selectors.series import choose_source
-from telemetry.write import samples_write
+from telemetry.read.local.series import choose_source
 from tests.access import ApiAccessCases
 
 

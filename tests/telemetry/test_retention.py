@@ -8,10 +8,10 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from telemetry.compaction import rollups_compact
+from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity, MetricDefinition, Rollup, Sample
-from telemetry.retention import RetentionPolicy, telemetry_prune
-from telemetry.write import samples_write
+from telemetry.store.compaction import rollups_compact
+from telemetry.store.retention import RetentionPolicy, telemetry_prune
 
 POLICY = RetentionPolicy(
     raw_accelerator=timedelta(hours=6),

@@ -11,19 +11,19 @@ import pytest
 from django.db import transaction
 
 from cluster_portal.web.timerange import TimeRange
-from telemetry.compaction import rollups_compact
-from telemetry.frames import (
+from telemetry.ingest.twin import layout_for_keys
+from telemetry.models import Entity, Frame, MetricDefinition, Rollup, RollupWatermark
+from telemetry.read import kind_series, series_read
+from telemetry.read.local.series import choose_source
+from telemetry.store.compaction import rollups_compact
+from telemetry.store.frames import (
     COUNT_DTYPE,
     SUM_DTYPE,
     entity_means_sum,
     frames_write,
     frames_write_many,
 )
-from telemetry.models import Entity, Frame, MetricDefinition, Rollup, RollupWatermark
-from telemetry.read import kind_series, series_read
-from telemetry.selectors.series import choose_source
-from telemetry.store import samples_write
-from telemetry.write import layout_for_keys
+from telemetry.store.samples import samples_write
 
 KEYS = [f"n0/c{c}" for c in range(4)]
 DAY = 86400
@@ -162,7 +162,7 @@ def test_kind_series_reads_stored_reductions_and_older_frames_alike(cluster, lay
 
 @pytest.mark.django_db
 def test_older_frames_get_their_reduction_backfilled(layout, util):
-    from telemetry.services.frame_reductions import frames_backfill_reductions
+    from telemetry.store.frame_reductions import frames_backfill_reductions
 
     with transaction.atomic():
         frames_write(layout=layout, values={util.pk: np.array([1.0, 2.0, np.nan, 4.0])}, ts=1e9)

@@ -16,8 +16,8 @@ import pytest
 from django.db import connection
 
 from inventory.models import Accelerator, Node
+from telemetry.ingest.scrape import exporter_scrape, exporter_target_claim
 from telemetry.models import EntityKind, ExporterTarget, Sample
-from telemetry.scrape import exporter_scrape, exporter_target_claim
 from telemetry.tasks import scrape_due_targets, scrape_target
 from tests.access import PageAccessCases
 
@@ -31,7 +31,7 @@ def loopback_allowed(settings):
 
 NOW = 1_780_000_000.0  # a fixed scrape time, so sample timestamps are predictable
 
-# dcgm-exporter as it prints itself (DESIGN.md §5): no timestamps, both label spellings,
+# dcgm-exporter as it prints itself (docs/architecture.md §5): no timestamps, both label spellings,
 # whitespace inside a label set, a blank/not-supported sentinel, a DCGM_FI_PROF_* ratio.
 DCGM = """# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).
 # TYPE DCGM_FI_DEV_GPU_UTIL gauge
@@ -395,8 +395,8 @@ def test_the_claim_lets_only_one_of_two_workers_scrape(cluster, exporters):
 def test_a_target_whose_scrape_is_still_in_flight_is_not_claimed_again(cluster, monkeypatch):
     from django.utils import timezone
 
-    from telemetry.scrape import SCRAPE_TIME_LIMIT_SECONDS
-    from telemetry.selectors.exporters import exporter_targets_due
+    from telemetry.ingest.scrape import SCRAPE_TIME_LIMIT_SECONDS
+    from telemetry.read.local.exporters import exporter_targets_due
 
     target = make_target(cluster, "http://127.0.0.1:9/stuck", interval_seconds=5)
     now = timezone.now()

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 import pytest
 from django.db import transaction
 
-from telemetry.compaction import rollups_compact
+from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity, MetricDefinition, Rollup, RollupWatermark, Sample
 from telemetry.read import series_read
-from telemetry.store import ROLLUP_RESOLUTIONS
-from telemetry.write import samples_write
+from telemetry.store.compaction import rollups_compact
+from telemetry.store.samples import ROLLUP_RESOLUTIONS
 
 T0 = 20_602 * 86_400  # a fixed, day-aligned instant; buckets are computed from it
 LATER = T0 + 10 * 86400  # "now" for compaction: everything written is long closed

@@ -7,7 +7,7 @@ batches, so the fast path covers them too; safe to interrupt and run again.
 
 from django.core.management.base import BaseCommand
 
-from telemetry.services.frame_reductions import frames_backfill_reductions
+from telemetry.store.frame_reductions import frames_backfill_reductions
 
 
 class Command(BaseCommand):

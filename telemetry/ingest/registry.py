@@ -1,0 +1,203 @@
+"""Resolving metric names and entity keys to ids in bulk, registering what is new.
+
+Batches carry thousands of samples for a few thousand entities: everything here works in a
+constant number of queries per batch, never one per sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from inventory.models import Accelerator, Cluster, Node
+from telemetry.ingest.limits import check_count
+from telemetry.models import Entity, EntityKind, MetricDefinition
+from telemetry.services.entities import entities_save, entity_build
+
+
+def metrics_by_name(names: Iterable[str]) -> dict[str, MetricDefinition]:
+    return {m.name: m for m in MetricDefinition.objects.filter(name__in=set(names))}
+
+
+def metrics_register_unmapped(names: dict[str, tuple[str, str]]) -> None:
+    """Create catalogue rows (``mapped=False``, staff-only) for exporter-only metric names.
+
+    At most ``TELEMETRY_MAX_NEW_METRICS_PER_PUSH`` new names per push and
+    ``TELEMETRY_MAX_UNMAPPED_METRICS`` in all; over either cap the push is refused (400
+    naming the cap) before anything is created.
+    """
+    new = set(names) - set(
+        MetricDefinition.objects.filter(name__in=list(names)).values_list("name", flat=True)
+    )
+    if not new:
+        return
+    check_count(
+        len(new),
+        cap="TELEMETRY_MAX_NEW_METRICS_PER_PUSH",
+        what="new metric names in one push",
+        field="metric",
+    )
+    check_count(
+        MetricDefinition.objects.filter(mapped=False).count() + len(new),
+        cap="TELEMETRY_MAX_UNMAPPED_METRICS",
+        what="exporter-only metric names in the catalogue",
+        field="metric",
+    )
+    names = {name: names[name] for name in new}
+    MetricDefinition.objects.bulk_create(
+        [
+            MetricDefinition(
+                name=name,
+                entity_kind=kind,
+                unit="",
+                description=f"exporter metric kept as received ({source})",
+                mapped=False,
+            )
+            for name, (kind, source) in names.items()
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def entities_check_new(refs_by_cluster: dict, *, field: str = "entity") -> None:
+    """Refuse (400 naming the cap) a push that would register too many new entities.
+
+    ``refs_by_cluster`` maps a cluster to the ``(kind, key)`` pairs the push names; the caps
+    are ``TELEMETRY_MAX_NEW_ENTITIES_PER_PUSH`` over all clusters and
+    ``TELEMETRY_MAX_ENTITIES_PER_CLUSTER`` for each. Called before anything is created.
+    """
+    total = 0
+    missing_by_cluster = {}
+    for cluster, refs in refs_by_cluster.items():
+        refs = set(refs)
+        missing = len(refs) - len(_entity_ids(cluster, refs))
+        missing_by_cluster[cluster] = missing
+        total += missing
+    check_count(
+        total,
+        cap="TELEMETRY_MAX_NEW_ENTITIES_PER_PUSH",
+        what="new entities in one push",
+        field=field,
+    )
+    for cluster, missing in missing_by_cluster.items():
+        if missing:
+            check_count(
+                Entity.objects.filter(cluster=cluster).count() + missing,
+                cap="TELEMETRY_MAX_ENTITIES_PER_CLUSTER",
+                what=f"entities in cluster {cluster.name!r}",
+                field=field,
+            )
+
+
+def entities_resolve(
+    cluster: Cluster, refs: Iterable[tuple[str, str]], *, create: bool = True
+) -> dict[tuple[str, str], int]:
+    """Map ``(kind, key)`` to entity ids for ``cluster``, creating plain entities if asked."""
+    wanted = set(refs)
+    found = _entity_ids(cluster, wanted)
+    missing = wanted - found.keys()
+    if missing and create:
+        entities_save(
+            entity_build(cluster=cluster, kind=kind, key=key) for kind, key in sorted(missing)
+        )
+        found.update(_entity_ids(cluster, missing))
+    return found
+
+
+def entities_new_allowed(cluster: Cluster, refs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which of ``refs`` (in order) one push may name: every known entity, and new ones up to
+    ``TELEMETRY_MAX_NEW_ENTITIES_PER_PUSH`` and the cluster's ``TELEMETRY_MAX_ENTITIES_PER_
+    CLUSTER``. Remote-write keeps the rest of its batch instead of refusing it
+    (:func:`entities_check_new` is the all-or-nothing form the other paths use)."""
+    unique = list(dict.fromkeys(refs))
+    known = set(_entity_ids(cluster, set(unique)))
+    existing = Entity.objects.filter(cluster=cluster).count()
+    room = min(
+        settings.TELEMETRY_MAX_NEW_ENTITIES_PER_PUSH,
+        settings.TELEMETRY_MAX_ENTITIES_PER_CLUSTER - existing,
+    )
+    new = [ref for ref in unique if ref not in known][: max(room, 0)]
+    return known | set(new)
+
+
+def _entity_ids(cluster: Cluster, refs: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    result: dict[tuple[str, str], int] = {}
+    by_kind: dict[str, list[str]] = {}
+    for kind, key in refs:
+        by_kind.setdefault(kind, []).append(key)
+    for kind, keys in by_kind.items():
+        for chunk_start in range(0, len(keys), 5000):
+            chunk = keys[chunk_start : chunk_start + 5000]
+            rows = Entity.objects.filter(cluster=cluster, kind=kind, key__in=chunk).values_list(
+                "key", "id"
+            )
+            result.update({(kind, key): entity_id for key, entity_id in rows})
+    return result
+
+
+@dataclass
+class DeviceRef:
+    """An accelerator as an exporter describes it."""
+
+    host: str
+    index: int | None
+    vendor_id: str
+    model_name: str = ""
+    health: int | None = None
+    attributes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.host}/{self.index if self.index is not None else self.vendor_id}"
+
+
+def devices_register(cluster: Cluster, devices: Iterable[DeviceRef]) -> dict[str, int]:
+    """Register unseen nodes and accelerators under ``cluster``; return accelerator entity ids.
+
+    Exporters do not know racks, so new nodes have none until an operator places them.
+    """
+    devices = {d.key: d for d in devices}
+    hosts = sorted({d.host for d in devices.values()})
+    Node.objects.bulk_create(
+        [Node(cluster=cluster, hostname=h, registered_by_exporter=True) for h in hosts],
+        ignore_conflicts=True,
+    )
+    nodes = {
+        n.hostname: n
+        for n in Node.objects.filter(cluster=cluster, hostname__in=hosts).select_related("rack")
+    }
+    Accelerator.objects.bulk_create(
+        [
+            Accelerator(
+                node=nodes[d.host],
+                index=d.index,
+                vendor_id=d.vendor_id,
+                model_name=d.model_name[:100],
+            )
+            for d in devices.values()
+        ],
+        ignore_conflicts=True,
+    )
+    accelerators = {
+        (a.node.hostname, a.vendor_id): a
+        for a in Accelerator.objects.filter(node__in=nodes.values()).select_related("node")
+    }
+    entities = _entity_ids(cluster, {(EntityKind.ACCELERATOR, key) for key in devices})
+    new_entities = []
+    for key, device in devices.items():
+        if (EntityKind.ACCELERATOR, key) in entities:
+            continue
+        new_entities.append(
+            entity_build(
+                cluster=cluster,
+                kind=EntityKind.ACCELERATOR,
+                key=key,
+                node=nodes[device.host],
+                accelerator=accelerators[(device.host, device.vendor_id)],
+            )
+        )
+    entities_save(new_entities)
+    entities.update(_entity_ids(cluster, {(EntityKind.ACCELERATOR, key) for key in devices}))
+    return {key: entities[(EntityKind.ACCELERATOR, key)] for key in devices}

@@ -1,0 +1,298 @@
+"""Telemetry's one read API: every other app reads telemetry through this module only.
+
+Dashboards, alerts, gates, cost, the report and the REST API call these typed, keyword-only
+selectors; none of them touches ``Sample``, ``Frame``, ``Rollup`` or the frame bytes (a test,
+``tests/test_architecture.py``, enforces it). Behind the API the store has two shapes — rows
+(exporters, JSON pushes, cluster scalars) and dense frames (the twin's fleet arrays) — and
+three rollup tiers; a reader never cares which one answered.
+
+- **series**: ``series_read`` (one entity, automatic resolution), ``series_read_many`` /
+  ``series_points_many`` (several metrics of one entity, one query per tier), ``series_points``,
+  ``kind_series`` / ``kind_series_many`` (a whole kind reduced per time), ``cluster_series``.
+- **window aggregates**: ``window_values`` (every entity of a kind — alert rules),
+  ``window_aggregate`` (one entity, percentiles from raw values — gates), ``cluster_stat(s)``,
+  ``entity_sums``, ``entity_window_sums`` (several metrics at once),
+  ``entity_hourly_sums`` (per hour: what the cost ledger bills),
+  ``stat_of_series``, ``data_span``.
+- **latest values**: ``latest_scalars``, ``latest_kind``, ``latest_values``,
+  ``latest_frame_values``.
+- **top-N / group-by / heatmap**: ``top_entities``, ``aggregate_by``, ``latest_kind`` (the
+  matrix a heatmap draws), ``frame_means``.
+- **where a cluster's data lives**: a cluster with an enabled ``PromQLDataSource`` is answered
+  by its Prometheus-compatible server (``telemetry.read.promql``) instead of the store, for series,
+  window aggregates, latest values, top-N and heatmaps; an unreachable or slow server raises
+  ``DataSourceUnavailable`` (pages say so, gates measure Inconclusive, alert rules leave that
+  cluster's alerts unchanged).
+- **identities and status**: ``metrics_by_name``, ``cluster_entity``, ``entities_visible_to``,
+  ``entity_labels``, ``heartbeat_statuses``, ``recent_data_gaps``, ``exporter_target_rows``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+
+from django.db.models import QuerySet
+
+from cluster_portal.web.timerange import TimeRange
+from telemetry.ingest.registry import metrics_by_name
+from telemetry.models import Entity, MetricDefinition
+from telemetry.read.local import entity_windows as _entity_windows
+from telemetry.read.local import kind_windows as _kind_windows
+from telemetry.read.local import latest as _latest
+from telemetry.read.local import series as _series
+from telemetry.read.local.buckets import (
+    HourlySums,
+    entity_hourly_sums,
+    entity_window_sums,
+    ledger_start,
+)
+from telemetry.read.local.entity_windows import (
+    MeasurementError,
+    WindowAggregate,
+    aggregate,
+)
+from telemetry.read.local.exporters import ExporterTargetRow, exporter_target_rows
+from telemetry.read.local.frames import frame_means, latest_frame_values
+from telemetry.read.local.gaps import DataGap, recent_data_gaps
+from telemetry.read.local.heartbeats import ProcessStatus, any_alive, heartbeat_statuses
+from telemetry.read.local.kind_windows import KindWindow, WindowValues, entity_labels
+from telemetry.read.local.latest import (
+    LATEST_WINDOW,
+    SAMPLE_WINDOW,
+    KindSnapshot,
+    Points,
+    kind_series,
+    kind_series_many,
+)
+from telemetry.read.local.scoping import entities_visible_to
+from telemetry.read.local.series import Series, SeriesPoint, aggregate_by
+from telemetry.read.local.windows import (
+    CLUSTER_KEY,
+    WindowStat,
+    cluster_entity,
+    cluster_series,
+    cluster_stat,
+    cluster_stats,
+    data_span,
+    entity_sums,
+    stat_of_series,
+)
+from telemetry.read.promql import reads as promql
+from telemetry.read.promql.client import DataSourceUnavailable
+from telemetry.store.provenance import (
+    DATASOURCE_LABEL,
+    DEFAULT_TRUST,
+    trust_resolve,
+    trust_selector_problems,
+)
+
+__all__ = [
+    "CLUSTER_KEY",
+    "DEFAULT_TRUST",
+    "DataSourceUnavailable",
+    "LATEST_WINDOW",
+    "SAMPLE_WINDOW",
+    "DataGap",
+    "ExporterTargetRow",
+    "HourlySums",
+    "KindSnapshot",
+    "KindWindow",
+    "MeasurementError",
+    "Points",
+    "ProcessStatus",
+    "Series",
+    "SeriesPoint",
+    "WindowAggregate",
+    "WindowStat",
+    "WindowValues",
+    "aggregate",
+    "aggregate_by",
+    "any_alive",
+    "cluster_entity",
+    "cluster_series",
+    "cluster_stat",
+    "cluster_stats",
+    "data_span",
+    "entities_visible_to",
+    "entity_labels",
+    "entity_hourly_sums",
+    "entity_sums",
+    "entity_window_sums",
+    "exporter_target_rows",
+    "frame_means",
+    "heartbeat_statuses",
+    "kind_series",
+    "kind_series_many",
+    "latest_frame_values",
+    "latest_kind",
+    "latest_scalars",
+    "latest_values",
+    "ledger_start",
+    "metrics_by_name",
+    "recent_data_gaps",
+    "series_points",
+    "series_points_many",
+    "series_read",
+    "series_read_many",
+    "stat_of_series",
+    "top_entities",
+    "trust_selector_problems",
+    "window_aggregate",
+    "window_values",
+]
+
+logger = logging.getLogger(__name__)
+
+
+# -- dispatch: a cluster with a PromQL data source is read from it, never from the store ------
+
+
+def series_read(
+    *, metric: MetricDefinition, entity: Entity, start: datetime, end: datetime
+) -> Series:
+    source = promql.source_for(entity.cluster_id)
+    if source is not None:
+        return promql.series_read(source, metric=metric, entity=entity, start=start, end=end)
+    return _series.series_read(metric=metric, entity=entity, start=start, end=end)
+
+
+def series_points(metric: MetricDefinition | None, entity: Entity | None, tr: TimeRange) -> Points:
+    """``(time, mean)`` points of one entity's metric at the resolution the range calls for."""
+    if metric is None or entity is None:
+        return []
+    if promql.source_for(entity.cluster_id) is None:
+        return _latest.series_points(metric, entity, tr)
+    series = series_read(metric=metric, entity=entity, start=tr.start, end=tr.end)
+    return [(p.ts, p.mean) for p in series.points]
+
+
+def series_read_many(
+    *, metrics: list[MetricDefinition], entity: Entity, start: datetime, end: datetime
+) -> dict[str, Series]:
+    """Several metrics of one entity: one grouped query per tier from the store, or one
+    range query per metric from the cluster's PromQL server."""
+    if promql.source_for(entity.cluster_id) is not None:
+        return {m.name: series_read(metric=m, entity=entity, start=start, end=end) for m in metrics}
+    return _series.series_read_many(metrics=metrics, entity=entity, start=start, end=end)
+
+
+def series_points_many(
+    metrics: Iterable[MetricDefinition | None], entity: Entity | None, tr: TimeRange
+) -> dict[str, Points]:
+    """``{metric name: (time, mean) points}`` for several metrics of one entity."""
+    known = [m for m in metrics if m is not None]
+    if entity is None or not known:
+        return {}
+    if promql.source_for(entity.cluster_id) is None:
+        return _latest.series_points_many(known, entity, tr)
+    return {m.name: series_points(m, entity, tr) for m in known}
+
+
+def window_aggregate(
+    *,
+    metric: str,
+    cluster_id: int,
+    entity_kind: str,
+    entity_key: str,
+    aggregation: str,
+    start: datetime,
+    end: datetime,
+    trusted: Sequence[str] | None = None,
+) -> WindowAggregate:
+    """Gates: raises ``DataSourceUnavailable`` when the cluster's PromQL server fails.
+
+    ``trusted`` are the criterion's trust selectors (``telemetry.store.provenance``; empty: the
+    default — the twin and the cluster's exporters and data source): only those sources'
+    values are aggregated, and the answer counts values per source, trusted and ignored.
+    ``None`` aggregates every value (pages, not gates).
+    """
+    where = {
+        "metric": metric,
+        "entity_kind": entity_kind,
+        "entity_key": entity_key,
+        "aggregation": aggregation,
+        "start": start,
+        "end": end,
+    }
+    source = promql.source_for(cluster_id)
+    if source is not None:
+        if not MetricDefinition.objects.filter(name=metric).exists():
+            raise MeasurementError(f"unknown metric {metric!r}")
+        result = promql.window_aggregate(source, **where)
+        if trusted is None:
+            return result
+        label = DATASOURCE_LABEL  # not its URL: customers read measurements too
+        if trust_resolve(cluster_id=cluster_id, selectors=trusted).datasource:
+            return WindowAggregate(result.value, result.samples, sources={label: result.samples})
+        return WindowAggregate(None, 0, ignored={label: result.samples} if result.samples else {})
+    trust = None if trusted is None else trust_resolve(cluster_id=cluster_id, selectors=trusted)
+    return _entity_windows.window_aggregate(cluster_id=cluster_id, trust=trust, **where)
+
+
+def window_values(*, rule: KindWindow, metric: MetricDefinition, now: datetime) -> WindowValues:
+    """Alert rules (fleet-wide): the store's values, with each PromQL cluster's entities
+    answered by its server. A failing server leaves its cluster out (alerts unchanged)."""
+    result = _kind_windows.window_values(rule=rule, metric=metric, now=now)
+    for source in promql.sources():
+        try:
+            values = promql.window_values(
+                source,
+                kind=rule.entity_kind,
+                aggregation=rule.aggregation,
+                window_seconds=rule.window_seconds,
+                metric=metric.name,
+                now=now,
+            )
+        except DataSourceUnavailable as exc:
+            logger.warning("alert rule %s: %s", getattr(rule, "pk", "?"), exc)
+            continue
+        result.values.update(values)
+    return result
+
+
+def latest_scalars(entity: Entity | None, names: Iterable[str]) -> dict[str, float]:
+    if entity is not None:
+        source = promql.source_for(entity.cluster_id)
+        if source is not None:
+            names = list(names)
+            by_key = promql.latest_by_key(source, kind=entity.kind, names=names)
+            return by_key.get(entity.key, {})
+    return _latest.latest_scalars(entity, names)
+
+
+def latest_kind(cluster_id: int, kind: str, names: Iterable[str]) -> KindSnapshot:
+    """Heatmaps: the newest value of each metric for every entity of a kind."""
+    source = promql.source_for(cluster_id)
+    if source is not None:
+        return promql.latest_kind(source, kind=kind, names=names)
+    return _latest.latest_kind(cluster_id, kind, names)
+
+
+def latest_values(
+    entities: Iterable[Entity] | QuerySet, *, since: timedelta = timedelta(hours=1)
+) -> dict[int, dict[str, float]]:
+    entities = list(entities)
+    remote: dict[int, list[Entity]] = {}
+    for source in promql.sources():
+        mine = [e for e in entities if e.cluster_id == source.cluster_id]
+        if mine:
+            remote[source.pk] = mine
+    if not remote:
+        return _series.latest_values(entities, since=since)
+    routed = {e.pk for group in remote.values() for e in group}
+    result = _series.latest_values([e for e in entities if e.pk not in routed], since=since)
+    for source in promql.sources():
+        if source.pk in remote:
+            result.update(promql.latest_values(source, remote[source.pk]))
+    return result
+
+
+def top_entities(
+    *, metric: MetricDefinition, cluster_id: int, since: datetime, limit: int = 10
+) -> list[tuple[str, float]]:
+    source = promql.source_for(cluster_id)
+    if source is not None:
+        return promql.top_entities(source, metric=metric, since=since, limit=limit)
+    return _series.top_entities(metric=metric, cluster_id=cluster_id, since=since, limit=limit)

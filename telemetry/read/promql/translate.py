@@ -1,0 +1,74 @@
+"""Catalogue metrics ↔ exporter series on a PromQL server.
+
+Queries ask for the exporter families a catalogue metric is mapped from (e.g.
+``accelerator_utilization_ratio`` ← ``DCGM_FI_DEV_GPU_UTIL`` and
+``npu_chip_info_utilization``); the answers go back through the ingestion mapping
+(:func:`map_samples`), so units, DCGM sentinels, npu-exporter's -1, dcgm's used+free total,
+host/UUID/vdie_id and entity keys are exactly what the ingestion path would have stored.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+
+from telemetry.ingest.exposition import MappedSample, ParsedSample, map_samples
+from telemetry.ingest.mapping import source_families
+from telemetry.ingest.registry import DeviceRef
+from telemetry.read.promql.client import ResultSeries
+
+HOST_LABELS = ("instance",)
+_VENDOR_LABEL = {"DCGM_": "UUID", "npu_": "vdie_id"}
+
+
+def quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def families(metric: str) -> tuple[str, ...]:
+    """Exporter names for ``metric``; an unmapped catalogue name (kept from an exporter under
+    its lower-cased name) is matched case-insensitively."""
+    return source_families(metric) or (f"(?i){re.escape(metric)}",)
+
+
+def selector(
+    family: str, *, extra: str = "", label_map: dict[str, str], vendor_id: str | None = None
+) -> str:
+    """``{__name__=~"family", <extra matchers>[, UUID|vdie_id="..."]}``."""
+    matchers = [f"__name__=~{quote(family)}"]
+    if extra.strip():
+        matchers.append(extra.strip().strip(","))
+    if vendor_id:
+        for prefix, label in _VENDOR_LABEL.items():
+            if family.startswith(prefix):
+                matchers.append(f"{label_map.get(label, label)}={quote(vendor_id)}")
+    return "{" + ",".join(matchers) + "}"
+
+
+def to_mapped(
+    results: Iterable[tuple[str, ResultSeries]], *, label_map: dict[str, str]
+) -> list[MappedSample]:
+    """``(family asked for, result series)`` → catalogue samples via the ingestion mapping.
+
+    Functions such as ``avg_over_time`` drop ``__name__``; the family asked for restores it.
+    """
+    server_to_exporter = {server: exporter for exporter, server in label_map.items()}
+    parsed: list[ParsedSample] = []
+    for line, (family, series) in enumerate(results, start=1):
+        labels = {server_to_exporter.get(k, k): v for k, v in series.labels.items()}
+        name = labels.pop("__name__", None) or family
+        for ts, value in series.points:
+            parsed.append(ParsedSample(name, labels, value, round(ts * 1000), line, None))
+    report = map_samples(
+        parsed, source="auto", default_host=None, scrape_time=time.time(), host_labels=HOST_LABELS
+    )
+    return report.samples
+
+
+def entity_key(sample: MappedSample) -> str:
+    """The entity key the ingestion path registers for this sample's entity."""
+    entity = sample.entity
+    if entity.kind == "accelerator":
+        return DeviceRef(entity.host, entity.index, entity.vendor_id).key
+    return entity.host or entity.vendor_id

@@ -1,0 +1,241 @@
+"""Writing samples exactly once per (metric, entity, time); rollups follow by compaction.
+
+Ingestion is a plain insert — on PostgreSQL a COPY into a temporary staging table, then one
+``INSERT … ON CONFLICT DO NOTHING`` — so its cost stays close to a raw COPY. Rollups (1 min,
+15 min, 1 h, 1 day; count/sum/min/max) are built by :mod:`telemetry.store.compaction` up to a
+watermark per resolution. A sample that arrives for a bucket already compacted (late data)
+is folded into that bucket here, in the same statement, so rollups never miss it and never
+count a replay: only rows that were really inserted reach them.
+
+Callers own the transaction (``transaction.atomic``). Ingestion holds a shared advisory lock
+and compaction an exclusive one, so a watermark never moves past a sample that is still being
+written.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.db import connection
+
+ROLLUP_RESOLUTIONS: tuple[int, ...] = (60, 900, 3600, 86400)
+ADVISORY_LOCK_KEY = 0x524F4C4C  # "ROLL": shared by ingestion, exclusive for compaction
+
+# (metric_id, entity_id, unix_seconds, value)
+SampleRow = tuple[int, int, float, float]
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    received: int
+    inserted: int
+
+    @property
+    def duplicates(self) -> int:
+        return self.received - self.inserted
+
+
+def to_datetime(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def bucket_start(seconds: float, resolution: int) -> float:
+    return math.floor(seconds / resolution) * resolution
+
+
+def watermarks() -> dict[int, datetime]:
+    from telemetry.models import RollupWatermark
+
+    return dict(RollupWatermark.objects.values_list("resolution", "complete_until"))
+
+
+def _dedupe(rows: Sequence[SampleRow]) -> list[SampleRow]:
+    # Within one batch the last value for a point wins, like a Prometheus re-scrape.
+    latest: dict[tuple[int, int, float], SampleRow] = {}
+    for row in rows:
+        latest[(row[0], row[1], row[2])] = row
+    return list(latest.values())
+
+
+def samples_write(rows: Sequence[SampleRow], *, provenance: int | None = None) -> StoreResult:
+    """Insert ``rows`` (late ones also into compacted rollups); returns how many were new.
+
+    ``provenance`` is the :class:`~telemetry.models.SampleSource` id of whoever wrote the
+    batch (``telemetry.store.provenance``): one value for the whole batch, set in the insert itself,
+    so tagging costs no per-row work. ``None`` marks the rows as of unknown origin, which no
+    gate trusts.
+    """
+    if not rows:
+        return StoreResult(received=0, inserted=0)
+    unique_rows = _dedupe(rows)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [ADVISORY_LOCK_KEY])
+        inserted = _write_postgresql(unique_rows, watermarks(), provenance)
+    else:
+        inserted = _write_generic(unique_rows, watermarks(), provenance)
+    return StoreResult(received=len(rows), inserted=inserted)
+
+
+_PG_STAGING = """
+CREATE TEMP TABLE IF NOT EXISTS monitoring_sample_staging (
+    metric_id integer, entity_id bigint, ts timestamptz, value double precision
+) ON COMMIT DELETE ROWS
+"""
+
+_PG_MERGE = """
+WITH inserted AS (
+    INSERT INTO monitoring_sample (metric_id, entity_id, ts, value, source_id)
+    SELECT metric_id, entity_id, ts, value, %s::integer FROM monitoring_sample_staging
+    ORDER BY metric_id, entity_id, ts
+    ON CONFLICT (metric_id, entity_id, ts) DO NOTHING
+    RETURNING metric_id, entity_id, ts, value
+), late AS (
+    SELECT i.metric_id, i.entity_id, i.value, r.res,
+           to_timestamp(floor(extract(epoch FROM i.ts) / r.res) * r.res) AS bucket
+    FROM inserted i
+    CROSS JOIN (VALUES (60, %s::timestamptz), (900, %s::timestamptz), (3600, %s::timestamptz),
+                       (86400, %s::timestamptz)) AS r(res, complete_until)
+    WHERE to_timestamp(floor(extract(epoch FROM i.ts) / r.res) * r.res) < r.complete_until
+), rolled AS (
+    INSERT INTO monitoring_rollup (metric_id, entity_id, resolution, bucket, count, sum, min, max)
+    SELECT metric_id, entity_id, res, bucket, count(*), sum(value), min(value), max(value)
+    FROM late GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+    ON CONFLICT (metric_id, entity_id, resolution, bucket) DO UPDATE SET
+        count = monitoring_rollup.count + EXCLUDED.count,
+        sum = monitoring_rollup.sum + EXCLUDED.sum,
+        min = LEAST(monitoring_rollup.min, EXCLUDED.min),
+        max = GREATEST(monitoring_rollup.max, EXCLUDED.max)
+)
+SELECT count(*) FROM inserted
+"""
+
+_NEVER = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _write_postgresql(
+    rows: list[SampleRow], marks: dict[int, datetime], provenance: int | None
+) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(_PG_STAGING)
+        # ON COMMIT DELETE ROWS empties it at commit; truncate too in case an earlier batch in
+        # this same transaction left rows behind.
+        cursor.execute("TRUNCATE monitoring_sample_staging")
+        with cursor.cursor.copy(
+            "COPY monitoring_sample_staging (metric_id, entity_id, ts, value) FROM STDIN"
+        ) as copy:
+            for metric_id, entity_id, seconds, value in rows:
+                copy.write_row((metric_id, entity_id, to_datetime(seconds), value))
+        cursor.execute(_PG_MERGE, [provenance, *(marks.get(r, _NEVER) for r in ROLLUP_RESOLUTIONS)])
+        return int(cursor.fetchone()[0])
+
+
+def _existing_points(rows: list[SampleRow]) -> set[tuple[int, int, str]]:
+    ops = connection.ops
+    lo = ops.adapt_datetimefield_value(to_datetime(min(r[2] for r in rows)))
+    hi = ops.adapt_datetimefield_value(to_datetime(max(r[2] for r in rows)))
+    metric_ids = sorted({r[0] for r in rows})
+    placeholders = ",".join(["%s"] * len(metric_ids))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT metric_id, entity_id, ts FROM monitoring_sample "
+            f"WHERE ts >= %s AND ts <= %s AND metric_id IN ({placeholders})",
+            [lo, hi, *metric_ids],
+        )
+        return {(m, e, str(ts)) for m, e, ts in cursor.fetchall()}
+
+
+def rollups_add(aggregates: dict[tuple[int, int, int, float], list[float]]) -> None:
+    """Upsert ``{(metric, entity, resolution, bucket seconds): [count, sum, min, max]}``."""
+    if not aggregates:
+        return
+    ops = connection.ops
+    least, greatest = ("LEAST", "GREATEST") if connection.vendor == "postgresql" else ("MIN", "MAX")
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO monitoring_rollup "
+            "(metric_id, entity_id, resolution, bucket, count, sum, min, max) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s) "
+            "ON CONFLICT (metric_id, entity_id, resolution, bucket) DO UPDATE SET "
+            "count = monitoring_rollup.count + excluded.count, "
+            "sum = monitoring_rollup.sum + excluded.sum, "
+            f"min = {least}(monitoring_rollup.min, excluded.min), "
+            f"max = {greatest}(monitoring_rollup.max, excluded.max)",
+            [
+                (m, e, r, ops.adapt_datetimefield_value(to_datetime(b)), *agg)
+                for (m, e, r, b), agg in sorted(aggregates.items())
+            ],
+        )
+
+
+def aggregate_into(
+    aggregates: dict,
+    metric_id: int,
+    entity_id: int,
+    resolution: int,
+    bucket: float,
+    count: int,
+    total: float,
+    low: float,
+    high: float,
+) -> None:
+    agg = aggregates.setdefault(
+        (metric_id, entity_id, resolution, bucket), [0, 0.0, math.inf, -math.inf]
+    )
+    agg[0] += count
+    agg[1] += total
+    agg[2] = min(agg[2], low)
+    agg[3] = max(agg[3], high)
+
+
+def _write_generic(
+    rows: list[SampleRow], marks: dict[int, datetime], provenance: int | None
+) -> int:
+    ops = connection.ops
+    existing = _existing_points(rows)
+    new = [
+        (m, e, ops.adapt_datetimefield_value(to_datetime(s)), v, s)
+        for m, e, s, v in rows
+        if (m, e, str(ops.adapt_datetimefield_value(to_datetime(s)))) not in existing
+    ]
+    if not new:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO monitoring_sample (metric_id, entity_id, ts, value, source_id) "
+            "VALUES (%s,%s,%s,%s,%s)",
+            [(*row[:4], provenance) for row in new],
+        )
+    late: dict = {}
+    limits = {r: marks[r].timestamp() for r in ROLLUP_RESOLUTIONS if r in marks}
+    for metric_id, entity_id, _, value, seconds in new:
+        for resolution, limit in limits.items():
+            bucket = bucket_start(seconds, resolution)
+            if bucket < limit:
+                aggregate_into(
+                    late, metric_id, entity_id, resolution, bucket, 1, value, value, value
+                )
+    rollups_add(late)
+    return len(new)
+
+
+def group_rows(rows, resolution: int) -> dict:
+    """Aggregate ``(metric, entity, seconds, count, sum, min, max)`` rows into buckets."""
+    out: dict = defaultdict(lambda: [0, 0.0, math.inf, -math.inf])
+    for metric_id, entity_id, seconds, count, total, low, high in rows:
+        aggregate_into(
+            out,
+            metric_id,
+            entity_id,
+            resolution,
+            bucket_start(seconds, resolution),
+            count,
+            total,
+            low,
+            high,
+        )
+    return dict(out)
