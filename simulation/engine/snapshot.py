@@ -18,6 +18,7 @@ from .metrics_catalog import METRICS
 from .sched.policy import in_window
 from .serving_metrics import cluster_values as serving_cluster
 from .serving_metrics import workload_values as serving_workload
+from .traffic import uplink_utilisation
 
 if TYPE_CHECKING:  # annotations only
     from .state import EngineState
@@ -113,15 +114,18 @@ def build_snapshot(w: World, st: EngineState, res: StepResult) -> Snapshot:
     sn_cards = per(idx.card_sn, healthy.astype(float), idx.n_supernodes)
     rack_cards = np.maximum(idx.cards_per_rack, 1)
     node_cards = np.bincount(idx.card_node, minlength=idx.n_nodes)
-    # Link load: cards of multi-rack jobs push comm_share x cross-boundary fraction upward.
+    # Link load: cards of multi-rack jobs push comm_share x cross-boundary fraction upward,
+    # each card's flow on the one live uplink its hash picks (traffic.py: ECMP).
     jr = jobs.racks.astype(float)
     w_link = np.concatenate([train["comm_share"] * (1 - 1 / np.maximum(jr, 1)), np.zeros(n_s + 1)])
-    rack_load = per(idx.card_rack, w_link[oi], idx.n_racks) / rack_cards
-    rack_load = rack_load * scen.topology.inter_rack_convergence
-    up = scen.topology.uplinks_per_rack
-    n_up = np.maximum(up - np.bincount(idx.link_rack[~faults.link_up], minlength=idx.n_racks), 1)
-    link_util = np.where(
-        faults.link_up, np.minimum(1.0, (rack_load * up / n_up)[idx.link_rack]), 0.0
+    link_util = uplink_utilisation(
+        idx.card_rack,
+        cards.owner,
+        w_link[oi] * scen.topology.inter_rack_convergence,
+        idx.link_rack,
+        faults.link_up,
+        rack_cards,
+        scen.topology.uplinks_per_rack,
     )
     rerouting = faults.rerouting(st.t, dt)
 

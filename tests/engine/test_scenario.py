@@ -99,3 +99,26 @@ def test_a_replica_too_small_for_its_model_is_rejected_naming_tp():
     )
     with pytest.raises(ValueError, match="'tp'"):
         Engine(s)
+
+
+def test_default_services_fit_their_models_context_windows():
+    """A 2k-context model is not sent 1-4k-token prompts (issue 25 known defect)."""
+    from simulation.engine.catalog import get_model
+    from simulation.engine.scenario.defaults import CONTEXT_OVERFLOW, overflow_share
+
+    for seed in (7, 8):
+        scen = default_scenario(10240, seed)
+        for s in scen.services:
+            ctx = get_model(s.model).max_context
+            assert s.prompt_tokens_mean + s.output_tokens_mean < ctx / 2
+            share = overflow_share(s.prompt_tokens_mean, s.output_tokens_mean, ctx)
+            assert share <= CONTEXT_OVERFLOW * 1.01
+
+
+def test_default_run_truncates_almost_no_prompt():
+    from simulation.engine import Engine
+
+    eng = Engine(default_scenario(512, seed=7, n_training_jobs=4, hours=1.0))
+    eng.run_until(3600.0)
+    summ = eng.summary()
+    assert summ["prompts_truncated"] <= 0.02 * summ["inference_requests"]

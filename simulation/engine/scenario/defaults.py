@@ -17,6 +17,7 @@ import random
 import numpy as np
 
 from ..catalog import HardwareSpec, get_hardware, get_model, min_tensor_parallel
+from ..serving.requests import OUTPUT_SIGMA, PROMPT_SIGMA
 from . import demand as trace_demand
 from .training_demand import draw_jobs
 from .types import Faults, InferenceService, Policy, Scenario, Topology, TrainingJob
@@ -72,6 +73,48 @@ def size_services(
 # completion is tighter (MLPerf's interactive scenario: TTFT 450 ms / TPOT 40 ms; DistServe,
 # OSDI'24, sets code-completion TTFT far below chat): 1 s / 50 ms.
 SLO_DEFAULTS = {"chat": (2000.0, 100.0), "code": (1000.0, 50.0)}
+
+# Request lengths. The draws (512/1,024/2,048-token chat prompts, twice that for code) sit
+# around the Azure LLM inference trace 2023 (Patel et al., "Splitwise", ISCA'24, section III:
+# median prompt 1,020 tokens for conversation, 1,500 for coding). A model cannot take more
+# than its context window (catalog ``max_context``: BLOOM and GPT-3 2,048 tokens, Llama 2
+# 4,096, Llama 3 8,192, from their published configs), so a service's mean output is capped
+# at an eighth of the window and its mean prompt where at most :data:`CONTEXT_OVERFLOW` of
+# its requests (log-normal prompt and output, ``serving.requests.PROMPT_SIGMA`` /
+# ``OUTPUT_SIGMA``) would overflow it: a 2k-context model serves short prompts, as operators of
+# such models do, instead of truncating a large share of its requests.
+CONTEXT_OVERFLOW = 0.005
+_Z = np.linspace(-6.0, 6.0, 241)  # quadrature grid over the output's standard normal
+_W = np.exp(-0.5 * _Z**2) / np.exp(-0.5 * _Z**2).sum()
+
+
+def overflow_share(prompt_mean: float, output_mean: float, max_context: int) -> float:
+    """Share of log-normal requests whose prompt + output exceeds ``max_context``."""
+    if max_context <= 0:
+        return 0.0
+    out = output_mean * np.exp(OUTPUT_SIGMA * _Z - 0.5 * OUTPUT_SIGMA**2)
+    room = max_context - out
+    ok = room > 0
+    z = np.log(np.where(ok, room, 1.0) / prompt_mean) / PROMPT_SIGMA + 0.5 * PROMPT_SIGMA
+    tail = np.where(ok, 0.5 * np.vectorize(math.erfc)(z / math.sqrt(2.0)), 1.0)
+    return float((_W * tail).sum())
+
+
+def fit_lengths(prompt: float, output: float, max_context: int) -> tuple[float, float]:
+    """(prompt, output) means capped so at most :data:`CONTEXT_OVERFLOW` of requests overflow
+    the context window (bisection on the prompt mean; unchanged when they already fit)."""
+    if max_context <= 0:
+        return prompt, output
+    output = min(output, max_context / 8.0)
+    if overflow_share(prompt, output, max_context) <= CONTEXT_OVERFLOW:
+        return prompt, output
+    lo, hi = 1.0, prompt
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (
+            (mid, hi) if overflow_share(mid, output, max_context) <= CONTEXT_OVERFLOW else (lo, mid)
+        )
+    return float(math.floor(lo)), output
 
 
 def _tp_for_tpot(model, hw: HardwareSpec, tpot_ms: float, context: float) -> int:
@@ -142,6 +185,7 @@ def default_scenario(
         ttft_ms, tpot_ms = SLO_DEFAULTS["code" if code else "chat"]
         prompt = float(rnd.choice((512, 1024, 2048))) * (2 if code else 1)
         output = float(rnd.choice((128, 256, 512))) / (2 if code else 1)
+        prompt, output = fit_lengths(prompt, output, model.max_context)
         services.append(
             InferenceService(
                 name=f"{'code' if code else 'chat'}-{model.id}-{i:03d}",

@@ -338,7 +338,18 @@ class RequestModel:
             )
             if x.size
         ]
-        return {"s": s, "replicas": reps_rows, "cut": cut_n}
+        # The draw is random: keep whole replicas up to the sample bound (at least one, cut
+        # to its first SAMPLE_REQUESTS arrivals and the window they span).
+        kept, total = [], 0
+        for x, p, o, h, win in reps_rows:
+            if kept and total + x.size > SAMPLE_REQUESTS:
+                break
+            if x.size > SAMPLE_REQUESTS:
+                win = float(x[SAMPLE_REQUESTS])
+                x, p, o, h = (v[:SAMPLE_REQUESTS] for v in (x, p, o, h))
+            kept.append((x, p, o, h, win))
+            total += x.size
+        return {"s": s, "replicas": kept, "cut": cut_n}
 
     def _times(self, w: World, groups: list[dict]) -> None:
         """Prefill time per sampled request and decode-step tables, one vectorised call each."""
