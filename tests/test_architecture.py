@@ -195,3 +195,44 @@ def test_the_cycle_finder_sees_a_late_import(tmp_path):
         "def queue():\n    from simulation.tasks import task\n"
     )
     assert module_cycles(tmp_path) == [["simulation.services.work", "simulation.tasks"]]
+
+
+INVENTORY_ROWS = {"Supernode", "Rack", "Node", "Accelerator", "Link"}
+CREATORS = {"create", "bulk_create", "get_or_create", "update_or_create"}
+
+
+def inventory_creators(root: Path | None = None) -> list[str]:
+    """Calls that create topology rows (``Node.objects.bulk_create(...)``) outside
+    ``inventory``: docs/architecture.md §1 gives that job to the inventory service alone."""
+    root = root or ROOT
+    found = []
+    for app in sorted(APPS - {"inventory"}):
+        for path in sorted((root / app).rglob("*.py")):
+            if "migrations" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                    continue
+                manager = node.func.value
+                if (
+                    node.func.attr in CREATORS
+                    and isinstance(manager, ast.Attribute)
+                    and manager.attr == "objects"
+                    and isinstance(manager.value, ast.Name)
+                    and manager.value.id in INVENTORY_ROWS
+                ):
+                    rel = path.relative_to(root)
+                    found.append(f"{rel}:{node.lineno} {manager.value.id}.objects.{node.func.attr}")
+    return found
+
+
+def test_only_the_inventory_service_creates_topology_rows():
+    assert inventory_creators() == []
+
+
+def test_the_creator_check_sees_a_bulk_create_elsewhere(tmp_path):
+    (tmp_path / "telemetry").mkdir()
+    (tmp_path / "telemetry" / "sneak.py").write_text(
+        "from inventory.models import Node\nNode.objects.bulk_create([])\n"
+    )
+    assert inventory_creators(tmp_path) == ["telemetry/sneak.py:2 Node.objects.bulk_create"]

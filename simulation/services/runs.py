@@ -8,18 +8,18 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Tenant
-from inventory.models import (
-    Accelerator,
-    Cluster,
-    Confidence,
-    HardwareModel,
-    Link,
-    Node,
-    Rack,
-    Supernode,
-    Workload,
+from inventory.models import Accelerator, Cluster, Confidence, HardwareModel, Link, Workload
+from inventory.services import (
+    DeviceSpec,
+    LinkSpec,
+    Placement,
+    accelerators_ensure,
+    cluster_default_set,
+    links_ensure,
+    nodes_ensure,
+    racks_ensure,
+    supernodes_ensure,
 )
-from inventory.services import cluster_default_set
 from simulation.engine import HARDWARE, METRICS, Engine, Scenario
 from simulation.models import TwinRun
 from simulation.services.lag import tick_lag_record
@@ -176,25 +176,22 @@ def _inventory_from_topology(
     if cluster.hardware_model_id is None and hardware is not None:
         cluster.hardware_model = hardware
         cluster.save(update_fields=["hardware_model"])
-    Supernode.objects.bulk_create(
-        [Supernode(cluster=cluster, name=s["key"]) for s in listing["supernodes"]],
-        ignore_conflicts=True,
+    placements = {r["key"]: Placement(r["supernode"], r["key"]) for r in listing["racks"]}
+    supernodes = supernodes_ensure(cluster=cluster, names=[s["key"] for s in listing["supernodes"]])
+    racks = {
+        p.rack: rack
+        for p, rack in racks_ensure(cluster=cluster, placements=placements.values()).items()
+    }
+    nodes = nodes_ensure(
+        cluster=cluster,
+        hosts=(),
+        placements={n["key"]: placements[n["rack"]] for n in listing["nodes"]},
     )
-    supernodes = {s.name: s for s in cluster.supernodes.all()}
-    Rack.objects.bulk_create(
-        [Rack(supernode=supernodes[r["supernode"]], name=r["key"]) for r in listing["racks"]],
-        ignore_conflicts=True,
-    )
-    racks = {r.name: r for r in Rack.objects.filter(supernode__cluster=cluster)}
-    Node.objects.bulk_create(
-        [Node(cluster=cluster, hostname=n["key"], rack=racks[n["rack"]]) for n in listing["nodes"]],
-        ignore_conflicts=True,
-    )
-    nodes = {n.hostname: n for n in cluster.nodes.select_related("rack")}
-    Accelerator.objects.bulk_create(
-        [
-            Accelerator(
-                node=nodes[c["node"]],
+    accelerators = accelerators_ensure(
+        cluster=cluster,
+        devices=[
+            DeviceSpec(
+                host=c["node"],
                 index=int(c["key"].rsplit("c", 1)[1]),
                 vendor_id=f"twin:{cluster.name}/{c['key']}",
                 model_name=c["hardware"],
@@ -203,12 +200,12 @@ def _inventory_from_topology(
             )
             for c in listing["cards"]
         ],
-        ignore_conflicts=True,
+        nodes=nodes,
     )
-    Link.objects.bulk_create(
-        [
-            Link(
-                cluster=cluster,
+    links = links_ensure(
+        cluster=cluster,
+        links=[
+            LinkSpec(
                 key=link["key"],
                 kind=Link.Kind.INTER_RACK,
                 endpoint_a=link["rack"],
@@ -217,13 +214,8 @@ def _inventory_from_topology(
             )
             for link in listing["links"]
         ],
-        ignore_conflicts=True,
     )
-    links = {link.key: link for link in cluster.links.all()}
-    cards = {
-        f"{a.node.hostname}/c{a.index}": a
-        for a in Accelerator.objects.filter(node__cluster=cluster).select_related("node__rack")
-    }
+    cards = {f"{a.node.hostname}/c{a.index}": a for a in accelerators.values()}
     entities = [
         entity_build(cluster=cluster, kind=EntityKind.SUPERNODE, key=k, supernode=s)
         for k, s in supernodes.items()

@@ -10,7 +10,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import transaction
 
-from inventory.models import Cluster, Node
+from inventory.models import Cluster
+from inventory.services import nodes_ensure
 from telemetry.errors import IngestionError
 from telemetry.ingest.exposition import (
     MAPPED_METRICS,
@@ -215,13 +216,10 @@ def ingest_mapping_report(
 
 
 def _nodes_register(cluster: Cluster, hosts: set[str]) -> dict[str, int]:
-    Node.objects.bulk_create(
-        [Node(cluster=cluster, hostname=h, registered_by_exporter=True) for h in sorted(hosts)],
-        ignore_conflicts=True,
-    )
-    nodes = Node.objects.filter(cluster=cluster, hostname__in=hosts).select_related("rack")
+    nodes = nodes_ensure(cluster=cluster, hosts=hosts, registered_by_exporter=True)
     entities_save(
-        entity_build(cluster=cluster, kind=EntityKind.NODE, key=n.hostname, node=n) for n in nodes
+        entity_build(cluster=cluster, kind=EntityKind.NODE, key=n.hostname, node=n)
+        for n in nodes.values()
     )
     return dict(
         Entity.objects.filter(cluster=cluster, kind=EntityKind.NODE, key__in=hosts).values_list(

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from inventory.models import Accelerator, Cluster, Node
+from inventory.models import Cluster
+from inventory.services import DeviceSpec, accelerators_ensure, nodes_ensure
 from telemetry.ingest.limits import check_count
 from telemetry.models import Entity, EntityKind, MetricDefinition
 from telemetry.services.entities import entities_save, entity_build
@@ -156,34 +157,20 @@ class DeviceRef:
 def devices_register(cluster: Cluster, devices: Iterable[DeviceRef]) -> dict[str, int]:
     """Register unseen nodes and accelerators under ``cluster``; return accelerator entity ids.
 
-    Exporters do not know racks, so new nodes have none until an operator places them.
+    Nodes and cards are created by the inventory service (``inventory.services``).
     """
     devices = {d.key: d for d in devices}
-    hosts = sorted({d.host for d in devices.values()})
-    Node.objects.bulk_create(
-        [Node(cluster=cluster, hostname=h, registered_by_exporter=True) for h in hosts],
-        ignore_conflicts=True,
+    nodes = nodes_ensure(
+        cluster=cluster, hosts={d.host for d in devices.values()}, registered_by_exporter=True
     )
-    nodes = {
-        n.hostname: n
-        for n in Node.objects.filter(cluster=cluster, hostname__in=hosts).select_related("rack")
-    }
-    Accelerator.objects.bulk_create(
-        [
-            Accelerator(
-                node=nodes[d.host],
-                index=d.index,
-                vendor_id=d.vendor_id,
-                model_name=d.model_name[:100],
-            )
+    accelerators = accelerators_ensure(
+        cluster=cluster,
+        devices=[
+            DeviceSpec(host=d.host, index=d.index, vendor_id=d.vendor_id, model_name=d.model_name)
             for d in devices.values()
         ],
-        ignore_conflicts=True,
+        nodes=nodes,
     )
-    accelerators = {
-        (a.node.hostname, a.vendor_id): a
-        for a in Accelerator.objects.filter(node__in=nodes.values()).select_related("node")
-    }
     entities = _entity_ids(cluster, {(EntityKind.ACCELERATOR, key) for key in devices})
     new_entities = []
     for key, device in devices.items():

@@ -1,0 +1,26 @@
+"""Inventory writes: which cluster pages open on (``clusters``) and the one service that
+creates supernodes, racks, nodes, cards and links for everyone (``topology``)."""
+
+from inventory.services.clusters import cluster_default_set
+from inventory.services.topology import (
+    DeviceSpec,
+    LinkSpec,
+    Placement,
+    accelerators_ensure,
+    links_ensure,
+    nodes_ensure,
+    racks_ensure,
+    supernodes_ensure,
+)
+
+__all__ = [
+    "DeviceSpec",
+    "LinkSpec",
+    "Placement",
+    "accelerators_ensure",
+    "cluster_default_set",
+    "links_ensure",
+    "nodes_ensure",
+    "racks_ensure",
+    "supernodes_ensure",
+]

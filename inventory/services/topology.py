@@ -1,0 +1,191 @@
+"""The one place inventory rows (supernodes, racks, nodes, cards, links) are created.
+
+Whoever discovers hardware calls these: the twin's topology import, exporters seen by
+ingestion (``telemetry.ingest``), the PromQL data source, and inventory imports
+(docs/architecture.md §1). Every function is keyword-only, bulk and idempotent: rows that
+already exist are kept (``ignore_conflicts``), so a replayed push, a concurrent registration or
+a re-run import creates each row once, and a fleet of 10,240 cards costs a few queries per
+batch, never one per card.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from inventory.models import Accelerator, Cluster, HardwareModel, Link, Node, Rack, Supernode
+
+BATCH_SIZE = 2000
+
+
+@dataclass(frozen=True, order=True)
+class Placement:
+    """Where a node stands: a rack inside a supernode (names, as operators and exporters
+    spell them)."""
+
+    supernode: str
+    rack: str
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """A card as its discoverer describes it; ``host`` names its node."""
+
+    host: str
+    index: int | None
+    vendor_id: str
+    model_name: str = ""
+    hardware_model: HardwareModel | None = None
+    health: int = Accelerator.Health.UNKNOWN
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """A fabric link between two named endpoints."""
+
+    key: str
+    kind: str
+    endpoint_a: str
+    endpoint_b: str
+    capacity_bytes_per_s: float
+
+
+@transaction.atomic
+def supernodes_ensure(*, cluster: Cluster, names: Iterable[str]) -> dict[str, Supernode]:
+    """Create the supernodes of ``cluster`` that are missing; return all of them by name."""
+    names = sorted(set(names))
+    Supernode.objects.bulk_create(
+        [Supernode(cluster=cluster, name=name) for name in names],
+        ignore_conflicts=True,
+        batch_size=BATCH_SIZE,
+    )
+    return {s.name: s for s in Supernode.objects.filter(cluster=cluster)}
+
+
+@transaction.atomic
+def racks_ensure(*, cluster: Cluster, placements: Iterable[Placement]) -> dict[Placement, Rack]:
+    """Create the racks (and their supernodes) that are missing; return every rack of
+    ``cluster`` by its placement."""
+    placements = set(placements)
+    supernodes = supernodes_ensure(cluster=cluster, names={p.supernode for p in placements})
+    Rack.objects.bulk_create(
+        [Rack(supernode=supernodes[p.supernode], name=p.rack) for p in sorted(placements)],
+        ignore_conflicts=True,
+        batch_size=BATCH_SIZE,
+    )
+    return {
+        Placement(r.supernode.name, r.name): r
+        for r in Rack.objects.filter(supernode__cluster=cluster).select_related("supernode")
+    }
+
+
+@transaction.atomic
+def nodes_ensure(
+    *,
+    cluster: Cluster,
+    hosts: Iterable[str],
+    placements: Mapping[str, Placement] | None = None,
+    registered_by_exporter: bool = False,
+) -> dict[str, Node]:
+    """The nodes of ``cluster`` named by ``hosts``, created if missing, by hostname (with
+    ``rack__supernode`` selected, so building entities costs no further query).
+
+    ``placements`` (hostname → rack) are the discoverer's word — the twin's topology, an
+    inventory import: new nodes are created in that rack and existing ones are moved there.
+    Hosts without a placement keep the rack they have.
+    """
+    placements = dict(placements or {})
+    hosts = set(hosts) | set(placements)
+    racks = racks_ensure(cluster=cluster, placements=placements.values()) if placements else {}
+    nodes = _nodes(cluster, hosts)
+    missing = hosts - nodes.keys()
+    if missing:
+        Node.objects.bulk_create(
+            [
+                Node(
+                    cluster=cluster,
+                    hostname=host,
+                    rack=racks[placements[host]] if host in placements else None,
+                    registered_by_exporter=registered_by_exporter,
+                )
+                for host in sorted(missing)
+            ],
+            ignore_conflicts=True,
+            batch_size=BATCH_SIZE,
+        )
+    moved = [
+        node
+        for host, node in nodes.items()
+        if host in placements and node.rack_id != racks[placements[host]].pk
+    ]
+    for node in moved:
+        node.rack = racks[placements[node.hostname]]
+    if moved:
+        Node.objects.bulk_update(moved, ["rack"], batch_size=BATCH_SIZE)
+    return _nodes(cluster, hosts) if missing or moved else nodes
+
+
+@transaction.atomic
+def accelerators_ensure(
+    *, cluster: Cluster, devices: Iterable[DeviceSpec], nodes: Mapping[str, Node]
+) -> dict[tuple[str, str], Accelerator]:
+    """Create the cards in ``devices`` that are missing, on their nodes (from
+    :func:`nodes_ensure`); return every card of those nodes by ``(hostname, vendor_id)``,
+    with ``node__rack`` selected. A card already registered is kept as it is."""
+    Accelerator.objects.bulk_create(
+        [
+            Accelerator(
+                node=nodes[d.host],
+                index=d.index,
+                vendor_id=d.vendor_id,
+                model_name=d.model_name[:100],
+                hardware_model=d.hardware_model,
+                health=d.health,
+            )
+            for d in devices
+        ],
+        ignore_conflicts=True,
+        batch_size=BATCH_SIZE,
+    )
+    node_ids = [n.pk for n in nodes.values() if n.cluster_id == cluster.pk]
+    found: dict[tuple[str, str], Accelerator] = {}
+    for start in range(0, len(node_ids), BATCH_SIZE):
+        cards = Accelerator.objects.filter(
+            node_id__in=node_ids[start : start + BATCH_SIZE]
+        ).select_related("node__rack")
+        found.update({(a.node.hostname, a.vendor_id): a for a in cards})
+    return found
+
+
+@transaction.atomic
+def links_ensure(*, cluster: Cluster, links: Iterable[LinkSpec]) -> dict[str, Link]:
+    """Create the links of ``cluster`` that are missing; return all of them by key."""
+    Link.objects.bulk_create(
+        [
+            Link(
+                cluster=cluster,
+                key=link.key,
+                kind=link.kind,
+                endpoint_a=link.endpoint_a,
+                endpoint_b=link.endpoint_b,
+                capacity_bytes_per_s=link.capacity_bytes_per_s,
+            )
+            for link in links
+        ],
+        ignore_conflicts=True,
+        batch_size=BATCH_SIZE,
+    )
+    return {link.key: link for link in Link.objects.filter(cluster=cluster)}
+
+
+def _nodes(cluster: Cluster, hosts: set[str]) -> dict[str, Node]:
+    found: dict[str, Node] = {}
+    ordered = sorted(hosts)
+    for start in range(0, len(ordered), BATCH_SIZE):
+        rows = Node.objects.filter(
+            cluster=cluster, hostname__in=ordered[start : start + BATCH_SIZE]
+        ).select_related("rack__supernode")
+        found.update({n.hostname: n for n in rows})
+    return found
