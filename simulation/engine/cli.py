@@ -19,6 +19,7 @@ from .compare import (
 )
 from .memory.replay import replay_blocks
 from .perf.inference import perf_point
+from .perf.profiles import CHOICES as PROFILE_CHOICES
 from .spread import combine, fmt_spread
 from .traces import read_mooncake
 
@@ -164,6 +165,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-tokens", type=_positive_int, default=256)
     p.add_argument("--ep", type=_positive_int, default=1, help="expert-parallel cards")
     p.add_argument("--dtype", choices=("bf16", "fp8", "int8"), default="bf16")
+    p.add_argument(
+        "--profile",
+        choices=PROFILE_CHOICES,
+        default="current",
+        help="serving-stack constants (current = the 2024+ stack for the hardware)",
+    )
     p.add_argument("--tpot-target-ms", type=_positive_float, default=None)
     p.add_argument("--json", metavar="FILE")
     v = sub.add_parser("validate", help="model error on public measurements + tail check")
@@ -389,10 +396,12 @@ def main(argv: list[str] | None = None) -> int:
                 dtype=args.dtype,
                 output_tokens=args.output_tokens,
                 tpot_target_ms=args.tpot_target_ms,
+                profile=args.profile,
             )
         except ValueError as exc:
             ap.error(str(exc))
         if args.json is None:
+            print(f"profile {res['profile']}")
             print(
                 f"prefill {res['prefill_ms']:.1f} ms, decode {res['decode_ms_per_token']:.2f}"
                 f" ms/token; TTFT {res['ttft_ms']:.1f} ms, TPOT {res['tpot_ms']:.2f} ms"

@@ -16,7 +16,11 @@ import numpy as np
 from .calibration import splitwise
 from .catalog import get_hardware, get_model
 from .perf.inference import CALIBRATION as DESIGN_POINT
-from .perf.inference import PARAMS, ServingParams, decode_breakdown, prefill_breakdown
+from .perf.inference import decode_breakdown, prefill_breakdown
+from .perf.profiles import FITTED, PROFILES, ServingParams
+
+# The Splitwise measurements are judged with the stack they were measured on.
+PARAMS = PROFILES["splitwise-2023"].params
 
 BUCKETS = ((1, 1), (2, 4), (8, 16), (32, 64))
 
@@ -62,47 +66,58 @@ def errors(rows, p: ServingParams = PARAMS) -> dict[str, np.ndarray]:
     }
 
 
-_NAMES = [f.name for f in dataclasses.fields(ServingParams)]
+_NAMES = list(FITTED)
+
+
+def with_values(start: ServingParams, x: np.ndarray) -> ServingParams:
+    """``start`` with the fitted constants set to ``exp(x)`` (log-parameters)."""
+    return dataclasses.replace(start, **dict(zip(_NAMES, map(float, np.exp(x)), strict=True)))
 
 
 def _objective(x: np.ndarray, rows) -> float:
-    p = ServingParams(**dict(zip(_NAMES, np.exp(x), strict=True)))
+    p = with_values(PARAMS, x)
     if p.gemm_eff_max > 0.85 or p.attn_eff > 1.0 or p.hbm_eff > 0.92:
         return 1e9
     e = errors(rows, p)
     return float(np.mean(np.abs(np.log1p(e["prefill"]))) + np.mean(np.abs(np.log1p(e["decode"]))))
 
 
-def fit(rows=splitwise.CALIBRATION_ROWS, iters: int = 1500, start: ServingParams = PARAMS):
-    """Nelder-Mead on log-parameters minimising mean |log error| of prefill + decode."""
-    x0 = np.log(np.array([getattr(start, n) for n in _NAMES]))
+def nelder_mead(objective, x0: np.ndarray, iters: int) -> tuple[np.ndarray, float]:
+    """Plain Nelder-Mead (deterministic: fixed initial simplex, no randomness)."""
     n = x0.size
     simplex = [x0] + [x0 + 0.4 * np.eye(n)[i] for i in range(n)]
-    vals = [_objective(x, rows) for x in simplex]
+    vals = [objective(x) for x in simplex]
     for _ in range(iters):
         order = np.argsort(vals)
         simplex = [simplex[i] for i in order]
         vals = [vals[i] for i in order]
         centroid = np.mean(simplex[:-1], axis=0)
         xr = centroid + (centroid - simplex[-1])
-        fr = _objective(xr, rows)
+        fr = objective(xr)
         if fr < vals[0]:
             xe = centroid + 2.0 * (centroid - simplex[-1])
-            fe = _objective(xe, rows)
+            fe = objective(xe)
             simplex[-1], vals[-1] = (xe, fe) if fe < fr else (xr, fr)
         elif fr < vals[-2]:
             simplex[-1], vals[-1] = xr, fr
         else:
             xc = centroid + 0.5 * (simplex[-1] - centroid)
-            fc = _objective(xc, rows)
+            fc = objective(xc)
             if fc < vals[-1]:
                 simplex[-1], vals[-1] = xc, fc
             else:
                 for i in range(1, n + 1):
                     simplex[i] = simplex[0] + 0.5 * (simplex[i] - simplex[0])
-                    vals[i] = _objective(simplex[i], rows)
+                    vals[i] = objective(simplex[i])
     best = simplex[int(np.argmin(vals))]
-    return ServingParams(**dict(zip(_NAMES, np.exp(best), strict=True))), float(min(vals))
+    return best, float(min(vals))
+
+
+def fit(rows=splitwise.CALIBRATION_ROWS, iters: int = 1500, start: ServingParams = PARAMS):
+    """Nelder-Mead on log-parameters minimising mean |log error| of prefill + decode."""
+    x0 = np.log(np.array([getattr(start, n) for n in _NAMES]))
+    best, val = nelder_mead(lambda x: _objective(x, rows), x0, iters)
+    return with_values(start, best), val
 
 
 def summary(rows=splitwise.ROWS, p: ServingParams = PARAMS) -> dict:
@@ -236,6 +251,10 @@ def run(refit: bool = False, tails: bool = True, out=print) -> dict:
         f"DESIGN.md point (not fitted): prefill {pre[0]:.1f} ms vs {dp.prefill_s * 1e3:.0f}, "
         f"decode {dec[0]:.2f} ms vs {dp.decode_s_per_token * 1e3:.0f}"
     )
+    out("(profile splitwise-2023; the Splitwise rows are that stack's measurements)")
+    from . import validate_current
+
+    res["current"] = validate_current.run(out, refit=refit)
     res["training_demand"] = demand_check(out)
     if tails:
         out("Tail check: analytic G/G/c P99 vs per-request DES (300k requests, s0=0.2, s1=1.0)")

@@ -25,7 +25,8 @@ L70 = get_model("llama-2-70b")
 
 
 def test_design_md_points_are_reproduced_within_the_15_percent_target_without_fitting_them():
-    p = perf_point("llama-2-70b", "h100-sxm", 8, 1, 2048)
+    # DESIGN.md's point is a 2023-stack measurement: judged with that stack's profile.
+    p = perf_point("llama-2-70b", "h100-sxm", 8, 1, 2048, profile="splitwise-2023")
     assert p["prefill_ms"] == pytest.approx(CALIBRATION.prefill_s * 1e3, rel=0.15)
     assert p["decode_ms_per_token"] == pytest.approx(CALIBRATION.decode_s_per_token * 1e3, rel=0.15)
 

@@ -44,6 +44,9 @@ class Fabric:
     int8_ops: float | None
     allreduce_hop_s: float = 2.4e-6
     allreduce_bus_bytes_per_s: float = 0.0  # 0: 0.66 x scaleup_bytes_per_s
+    # Cards one scale-up fabric reaches: an 8-GPU NVLink node (DGX/HGX), an 8-NPU HCCS node
+    # (910B), the whole 384-NPU CloudMatrix384 supernode over UB (910C), Atlas 950 supernode.
+    scaleup_domain: int = 8
 
     @property
     def bus_bytes_per_s(self) -> float:
@@ -55,9 +58,13 @@ FABRIC: dict[str, Fabric] = {
     "a100-sxm": Fabric(300e9, 50e9, None, 624 * TFLOPS, 3.4e-6, 143e9),
     "h100-sxm": Fabric(450e9, 50e9, 1979 * TFLOPS, 1979 * TFLOPS, 2.4e-6, 299e9),
     "ascend-910b": Fabric(392e9, 50e9, None, 640 * TFLOPS),
-    "ascend-910c": Fabric(392e9, 50e9, None, 1504 * TFLOPS),
-    "ascend-950pr": Fabric(2000e9, 50e9, 1000 * TFLOPS, 1000 * TFLOPS),
-    "ascend-950dt": Fabric(2000e9, 50e9, 1000 * TFLOPS, 1000 * TFLOPS),
+    # H800: the export H100 (same compute and HBM), NVLink cut to 400 GB/s bidirectional
+    # (200 GB/s per direction; DeepSeek-V3 report 3.2.2 measures ~160 GB/s), 8 x 400 Gb/s IB.
+    # Not a catalog part: :mod:`..validate_current` uses it for DeepSeek's published figures.
+    "h800-sxm": Fabric(200e9, 50e9, 1979 * TFLOPS, 1979 * TFLOPS, 2.4e-6, 160e9),
+    "ascend-910c": Fabric(392e9, 50e9, None, 1504 * TFLOPS, scaleup_domain=384),
+    "ascend-950pr": Fabric(2000e9, 50e9, 1000 * TFLOPS, 1000 * TFLOPS, scaleup_domain=384),
+    "ascend-950dt": Fabric(2000e9, 50e9, 1000 * TFLOPS, 1000 * TFLOPS, scaleup_domain=384),
 }
 
 DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0}

@@ -1,41 +1,39 @@
-"""Per-phase inference latency from FLOPs, bytes and the fabric, with a few global efficiencies
-calibrated on public measurements (``calibration/splitwise.py``; see ``validate``).
+"""Per-phase inference latency from FLOPs, bytes and the fabric, with one serving stack's
+efficiencies and fixed costs (a profile, :mod:`.profiles`; fitted and checked by ``validate``).
 
 Replica layout: ``tp`` cards per tensor-parallel group; ``ep`` cards hold the routed experts of
 an MoE model (attention and dense layers run data-parallel in ``ep / tp`` groups). A replica
 spans ``max(tp, ep)`` cards. ``dtype`` is the weight precision (bf16, fp8, int8): it sets the
-bytes read per weight and the matmul rate (:func:`.fabric.peak_for`); the KV cache stays 16-bit.
+bytes read per weight and the matmul rate (:func:`.fabric.peak_for`); the KV cache is 16-bit
+unless a decode call says ``kv_dtype``.
 
 **Prefill** of ``batch`` prompts of ``tokens`` tokens (T = batch x tokens in one pass)::
 
     linear   = max(2 N_active T / (cards peak eta(T)),  weight bytes / (card BW eta_bw))
     attention= batch x 2 L tokens^2 (heads x head_dim) / (tp peak eta_attn)     # causal
-    comm     = 2 L x allreduce(T x hidden x 2 B) + 2 L_moe x all-to-all (MoE only)
+    comm     = 2 L x allreduce(T x hidden x 2 B) + exposed MoE all-to-all
     overhead = c_pass + L c_layer + batch c_seq                                  # fixed costs
 
 **Decode** step of ``batch`` sequences with mean context ``ctx`` (continuous batching)::
 
     linear   = max(weights read / (BW eta_bw), 2 N_active batch / (peak eta(batch)))
     kv       = max(batch ctx kv_bytes / (BW eta_bw), attention FLOPs / (peak eta_attn))
-    comm     = 2 L x allreduce(batch x hidden x 2 B) + MoE all-to-all
+    comm     = 2 L x allreduce(batch x hidden x 2 B) + exposed MoE all-to-all
     overhead = c_pass + L c_layer + batch c_seq
 
-* GEMM efficiency grows with the tokens in the GEMM:
-  ``eta(T) = eta_max T / (T + T_half) / (1 + T hidden 2 / act_sat)``
-  (a 128-token prompt cannot fill the device; a 64-sequence decode GEMM still reads weights).
+* GEMM efficiency grows with the tokens in the GEMM, ``eta(T) = eta_max T / (T + T_half)``,
+  and never falls again: a large pass approaches ``eta_max`` of peak (the roofline).
 * Ring all-reduce over ``tp`` cards: ``2(tp-1) alpha + 2(tp-1)/tp x bytes / link BW`` with the
   bus bandwidth and per-hop latency of the hardware's scale-up fabric (:mod:`.fabric`:
   measured NCCL all-reduce for A100/H100, datasheet-derived elsewhere), not fitted here.
 * MoE: a decode step reads only the experts its tokens touch, ``E(1-(1-k/E)^b)`` of ``E`` per
   layer; each MoE layer dispatches and combines every token's ``k`` expert activations
-  all-to-all over ``ep`` cards, on the supernode bus for peers inside the supernode and RoCE
-  for the rest.
-The nine global constants in :data:`PARAMS` were fitted by :func:`..validate.fit` to the
-calibration half of the Splitwise measurements; ``validate`` prints the error on both halves.
-GEMM efficiency also falls once the activation working set (tokens x hidden x 2 B) grows past
-``act_sat_bytes`` (observed in the measurements beyond ~2-4k tokens per pass); per-layer fixed
-cost is ``layer_launch_s + layer_fixed_bytes / HBM BW`` (launches plus small memory-bound
-kernels, which is why A100 pays more per layer than H100).
+  all-to-all over ``ep`` cards, on the scale-up fabric inside its domain and RDMA beyond.
+  With the profile's ``moe_overlap`` (two micro-batches) only ``max(0, a2a - compute)`` shows.
+* MLA decodes with absorbed up-projections: attention over the latent,
+  ``2 heads (2 kv_lora_rank + rope)`` FLOPs per query and context token.
+Per-layer fixed cost is ``layer_launch_s + layer_fixed_bytes / HBM BW`` (launches plus small
+memory-bound kernels, which is why A100 pays more per layer than H100).
 """
 
 from __future__ import annotations
@@ -46,8 +44,9 @@ import numpy as np
 
 from ..catalog import HardwareSpec, ModelSpec, get_hardware, get_model
 from .fabric import DTYPE_BYTES, fabric, peak_for
+from .profiles import PROFILES, ServingParams, params_for, profile_name_for
 
-SUPERNODE_CARDS = 384  # CloudMatrix384-style supernode (DESIGN.md)
+__all__ = ["PARAMS", "PROFILES", "ServingParams", "params_for", "profile_name_for"]
 
 
 @dataclass(frozen=True)
@@ -66,34 +65,9 @@ class CalibrationPoint:
 CALIBRATION = CalibrationPoint("llama-2-70b", "h100-sxm", 8, 1, 2048, 0.137, 0.030)
 
 
-@dataclass(frozen=True)
-class ServingParams:
-    """Global efficiencies and overheads (same for every model and hardware)."""
-
-    gemm_eff_max: float  # large-GEMM fraction of peak
-    gemm_half_tokens: float  # tokens per GEMM at which efficiency is half of the max
-    act_sat_bytes: float  # activation working set (tokens x hidden x 2 B) halving efficiency
-    attn_eff: float  # attention-kernel fraction of peak
-    hbm_eff: float  # achievable fraction of HBM bandwidth
-    pass_overhead_s: float  # per forward pass (scheduling, launch, sampling setup)
-    layer_launch_s: float  # per layer per pass: kernel launches / synchronisation
-    layer_fixed_bytes: float  # per layer per pass: small-kernel traffic (norms, rotary...)
-    seq_overhead_s: float  # per sequence per pass (sampling, KV/block bookkeeping)
-
-
-# Fitted by ``python -m simulation.engine validate --refit`` (see validate.fit); do not edit by
-# hand: rerun the fit and paste its output.
-PARAMS = ServingParams(
-    gemm_eff_max=0.6472,
-    gemm_half_tokens=62.93,
-    act_sat_bytes=5.568e8,
-    attn_eff=0.2669,
-    hbm_eff=0.92,
-    pass_overhead_s=8.19e-3,
-    layer_launch_s=6.972e-5,
-    layer_fixed_bytes=1.642e8,
-    seq_overhead_s=2.945e-4,
-)
+# The default stack's constants for NVIDIA parts (kept under this name for callers that read
+# them); every function below takes ``p`` (explicit constants) or ``profile`` (a name).
+PARAMS = PROFILES["trtllm-2025"].params
 
 
 def _attr(m, name, default=0.0):
@@ -114,13 +88,21 @@ def shape_of(m) -> dict[str, np.ndarray]:
     routed = moe_layers * experts * expert_params
     routed_active = moe_layers * k * expert_params
     kv = getattr(m, "kv_bytes_per_token", None)
-    mla = _attr(m, "kv_lora_rank") > 0
+    rank = _attr(m, "kv_lora_rank")
+    mla = rank > 0
+    # Decode attention per query token and context token: 4 x heads x head_dim FLOPs (QK^T
+    # and PV); MLA decodes with the up-projections absorbed, so each head attends over the
+    # latent (rank + rope for QK, rank for PV): 2 x heads x (2 rank + rope) FLOPs.
+    width = _attr(m, "attention_width")
+    heads = _attr(m, "heads")
+    mla_width = heads * (2.0 * rank + _attr(m, "qk_rope_head_dim")) / 2.0
     return {
         "params": params,
         "active": active,
         "layers": _attr(m, "layers"),
         "hidden": hidden,
-        "attn_width": _attr(m, "attention_width"),
+        "attn_width": width,
+        "attn_width_decode": np.where(mla, mla_width, width),
         "kv_bytes": np.asarray(kv, dtype=float),
         "kv_split": np.where(mla, 1.0, np.maximum(_attr(m, "kv_heads", 1.0), 1.0)),
         "moe_layers": moe_layers,
@@ -131,10 +113,11 @@ def shape_of(m) -> dict[str, np.ndarray]:
     }
 
 
-def _eff(p: ServingParams, tokens, hidden=0.0):
+def _eff(p: ServingParams, tokens):
+    """GEMM fraction of peak: rises with the tokens in the GEMM to ``gemm_eff_max`` (never
+    falls again: a larger GEMM only amortises the weight read better)."""
     t = np.maximum(np.asarray(tokens, dtype=float), 1e-9)
-    act = t * np.asarray(hidden, dtype=float) * 2.0
-    return p.gemm_eff_max * t / (t + p.gemm_half_tokens) / (1.0 + act / p.act_sat_bytes)
+    return p.gemm_eff_max * t / (t + p.gemm_half_tokens)
 
 
 def allreduce_seconds(nbytes, tp, link_bw, hop_s):
@@ -144,8 +127,12 @@ def allreduce_seconds(nbytes, tp, link_bw, hop_s):
     return np.where(tp > 1, steps * hop_s + steps / np.maximum(tp, 1.0) * nbytes / link_bw, 0.0)
 
 
-def alltoall_seconds(nbytes_per_card, ep, fab, hop_s, supernode=SUPERNODE_CARDS):
-    """All-to-all moving ``nbytes_per_card`` out of each of ``ep`` cards (0 when ep = 1)."""
+def alltoall_seconds(nbytes_per_card, ep, fab, hop_s, supernode=None):
+    """All-to-all moving ``nbytes_per_card`` out of each of ``ep`` cards (0 when ep = 1).
+
+    Peers inside the scale-up domain (``fab.scaleup_domain``: 8-GPU NVLink node, 384-NPU
+    CloudMatrix supernode) are reached over the scale-up fabric, the rest over RDMA."""
+    supernode = fab.scaleup_domain if supernode is None else supernode
     ep = np.asarray(ep, dtype=float)
     remote = 1.0 - 1.0 / np.maximum(ep, 1.0)
     outside = np.clip(1.0 - supernode / np.maximum(ep, 1.0), 0.0, 1.0)
@@ -165,11 +152,33 @@ def _layout(tp, ep):
     return tp, ep, cards, groups
 
 
+def _moe_exposed(a2a, work, overlap):
+    """All-to-all time left on the critical path: with two micro-batches (DeepSeek's
+    dual micro-batch overlap, SGLang's two-batch overlap) one micro-batch's dispatch/combine
+    runs under the other's compute, so only ``max(0, a2a - work)`` shows; serialised, all."""
+    return np.where(overlap, np.maximum(a2a - work, 0.0), a2a)
+
+
 def prefill_breakdown(
-    model, hw: HardwareSpec, tp, tokens, batch=1.0, *, ep=1, dtype="bf16", p=None
+    model,
+    hw: HardwareSpec,
+    tp,
+    tokens,
+    batch=1.0,
+    *,
+    ep=1,
+    dtype="bf16",
+    p=None,
+    profile=None,
+    overlap=None,
 ) -> dict[str, np.ndarray]:
-    """Seconds of one prefill pass split into compute / memory / communication / overhead."""
-    p = p or PARAMS
+    """Seconds of one prefill pass split into compute / memory / communication / overhead.
+
+    ``p`` (explicit constants) or ``profile`` (a name from :data:`.profiles.PROFILES`, default
+    the hardware's current stack) picks the stack; ``overlap`` overrides its MoE overlap.
+    """
+    p = p or params_for(hw.id, profile)
+    overlap = p.moe_overlap if overlap is None else bool(overlap)
     s = shape_of(model)
     fab = fabric(hw)
     wb = DTYPE_BYTES[dtype]
@@ -181,11 +190,11 @@ def prefill_breakdown(
     total = tokens * batch
     dense_active = s["active"] - s["routed_active"]
     per_group = total / groups
-    dense_t = 2.0 * dense_active * per_group / (tp * peak * _eff(p, per_group, s["hidden"]))
+    dense_t = 2.0 * dense_active * per_group / (tp * peak * _eff(p, per_group))
     tok_expert = total * s["k"] / np.maximum(s["experts"], 1.0)
     moe_t = np.where(
         s["experts"] > 0,
-        2.0 * s["routed_active"] * total / (ep * peak * _eff(p, tok_expert, s["hidden"])),
+        2.0 * s["routed_active"] * total / (ep * peak * _eff(p, tok_expert)),
         0.0,
     )
     read = ((s["params"] - s["routed"]) / tp + s["routed"] / ep) * wb / bw
@@ -198,7 +207,7 @@ def prefill_breakdown(
         * s["attn_width"]
         / (tp * hw.peak_flops * p.attn_eff)
     )
-    comm = (
+    allreduce = (
         2.0
         * s["layers"]
         * allreduce_seconds(
@@ -206,12 +215,14 @@ def prefill_breakdown(
         )
     )
     a2a_bytes = per_group / tp * s["k"] * s["hidden"] * (wb + 2.0)
-    comm = comm + s["moe_layers"] * alltoall_seconds(a2a_bytes, ep, fab, fab.allreduce_hop_s)
+    a2a = s["moe_layers"] * alltoall_seconds(a2a_bytes, ep, fab, fab.allreduce_hop_s)
+    work = np.maximum(gemm, read) + attn
+    comm = allreduce + _moe_exposed(a2a, work, overlap)
     layer = p.layer_launch_s + p.layer_fixed_bytes / bw
     overhead = p.pass_overhead_s + s["layers"] * layer + batch * p.seq_overhead_s
     compute = np.maximum(gemm - read, 0.0) + attn
     memory = read
-    total_s = np.maximum(gemm, read) + attn + comm + overhead
+    total_s = work + comm + overhead
     return {
         "compute": compute,
         "memory": memory,
@@ -222,10 +233,30 @@ def prefill_breakdown(
 
 
 def decode_breakdown(
-    model, hw: HardwareSpec, tp, batch, context, *, ep=1, dtype="bf16", p=None
+    model,
+    hw: HardwareSpec,
+    tp,
+    batch,
+    context,
+    *,
+    ep=1,
+    dtype="bf16",
+    p=None,
+    profile=None,
+    overlap=None,
+    query_tokens=1.0,
+    kv_dtype="bf16",
 ) -> dict[str, np.ndarray]:
-    """Seconds of one decode step of ``batch`` sequences at mean ``context`` tokens."""
-    p = p or PARAMS
+    """Seconds of one decode step of ``batch`` sequences at mean ``context`` tokens.
+
+    ``query_tokens`` > 1 is a speculative step (e.g. DeepSeek's MTP verifies 2 tokens per
+    sequence): GEMMs, attention FLOPs and all-to-all carry that many tokens per sequence,
+    the KV cache is read once. ``kv_dtype`` is the KV-cache precision (the engine keeps it
+    16-bit; FP8 stacks quantise it). ``p`` / ``profile`` / ``overlap`` as in
+    :func:`prefill_breakdown`.
+    """
+    p = p or params_for(hw.id, profile)
+    overlap = p.moe_overlap if overlap is None else bool(overlap)
     s = shape_of(model)
     fab = fabric(hw)
     wb = DTYPE_BYTES[dtype]
@@ -234,38 +265,41 @@ def decode_breakdown(
     tp, ep, cards, groups = _layout(tp, ep)
     batch = np.maximum(np.asarray(batch, dtype=float), 1.0)
     context = np.asarray(context, dtype=float)
+    q = float(query_tokens)
     per_group = batch / groups
+    tok = batch * q  # tokens through the GEMMs this step
     e = np.maximum(s["experts"], 1.0)
-    touched = np.where(s["experts"] > 0, 1.0 - (1.0 - s["k"] / e) ** batch, 0.0)
+    touched = np.where(s["experts"] > 0, 1.0 - (1.0 - s["k"] / e) ** tok, 0.0)
     read = ((s["params"] - s["routed"]) / tp + s["routed"] * touched / ep) * wb / bw
     dense_active = s["active"] - s["routed_active"]
-    flops_t = 2.0 * dense_active * per_group / (
-        tp * peak * _eff(p, per_group, s["hidden"])
-    ) + np.where(
+    flops_t = 2.0 * dense_active * per_group * q / (tp * peak * _eff(p, per_group * q)) + np.where(
         s["experts"] > 0,
-        2.0 * s["routed_active"] * batch / (ep * peak * _eff(p, batch * s["k"] / e, s["hidden"])),
+        2.0 * s["routed_active"] * tok / (ep * peak * _eff(p, tok * s["k"] / e)),
         0.0,
     )
     linear = np.maximum(read, flops_t)
-    kv_read = per_group * context * s["kv_bytes"] / (np.minimum(tp, s["kv_split"]) * bw)
+    kv_bytes = s["kv_bytes"] * DTYPE_BYTES[kv_dtype] / 2.0
+    kv_read = per_group * context * kv_bytes / (np.minimum(tp, s["kv_split"]) * bw)
     attn_f = (
         per_group
+        * q
         * 4.0
         * s["layers"]
         * context
-        * s["attn_width"]
+        * s["attn_width_decode"]
         / (tp * hw.peak_flops * p.attn_eff)
     )
     kv = np.maximum(kv_read, attn_f)
-    comm = (
+    allreduce = (
         2.0
         * s["layers"]
         * allreduce_seconds(
-            per_group * s["hidden"] * 2.0, tp, fab.bus_bytes_per_s, fab.allreduce_hop_s
+            per_group * q * s["hidden"] * 2.0, tp, fab.bus_bytes_per_s, fab.allreduce_hop_s
         )
     )
-    a2a_bytes = per_group / tp * s["k"] * s["hidden"] * (wb + 2.0)
-    comm = comm + s["moe_layers"] * alltoall_seconds(a2a_bytes, ep, fab, fab.allreduce_hop_s)
+    a2a_bytes = per_group * q / tp * s["k"] * s["hidden"] * (wb + 2.0)
+    a2a = s["moe_layers"] * alltoall_seconds(a2a_bytes, ep, fab, fab.allreduce_hop_s)
+    comm = allreduce + _moe_exposed(a2a, linear + kv, overlap)
     layer = p.layer_launch_s + p.layer_fixed_bytes / bw
     overhead = p.pass_overhead_s + s["layers"] * layer + per_group * p.seq_overhead_s
     total = linear + kv + comm + overhead
@@ -278,14 +312,22 @@ def decode_breakdown(
     }
 
 
-def prefill_seconds(model, hw: HardwareSpec, tp, tokens, batch=1.0, *, ep=1, dtype="bf16"):
+def prefill_seconds(
+    model, hw: HardwareSpec, tp, tokens, batch=1.0, *, ep=1, dtype="bf16", profile=None
+):
     """Wall time of a prefill (vectorised over ``tokens``/``batch``/model arrays)."""
-    return prefill_breakdown(model, hw, tp, tokens, batch, ep=ep, dtype=dtype)["total"]
+    return prefill_breakdown(model, hw, tp, tokens, batch, ep=ep, dtype=dtype, profile=profile)[
+        "total"
+    ]
 
 
-def decode_seconds_per_token(model, hw: HardwareSpec, tp, batch, context, *, ep=1, dtype="bf16"):
+def decode_seconds_per_token(
+    model, hw: HardwareSpec, tp, batch, context, *, ep=1, dtype="bf16", profile=None
+):
     """Wall time of one decode step of ``batch`` sequences with mean ``context`` tokens."""
-    return decode_breakdown(model, hw, tp, batch, context, ep=ep, dtype=dtype)["total"]
+    return decode_breakdown(model, hw, tp, batch, context, ep=ep, dtype=dtype, profile=profile)[
+        "total"
+    ]
 
 
 def replica_cards(tp: int, ep: int = 1) -> int:
@@ -300,11 +342,11 @@ def weights_fit(model: ModelSpec, hw: HardwareSpec, tp: int, ep: int, dtype: str
     return hw.hbm_bytes - per_card * wb
 
 
-def _best_prefill_rate(m, hw, tp, ep, dtype, prompt_tokens) -> float:
+def _best_prefill_rate(m, hw, tp, ep, dtype, prompt_tokens, profile=None) -> float:
     """Prompt tokens/s of a replica at its best prefill batch (searched, 1..64 per group)."""
     groups = max(int(max(tp, ep) // tp), 1)
     sizes = np.unique(np.round(np.geomspace(1, 64 * groups, 40)))
-    t = prefill_seconds(m, hw, tp, prompt_tokens, sizes, ep=ep, dtype=dtype)
+    t = prefill_seconds(m, hw, tp, prompt_tokens, sizes, ep=ep, dtype=dtype, profile=profile)
     return float(np.max(sizes * prompt_tokens / t))
 
 
@@ -319,9 +361,12 @@ def perf_point(
     dtype: str = "bf16",
     output_tokens: int = 256,
     tpot_target_ms: float | None = None,
+    profile: str | None = None,
 ) -> dict:
-    """The ``perf`` CLI figures for one replica layout."""
+    """The ``perf`` CLI figures for one replica layout under ``profile`` (default: current)."""
     m, hw = get_model(model_id), get_hardware(hardware_id)
+    name = profile_name_for(hardware_id, profile)  # ValueError names the valid profiles
+    prof = PROFILES[name].params
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"dtype: must be one of bf16, fp8, int8 (got {dtype!r})")
     if ep > 1 and ep % tp:
@@ -335,9 +380,9 @@ def perf_point(
         )
     cards = replica_cards(tp, ep)
     ctx = prompt_tokens + output_tokens / 2.0
-    pre = prefill_breakdown(m, hw, tp, prompt_tokens, batch, ep=ep, dtype=dtype)
-    dec = decode_breakdown(m, hw, tp, batch, ctx, ep=ep, dtype=dtype)
-    pre1 = prefill_breakdown(m, hw, tp, prompt_tokens, 1, ep=ep, dtype=dtype)
+    pre = prefill_breakdown(m, hw, tp, prompt_tokens, batch, ep=ep, dtype=dtype, p=prof)
+    dec = decode_breakdown(m, hw, tp, batch, ctx, ep=ep, dtype=dtype, p=prof)
+    pre1 = prefill_breakdown(m, hw, tp, prompt_tokens, 1, ep=ep, dtype=dtype, p=prof)
     pre_s, dec_s = float(pre["total"]), float(dec["total"])
     # KV room bounds the batch: sequences of ctx tokens in the HBM left after weights.
     kv_cap = int(free * cards * 0.9 // max(ctx * m.kv_bytes_per_token, 1.0))
@@ -361,22 +406,29 @@ def perf_point(
             "decode_ms": {k: float(v) * 1e3 for k, v in dec.items() if k != "total"},
         },
         # Throughput mode: the best prefill batch (each attention group busy), per card.
-        "prefill_tokens_per_s_per_card": _best_prefill_rate(m, hw, tp, ep, dtype, prompt_tokens)
+        "prefill_tokens_per_s_per_card": _best_prefill_rate(
+            m, hw, tp, ep, dtype, prompt_tokens, name
+        )
         / cards,
         "prefill_tokens_per_s_per_card_at_batch": prompt_tokens * batch / pre_s / cards,
         "kv_capacity_sequences": kv_cap,
-        "calibration": asdict(PARAMS),
+        "profile": name,
+        "calibration": asdict(prof),
     }
     target = tpot_target_ms
     if target is not None:
         sizes = np.unique(np.clip(np.round(np.geomspace(1, max(kv_cap, 1), 400)), 1, None))
-        t = decode_seconds_per_token(m, hw, tp, sizes, ctx, ep=ep, dtype=dtype) * 1e3
+        t = decode_seconds_per_token(m, hw, tp, sizes, ctx, ep=ep, dtype=dtype, profile=name) * 1e3
         ok = sizes[t <= target]
         best = int(ok.max()) if ok.size else 0
         out["tpot_target_ms"] = target
         out["decode_batch_at_target"] = best
         out["decode_tokens_per_s_per_card"] = (
-            best / float(decode_seconds_per_token(m, hw, tp, best, ctx, ep=ep, dtype=dtype)) / cards
+            best
+            / float(
+                decode_seconds_per_token(m, hw, tp, best, ctx, ep=ep, dtype=dtype, profile=name)
+            )
+            / cards
             if best
             else 0.0
         )

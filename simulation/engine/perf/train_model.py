@@ -45,11 +45,13 @@ import math
 from dataclasses import dataclass
 
 from ..catalog import HardwareSpec, ModelSpec
+from .fabric import peak_for
 
 # Best sustained dense BF16 GEMM efficiency per device (fraction of datasheet peak).
 GEMM_EFFICIENCY = {
     "a100-sxm": 0.86,
     "h100-sxm": 0.76,
+    "h800-sxm": 0.76,  # same die as H100
 }
 GEMM_EFFICIENCY_DEFAULT = 0.72  # Ascend parts: no public GEMM benchmark (assumption)
 # The one constant fitted to MFU figures: the share of the best GEMM rate a training stack
@@ -63,6 +65,7 @@ STACK_FACTOR = 0.92
 SCALE_UP_BW = {
     "a100-sxm": 300e9,
     "h100-sxm": 450e9,
+    "h800-sxm": 200e9,  # export part: NVLink 400 GB/s bidirectional
     "ascend-910b": 196e9,
     "ascend-910c": 392e9,
     "ascend-950pr": 1000e9,
@@ -254,8 +257,15 @@ def step_time(
     link_penalty: float = 1.0,
     jitter: float = JITTER,
     spread: tuple | None = None,
+    gemm_dtype: str = "bf16",
+    ep_overlap: bool = False,
 ) -> dict[str, float]:
-    """One training step; returns MFU, throughput and the time split (see module doc)."""
+    """One training step; returns MFU, throughput and the time split (see module doc).
+
+    ``gemm_dtype="fp8"`` runs the GEMMs at the part's FP8 rate (DeepSeek-V3's FP8 training;
+    attention and MFU stay on the BF16 peak). ``ep_overlap`` hides the MoE all-to-all behind
+    the compute of the other micro-batch chunk (DeepSeek's DualPipe; exposed =
+    ``max(0, all-to-all - compute)`` per micro-batch)."""
     fab = fabric or Fabric(scale_up_bw=SCALE_UP_BW.get(hw.id, 200e9))
     for name, v in (("tp", tp), ("pp", pp), ("ep", ep), ("cp", cp), ("micro_batch", micro_batch)):
         if not isinstance(v, int) or v < 1:
@@ -287,7 +297,8 @@ def step_time(
     e_g = _efficiency(hw, h / tp, T)
     e_a = e_g * ATTENTION_RATIO
     bw = hw.hbm_bandwidth_bytes_per_s * HBM_EFFICIENCY
-    gemm_f = 2.0 * T * n_layer / tp / (hw.peak_flops * e_g)  # forward, one layer
+    gemm_peak = peak_for(hw, gemm_dtype)
+    gemm_f = 2.0 * T * n_layer / tp / (gemm_peak * e_g)  # forward, one layer
     attn_f = 2.0 * T * s * shape.attention_width / tp / (hw.peak_flops * e_a)  # causal half
     elem_f = ELEMENTWISE_PASSES * T * h * 2.0 / tp / bw
     fwd = gemm_f + attn_f + elem_f
@@ -295,7 +306,7 @@ def step_time(
     compute = lps * (3.0 * fwd + extra)
     # The last stage also runs the output projection (logits); the pipeline runs at the pace
     # of its slowest stage unless layers are rebalanced (fewer on the first/last stage).
-    logits = 3.0 * 2.0 * T * shape.vocab * h / tp / (hw.peak_flops * e_g)
+    logits = 3.0 * 2.0 * T * shape.vocab * h / tp / (gemm_peak * e_g)
     compute += logits / pp if (balance_stages or pp == 1) else logits
     # TP collectives (sequence parallel): 4 all-reduce equivalents per layer (+2 with full
     # recompute); a parallel attention+MLP block (PaLM, MegaScale) shares one pair of them.
@@ -319,6 +330,8 @@ def step_time(
     if ep > 1:
         a2a = T * h * 2.0 * shape.top_k / tp
         t_ep = lps * 4 * collective_seconds("alltoall", a2a, ep, mp, fab, link_penalty, spread)
+        if ep_overlap:
+            t_ep = max(t_ep - compute, 0.0)
     # Pipeline point-to-point: activations forward, gradients backward (x v with interleaving).
     t_p2p = 0.0
     if pp > 1:

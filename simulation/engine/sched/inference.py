@@ -58,6 +58,8 @@ class ServiceTable:
             kv_bytes_per_token=f([m.kv_bytes_per_token for m in models], dtype=float),
             kv_heads=f([m.kv_heads for m in models], dtype=float),
             kv_lora_rank=f([m.kv_lora_rank for m in models], dtype=float),
+            heads=f([m.heads for m in models], dtype=float),  # MLA decode attention width
+            qk_rope_head_dim=f([m.qk_rope_head_dim for m in models], dtype=float),
             moe_layers=f([m.moe_layers for m in models], dtype=float),
             n_experts=f([m.n_experts for m in models], dtype=float),
             experts_per_token=f([m.experts_per_token for m in models], dtype=float),
