@@ -1,10 +1,13 @@
 """``python -m simulation.engine validate``: how good the serving model is, on public data.
 
-Prints every public measurement used (Splitwise profiling data, ``calibration/splitwise.py``)
-with the model's prediction and error, medians per phase, per half (calibration / validation)
-and per batch-size bucket, then the analytic-vs-DES tail check (``perf/des.py``).
-``--refit`` reruns the fit of the nine global constants on the calibration half and prints
-them (paste into ``perf/inference.PARAMS``); nothing is fitted at import or run time.
+Prints every public measurement used with the model's prediction and error: the Splitwise
+profiling data (``calibration/splitwise.py``) under the ``splitwise-2023`` profile — medians
+per phase, per half (calibration / validation) and per batch-size bucket — then the 2024+
+stacks, MoE serving and MoE training checks (``validate_current``, ``calibration/current.py``),
+training demand and the analytic-vs-DES tail check (``perf/des.py``). ``--refit`` reruns the
+fits (the eight constants of ``splitwise-2023`` on the Splitwise calibration half,
+``trtllm-2025`` on its calibration rows, the two ``cloudmatrix-2025`` constants) and prints
+them (paste into ``perf/profiles.py``); nothing is fitted at import or run time.
 """
 
 from __future__ import annotations

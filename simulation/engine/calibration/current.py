@@ -25,7 +25,7 @@ the shapes of the catalog's ``llama-3-8b`` / ``llama-3-70b``.
   H100 GPUs", https://lmsys.org/blog/2025-05-05-large-scale-ep/ : 22.3k output tokens/s per
   8-GPU node in decode (2,000-token inputs), ITL ~100 ms (its "limitations"), no MTP.
 * DeepSeek-V3 training — DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437,
-  section 1 / Table 1: 180K H800 GPU hours per trillion tokens on 2,048 H800 (section 3.1:
+  section 1 / Table 1: 180K H800 GPU hours per trillion tokens on 2,048 H800 (section 3.2:
   16-way PP with DualPipe, 64-way EP over 8 nodes, ZeRO-1 DP, no TP; FP8 GEMMs; sequence
   4K, batch up to 15,360 sequences) = 1,543 tokens/s per GPU.
 """
@@ -87,7 +87,7 @@ HELD_OUT = tuple(r for r in TRTLLM_H100 if r[6] == "val")
 CLOUDMATRIX_SOURCE = "Zuo et al., Serving LLMs on Huawei CloudMatrix384, arXiv:2506.12708"
 DEEPSEEK_SERVING_SOURCE = "DeepSeek, V3/R1 Inference System Overview (open-infra-index, 2025-03-01)"
 SGLANG_SOURCE = "LMSYS, SGLang large-scale EP on 96 H100 (lmsys.org/blog/2025-05-05-large-scale-ep)"
-DEEPSEEK_TRAINING_SOURCE = "DeepSeek-V3 Technical Report, arXiv:2412.19437, Table 1 / sec. 3.1"
+DEEPSEEK_TRAINING_SOURCE = "DeepSeek-V3 Technical Report, arXiv:2412.19437, Table 1 / sec. 3.2"
 
 # MTP: DeepSeek-V3 report (its MTP discussion): the second token is accepted 85-90 % of the
 # time, "1.8x TPS"; a speculative step verifies 2 tokens per sequence and keeps 1.8.
