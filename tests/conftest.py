@@ -25,9 +25,16 @@ def pytest_runtest_teardown(item, nextitem):
     # DELETE, which the append-only audit triggers refuse unless lifted (rollout/db_guard.py).
     # PostgreSQL flushes with TRUNCATE and ignores this.
     from rollout.db_guard import audit_rows_unlocked
+    from telemetry.ingest.known import KNOWN
+    from telemetry.store.provenance import source_ids_forget
 
-    with audit_rows_unlocked():
-        return (yield)
+    try:
+        with audit_rows_unlocked():
+            return (yield)
+    finally:
+        # The ingestion memo outlives a test's rolled-back rows: start each test without it.
+        KNOWN.clear()
+        source_ids_forget()
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ own names, and writes everything in one transaction.
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from psycopg.errors import ForeignKeyViolation
 
 from inventory.models import Cluster
 from inventory.services import nodes_ensure
@@ -22,6 +23,7 @@ from telemetry.ingest.exposition import (
     map_exposition,
 )
 from telemetry.ingest.json_batch import accelerator_health_apply
+from telemetry.ingest.known import KNOWN
 from telemetry.ingest.limits import (
     MAX_CLUSTER_CHARS,
     MAX_ENTITY_KEY_CHARS,
@@ -39,7 +41,7 @@ from telemetry.ingest.registry import (
 )
 from telemetry.models import Entity, EntityKind, MetricDefinition
 from telemetry.services.entities import entities_save, entity_build
-from telemetry.store.samples import samples_write
+from telemetry.store.samples import StoreResult, samples_write
 
 SOURCES = ("auto", "dcgm", "npu")
 # What the scraper reads at most from one exporter (the same as a push may send).
@@ -149,13 +151,21 @@ def ingest_mapping_report(
     provenance: int | None = None,
 ) -> dict:
     """Register the nodes and cards a mapped exposition names and store its samples, in one
-    transaction; the answer counts accepted/mapped/dropped and inserted/duplicates."""
+    transaction; the answer counts accepted/mapped/dropped and inserted/duplicates.
+
+    Metric, card and node ids already resolved by this process come from the memo
+    (``telemetry.ingest.known``); only what it does not know is looked up or registered. A
+    memo entry pointing at a row deleted since fails the insert's foreign key: the memo is
+    cleared and the batch written again from the database, once."""
     mapping_report_check(report, max_samples=max_samples)
-    devices: dict[str, DeviceRef] = {}
+    devices: dict[tuple, DeviceRef] = {}
     hosts: set[str] = set()
     for sample in report.samples:
         entity = sample.entity
         if entity.kind == "accelerator":
+            ident = (entity.host, entity.index, entity.vendor_id, entity.model_name)
+            if ident in devices:
+                continue
             device = DeviceRef(
                 host=entity.host,
                 index=entity.index,
@@ -168,37 +178,18 @@ def ingest_mapping_report(
                     row=sample.line,
                     field="UUID",
                 )
-            devices.setdefault(device.key, device)
+            devices[ident] = device
         else:
             hosts.add(entity.host)
-
-    with transaction.atomic():
-        _catalogue_ensure_mapped()
-        new_refs = {(EntityKind.ACCELERATOR, key) for key in devices} | {
-            (EntityKind.NODE, host) for host in hosts
-        }
-        entities_check_new({cluster: new_refs}, field="body")
-        unmapped = {
-            s.metric: (s.entity.kind, s.source_name) for s in report.samples if not s.mapped
-        }
-        metrics_register_unmapped(unmapped)
-        metrics = metrics_by_name({s.metric for s in report.samples})
-        device_entities = devices_register(cluster, devices.values()) if devices else {}
-        node_entities = _nodes_register(cluster, hosts) if hosts else {}
-        rows = []
-        health: dict[int, int] = {}
-        for sample in report.samples:
-            entity = sample.entity
-            if entity.kind == "accelerator":
-                key = DeviceRef(entity.host, entity.index, entity.vendor_id).key
-                entity_id = device_entities[key]
-            else:
-                entity_id = node_entities[entity.host]
-            rows.append((metrics[sample.metric].id, entity_id, sample.timestamp, sample.value))
-            if sample.metric == "accelerator_health_status":
-                health[entity_id] = int(sample.value)
-        result = samples_write(rows, provenance=provenance)
-        accelerator_health_apply(health)
+    try:
+        with transaction.atomic():
+            rows, result = _report_store(report, cluster, devices, hosts, provenance)
+    except IntegrityError as exc:
+        if not isinstance(exc.__cause__, ForeignKeyViolation):
+            raise
+        KNOWN.clear()  # a memo entry named a row deleted since: resolve everything again
+        with transaction.atomic():
+            rows, result = _report_store(report, cluster, devices, hosts, provenance)
     body = report.as_dict()
     # Series that differ only in labels we do not key on (MIG instance, histogram bucket, XID
     # err_code) land on the same point; the last one wins. Say so instead of hiding it.
@@ -208,11 +199,92 @@ def ingest_mapping_report(
             "collapsed_same_point": collapsed,
             "inserted": result.inserted,
             "duplicates": result.duplicates,
-            "accelerators": len(devices),
+            "accelerators": len({d.key for d in devices.values()}),
             "nodes": len({d.host for d in devices.values()} | hosts),
         }
     )
     return body
+
+
+def _report_metric_ids(report: MappingReport) -> dict[str, int]:
+    names = {s.metric for s in report.samples}
+    metric_ids = KNOWN.get_many("metric", names)
+    missing = names - metric_ids.keys()
+    if missing:
+        _catalogue_ensure_mapped()
+        unmapped = {
+            s.metric: (s.entity.kind, s.source_name)
+            for s in report.samples
+            if not s.mapped and s.metric in missing
+        }
+        metrics_register_unmapped(unmapped)
+        found = {name: m.id for name, m in metrics_by_name(missing).items()}
+        KNOWN.put_many("metric", found)
+        metric_ids.update(found)
+    return metric_ids
+
+
+def _report_store(
+    report: MappingReport,
+    cluster: Cluster,
+    devices: dict[tuple, DeviceRef],
+    hosts: set[str],
+    provenance: int | None,
+) -> tuple[list, StoreResult]:
+    """Resolve (registering what is new) and write; the caller owns the transaction."""
+    cluster_id = cluster.id
+    device_ids = {
+        ident: entity_id
+        for ident, entity_id in KNOWN.get_many(
+            "device", [(cluster_id, *ident) for ident in devices]
+        ).items()
+    }
+    device_ids = {ident[1:]: entity_id for ident, entity_id in device_ids.items()}
+    node_ids = {
+        k[1]: v for k, v in KNOWN.get_many("node", [(cluster_id, h) for h in hosts]).items()
+    }
+    new_devices = {ident: d for ident, d in devices.items() if ident not in device_ids}
+    new_hosts = hosts - node_ids.keys()
+    if new_devices or new_hosts:
+        new_refs = {(EntityKind.ACCELERATOR, d.key) for d in new_devices.values()} | {
+            (EntityKind.NODE, host) for host in new_hosts
+        }
+        entities_check_new({cluster: new_refs}, field="body")
+    metric_ids = _report_metric_ids(report)
+    if new_devices:
+        by_key = devices_register(cluster, new_devices.values())
+        registered = {ident: by_key[d.key] for ident, d in new_devices.items()}
+        device_ids.update(registered)
+        KNOWN.put_many("device", {(cluster_id, *i): v for i, v in registered.items()})
+        KNOWN.put_many(
+            "entity",
+            {
+                (cluster_id, EntityKind.ACCELERATOR, d.key): by_key[d.key]
+                for d in new_devices.values()
+            },
+        )
+    if new_hosts:
+        registered_nodes = _nodes_register(cluster, new_hosts)
+        node_ids.update(registered_nodes)
+        KNOWN.put_many("node", {(cluster_id, h): v for h, v in registered_nodes.items()})
+        KNOWN.put_many(
+            "entity", {(cluster_id, EntityKind.NODE, h): v for h, v in registered_nodes.items()}
+        )
+    rows = []
+    health: dict[int, int] = {}
+    append = rows.append
+    for sample in report.samples:
+        entity = sample.entity
+        if entity.kind == "accelerator":
+            entity_id = device_ids[(entity.host, entity.index, entity.vendor_id, entity.model_name)]
+        else:
+            entity_id = node_ids[entity.host]
+        append((metric_ids[sample.metric], entity_id, sample.timestamp, sample.value))
+        if sample.metric == "accelerator_health_status":
+            health[entity_id] = int(sample.value)
+    result = samples_write(rows, provenance=provenance, check_now=True)
+    accelerator_health_apply(health)
+    return rows, result
 
 
 def _nodes_register(cluster: Cluster, hosts: set[str]) -> dict[str, int]:

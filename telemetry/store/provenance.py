@@ -36,12 +36,27 @@ DATASOURCE_LABEL = "datasource"
 _SIMPLE = {"twin", "exporters", "datasource"}
 
 
+# key -> id of the sources this process has seen. Sources are never deleted (samples keep
+# their id, ``DO_NOTHING``) and their key never changes, so an entry never goes stale; it
+# spares every remote-write request a query.
+_SOURCE_IDS: dict[str, int] = {}
+
+
+def source_ids_forget() -> None:
+    """Empty the memo (tests roll back rows the memo would otherwise keep naming)."""
+    _SOURCE_IDS.clear()
+
+
 def _ensure(key: str, **fields: object) -> int:
+    cached = _SOURCE_IDS.get(key)
+    if cached is not None:
+        return cached
     found = SampleSource.objects.filter(key=key).values_list("pk", flat=True).first()
-    if found is not None:
-        return found
-    source, _ = SampleSource.objects.get_or_create(key=key, defaults=fields)
-    return source.pk
+    if found is None:
+        found = SampleSource.objects.get_or_create(key=key, defaults=fields)[0].pk
+    if len(_SOURCE_IDS) < 100_000:
+        _SOURCE_IDS[key] = found
+    return found
 
 
 def source_twin() -> int:

@@ -61,8 +61,15 @@ def _dedupe(rows: Sequence[SampleRow]) -> list[SampleRow]:
     return list(latest.values())
 
 
-def samples_write(rows: Sequence[SampleRow], *, provenance: int | None = None) -> StoreResult:
+def samples_write(
+    rows: Sequence[SampleRow], *, provenance: int | None = None, check_now: bool = False
+) -> StoreResult:
     """Insert ``rows`` (late ones also into compacted rollups); returns how many were new.
+
+    ``check_now`` checks the rows' metric and entity foreign keys at the insert instead of at
+    commit (Django makes them deferred on PostgreSQL), so a writer holding memoised ids
+    (``telemetry.ingest.known``) sees a deleted entity as an ``IntegrityError`` it can retry
+    in its savepoint.
 
     ``provenance`` is the :class:`~telemetry.models.SampleSource` id of whoever wrote the
     batch (``telemetry.store.provenance``): one value for the whole batch, set in the insert itself,
@@ -75,10 +82,28 @@ def samples_write(rows: Sequence[SampleRow], *, provenance: int | None = None) -
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [ADVISORY_LOCK_KEY])
+            if check_now and _sample_foreign_keys():
+                cursor.execute(f"SET CONSTRAINTS {', '.join(_sample_foreign_keys())} IMMEDIATE")
         inserted = _write_postgresql(unique_rows, watermarks(), provenance)
     else:
         inserted = _write_generic(unique_rows, watermarks(), provenance)
     return StoreResult(received=len(rows), inserted=inserted)
+
+
+_FOREIGN_KEYS: list[str] = []
+
+
+def _sample_foreign_keys() -> list[str]:
+    """The sample table's foreign-key constraint names (read once per process)."""
+    if not _FOREIGN_KEYS:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT quote_ident(conname) FROM pg_constraint "
+                "WHERE conrelid = 'monitoring_sample'::regclass AND contype = 'f' "
+                "AND condeferrable ORDER BY conname"
+            )
+            _FOREIGN_KEYS.extend(row[0] for row in cursor.fetchall())
+    return _FOREIGN_KEYS
 
 
 _PG_STAGING = """

@@ -29,8 +29,9 @@ from django.utils import timezone
 
 from inventory.models import Cluster
 from telemetry.errors import IngestionError
-from telemetry.ingest.exposition import MappingReport, map_samples
+from telemetry.ingest.exposition import EntityRef, MappingReport, map_samples
 from telemetry.ingest.json_batch import MAX_BATCH_SAMPLES
+from telemetry.ingest.known import KNOWN
 from telemetry.ingest.limits import MAX_ENTITY_KEY_CHARS, limit, text_problem, time_window
 from telemetry.ingest.parse import ParsedSample
 from telemetry.ingest.prometheus import SOURCES, cluster_for_ingest, ingest_mapping_report
@@ -78,14 +79,20 @@ def _count(dropped: dict[str, int], reason: str, n: int = 1) -> None:
     dropped[reason] = dropped.get(reason, 0) + n
 
 
-def _sample_problem(sample) -> str | None:
+def _sample_problem(sample, text_ok: dict[str, str | None]) -> str | None:
     """What would make the text path refuse its whole push (``mapping_report_check``,
-    ``ingest_mapping_report``), as a drop reason for this one sample."""
+    ``ingest_mapping_report``), as a drop reason for this one sample. ``text_ok`` memoises
+    the text checks per string within a request (a card's UUID recurs in all its series)."""
     if abs(sample.value) > limit("TELEMETRY_MAX_ABS_VALUE"):
         return "value_out_of_range"
     entity = sample.entity
     for value in (sample.metric, entity.host, entity.vendor_id, entity.model_name):
-        problem = value and text_problem(value, max_chars=200)
+        if not value:
+            continue
+        if value in text_ok:
+            problem = text_ok[value]
+        else:
+            problem = text_ok[value] = text_problem(value, max_chars=200) or None
         if problem:
             return problem
     if entity.kind == "accelerator":
@@ -102,22 +109,40 @@ def _ref(sample) -> tuple[str, str]:
     return (EntityKind.NODE, entity.host)
 
 
+def _allowed_refs(cluster: Cluster, refs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """``entities_new_allowed`` for the refs the memo does not already know to exist."""
+    unique = list(dict.fromkeys(refs))
+    known = KNOWN.get_many("entity", [(cluster.id, kind, key) for kind, key in unique])
+    allowed = {(kind, key) for _, kind, key in known}
+    unknown = [ref for ref in unique if ref not in allowed]
+    if unknown:
+        allowed |= entities_new_allowed(cluster, unknown)
+    return allowed
+
+
 def report_screen(report: MappingReport, *, cluster: Cluster) -> None:
     """Drop and count, per reason, the samples that would refuse the whole batch on the
     other paths: a name or label too long or holding a control character, a value out of
     range, and samples of new cards or nodes beyond the new-entity caps. Prometheus drops a
     refused batch for good, so one bad series must not cost the good ones."""
     kept = []
+    refs = []
+    text_ok: dict[str, str | None] = {}
+    ref_of: dict[EntityRef, tuple[str, str]] = {}
     for sample in report.samples:
-        problem = _sample_problem(sample)
+        problem = _sample_problem(sample, text_ok)
         if problem is None:
-            kept.append(sample)
+            ref = ref_of.get(sample.entity)
+            if ref is None:
+                ref = ref_of[sample.entity] = _ref(sample)
+            kept.append((sample, ref))
+            refs.append(ref)
         else:
             _count(report.dropped, problem)
-    allowed = entities_new_allowed(cluster, [_ref(s) for s in kept])
+    allowed = _allowed_refs(cluster, refs)
     report.samples = []
-    for sample in kept:
-        if _ref(sample) in allowed:
+    for sample, ref in kept:
+        if ref in allowed:
             report.samples.append(sample)
         else:
             _count(report.dropped, "too_many_new_entities")
@@ -181,11 +206,7 @@ def remote_write_record(
 ) -> None:
     """Add one request to the cluster's receive counters (after the samples committed, so
     concurrent shards do not serialise on this row while writing)."""
-    cluster_id = Cluster.objects.filter(name=cluster_name).values_list("id", flat=True).first()
-    if cluster_id is None:
-        return  # unknown cluster: nothing to count against
     now = timezone.now()
-    RemoteWriteStatus.objects.get_or_create(cluster_id=cluster_id)
     updates: dict = {"requests": F("requests") + 1, "last_seen_at": now}
     if error is not None:
         updates.update(rejected=F("rejected") + 1, last_error=error[:2000], last_error_at=now)
@@ -199,4 +220,12 @@ def remote_write_record(
             last_success_at=now,
             last_counts=result,
         )
+    # One statement in the common case (the cluster's row exists): every shard of every
+    # Prometheus updates this row, so it is touched once, briefly, per request.
+    if RemoteWriteStatus.objects.filter(cluster__name=cluster_name).update(**updates):
+        return
+    cluster_id = Cluster.objects.filter(name=cluster_name).values_list("id", flat=True).first()
+    if cluster_id is None:
+        return  # unknown cluster: nothing to count against
+    RemoteWriteStatus.objects.get_or_create(cluster_id=cluster_id)
     RemoteWriteStatus.objects.filter(cluster_id=cluster_id).update(**updates)
