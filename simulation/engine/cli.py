@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -148,6 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("cluster-traces", "legacy"),
         default="cluster-traces",
         help="training arrivals fitted to public cluster traces (default) or the legacy mix",
+    )
+    c.add_argument(
+        "--perf-profile",
+        choices=PROFILE_CHOICES,
+        default="current",
+        help="serving-stack constants of the perf model (current = the part's 2024+ stack)",
     )
     c.add_argument("--json", metavar="FILE", help="write JSON results ('-' = stdout)")
     c.add_argument("--serial", action="store_true", help="run the two policies one by one")
@@ -333,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
                 trace_model=args.trace_model,
                 training_demand=args.training_demand,
             )
+            scen = dataclasses.replace(scen, perf_profile=args.perf_profile)
             trace_note = None
             if args.training_trace is not None:
                 trace_note = describe_training_trace(

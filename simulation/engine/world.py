@@ -25,7 +25,9 @@ class World:
         topo = scenario.topology
         self.hw = get_hardware(topo.hardware)
         self.idx = TopologyIndex(topo)
-        self.svc = ServiceTable(scenario.services, self.hw, scenario.policy)
+        self.svc = ServiceTable(
+            scenario.services, self.hw, scenario.policy, profile=scenario.perf_profile
+        )
         self.features = features  # the policy's effective mechanisms (sched.policy)
         self.jobs = JobTable(scenario.training_jobs, topo, self.hw.hbm_bytes, self.hw)
         self.prefix = PrefixModel(self.svc.prompt, self.svc.prefix_share)

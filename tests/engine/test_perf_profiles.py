@@ -126,3 +126,26 @@ def test_current_stack_checks_hold_on_held_out_figures_and_are_deterministic():
     assert any("held out" in line for line in lines)
     again = validate_current.run(lambda _line: None)
     assert json.dumps(res, sort_keys=True) == json.dumps(again, sort_keys=True)
+
+
+def test_a_scenario_selects_its_profile_and_old_scenarios_load_with_the_current_one():
+    import dataclasses
+
+    from simulation.engine import Engine, Scenario, default_scenario
+
+    scen = default_scenario(256, seed=2, n_services=3, training_demand="legacy")
+    assert scen.perf_profile == "current"
+    old_json = scen.to_dict()
+    del old_json["perf_profile"]  # a scenario saved before profiles existed
+    assert Scenario.from_dict(old_json).perf_profile == "current"
+    tpot = {}
+    for name in ("current", "splitwise-2023"):
+        s = dataclasses.replace(scen, perf_profile=name)
+        assert Scenario.from_dict(s.to_dict()) == s
+        eng = Engine(s)
+        eng.run_until(1800.0)
+        assert eng.world.svc.profile == name
+        tpot[name] = eng.summary()["tpot_p50_ms"]
+    assert tpot["current"] < tpot["splitwise-2023"]  # the leaner stack decodes faster
+    with pytest.raises(ValueError, match="perf_profile"):
+        Scenario.from_dict({**scen.to_dict(), "perf_profile": "vllm-1999"})

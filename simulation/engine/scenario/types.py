@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ..catalog import HARDWARE, MODELS
+from ..perf.profiles import CHOICES as PROFILE_CHOICES
 from .features import Features
 
 POLICIES = ("split", "unified")
@@ -474,9 +475,19 @@ class Scenario:
     # Time-faithful trace replay (issue 13, see replay.py): per-step mean prompt/output tokens
     # ({"prompt_tokens": [...], "output_tokens": [...]}); demand is then exact (no noise).
     replay: dict | None = None
+    # Serving-stack constants of the perf model (``perf/profiles.py``): ``current`` is the
+    # 2024+ stack of the cluster's part; ``splitwise-2023`` reproduces the issue-13 twin.
+    perf_profile: str = "current"
 
     def __post_init__(self) -> None:
         w = "Scenario"
+        _check(
+            self.perf_profile in PROFILE_CHOICES,
+            w,
+            "perf_profile",
+            f"must be one of {', '.join(PROFILE_CHOICES)}",
+            self.perf_profile,
+        )
         _check(
             isinstance(self.seed, int) and self.seed >= 0, w, "seed", "must be int >= 0", self.seed
         )

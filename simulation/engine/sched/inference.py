@@ -37,8 +37,15 @@ from ..scenario.types import InferenceService, Policy
 class ServiceTable:
     """Static per-service arrays derived from the scenario (not part of saved state)."""
 
-    def __init__(self, services: list[InferenceService], hw: HardwareSpec, policy: Policy) -> None:
+    def __init__(
+        self,
+        services: list[InferenceService],
+        hw: HardwareSpec,
+        policy: Policy,
+        profile: str = "current",
+    ) -> None:
         self.n = len(services)
+        self.profile = profile  # serving-stack constants (perf/profiles.py)
         self.names = [s.name for s in services]
         self.tenants = [s.tenant for s in services]
         self.model_ids = [s.model for s in services]
@@ -151,7 +158,13 @@ class ServiceTable:
             sel = np.array([x == d for x in self.dtype])
             sub = SimpleNamespace(**{k: v[sel] for k, v in vars(self.m).items()})
             out[sel] = prefill_seconds(
-                sub, self.hw, self.tp_attn[sel], tokens[sel], ep=self.ep[sel], dtype=d
+                sub,
+                self.hw,
+                self.tp_attn[sel],
+                tokens[sel],
+                ep=self.ep[sel],
+                dtype=d,
+                profile=self.profile,
             )
         return out
 
@@ -168,6 +181,7 @@ class ServiceTable:
                 self.context[sel],
                 ep=self.ep[sel],
                 dtype=d,
+                profile=self.profile,
             )
         return out
 

@@ -365,7 +365,13 @@ class RequestModel:
             svc,
             sid_a,
             lambda sub, sel, d: prefill_seconds(
-                sub, svc.hw, svc.tp_attn[sid_a[sel]], tok[sel], ep=svc.ep[sid_a[sel]], dtype=d
+                sub,
+                svc.hw,
+                svc.tp_attn[sid_a[sel]],
+                tok[sel],
+                ep=svc.ep[sid_a[sel]],
+                dtype=d,
+                profile=svc.profile,
             ),
         )
         pos = 0
@@ -392,6 +398,7 @@ class RequestModel:
                 svc.context[ds_a[sel]],
                 ep=svc.ep[ds_a[sel]],
                 dtype=d,
+                profile=svc.profile,
             ),
         )
         pos = 0
