@@ -5,6 +5,7 @@ from django.utils.translation import gettext_lazy as _
 
 from inventory.models import (
     Accelerator,
+    AcceleratorMove,
     Cluster,
     HardwareModel,
     Link,
@@ -35,7 +36,14 @@ class HardwareModelAdmin(admin.ModelAdmin):
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
-    list_display = ("name", "kind", "hardware_model", "default_for_pages", "created_at")
+    list_display = (
+        "name",
+        "kind",
+        "hardware_model",
+        "default_for_pages",
+        "host_labels",
+        "created_at",
+    )
     list_filter = ("kind", "default_for_pages")
     actions = ["make_default_for_pages"]
 
@@ -71,10 +79,32 @@ class NodeAdmin(admin.ModelAdmin):
 
 @admin.register(Accelerator)
 class AcceleratorAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "vendor_id", "model_name", "hardware_model", "health")
+    list_display = (
+        "__str__",
+        "vendor_id",
+        "model_name",
+        "mig_profile",
+        "hardware_model",
+        "health",
+        "last_seen",
+    )
     list_filter = ("health", "hardware_model", "node__cluster")
     search_fields = ("vendor_id", "node__hostname")
-    raw_id_fields = ("node",)
+    raw_id_fields = ("node", "parent")
+
+
+@admin.register(AcceleratorMove)
+class AcceleratorMoveAdmin(admin.ModelAdmin):
+    """Append-only record of chips seen under a new host: read, never edited."""
+
+    list_display = ("accelerator", "from_hostname", "to_hostname", "seen_at")
+    search_fields = ("accelerator__vendor_id", "from_hostname", "to_hostname")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(Link)

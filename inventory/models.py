@@ -7,7 +7,7 @@ registered under their cluster and can be placed in a rack later.
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -76,6 +76,34 @@ class Cluster(models.Model):
             "Pages without a chosen cluster (overview, hardware, memory, network, report, "
             "cost) open on this one. Set by an operator; test twin runs are not defaults."
         ),
+    )
+    # How exporter samples are attributed (docs/architecture.md §5; README "Chip identity").
+    host_labels = models.CharField(
+        _("host labels"),
+        max_length=200,
+        blank=True,
+        validators=[
+            RegexValidator(
+                r"^\s*[A-Za-z_][A-Za-z0-9_]*(\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*\s*$",
+                _("A comma-separated list of label names, e.g. Hostname, node, instance."),
+            )
+        ],
+        help_text=_(
+            "Labels that name a sample's host, first present wins; `instance` counts by its "
+            "host part. Empty: Hostname, hostname, node, instance."
+        ),
+    )
+    scrape_interval_seconds = models.PositiveIntegerField(
+        _("scrape interval (s)"),
+        default=15,
+        validators=[MinValueValidator(1), MaxValueValidator(3600)],
+        help_text=_("How often exporters are scraped; absence is counted in these intervals."),
+    )
+    absent_after_intervals = models.PositiveSmallIntegerField(
+        _("absent after (intervals)"),
+        default=4,
+        validators=[MinValueValidator(1), MaxValueValidator(1000)],
+        help_text=_("A card not seen for this many scrape intervals is shown absent and alerts."),
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
@@ -155,7 +183,11 @@ class Node(models.Model):
 
 
 class Accelerator(models.Model):
-    """One GPU or NPU. ``vendor_id`` is the GPU UUID or the Ascend ``vdie_id``."""
+    """One GPU or NPU, or a MIG slice of a GPU (``parent`` set). ``vendor_id`` is the chip's
+    own id: the GPU UUID (``<UUID>/gi<GPU_I_ID>`` for a slice) or the Ascend ``vdie_id``
+    (docs/architecture.md §5). ``last_seen`` is the newest sample time, updated per batch;
+    an exporter-fed card not seen for its cluster's absence threshold is *absent*.
+    """
 
     class Health(models.IntegerChoices):
         HEALTHY = 1, _("healthy")
@@ -175,19 +207,60 @@ class Accelerator(models.Model):
     )
     model_name = models.CharField(_("reported model name"), max_length=100, blank=True)
     health = models.SmallIntegerField(_("health"), choices=Health.choices, default=Health.UNKNOWN)
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="slices",
+        verbose_name=_("GPU of this MIG slice"),
+    )
+    mig_profile = models.CharField(_("MIG profile"), max_length=40, blank=True)
+    gpu_instance_id = models.PositiveIntegerField(_("GPU instance (GI)"), null=True, blank=True)
+    compute_instance_id = models.PositiveIntegerField(
+        _("compute instance (CI)"), null=True, blank=True
+    )
+    last_seen = models.DateTimeField(_("last seen"), null=True, blank=True)
 
     class Meta:
         db_table = "monitoring_accelerator"  # kept from before the app split
         ordering = ["node", "index"]
         verbose_name = _("accelerator")
         verbose_name_plural = _("accelerators")
+        # No unique index per node: exporters behind one address (host from ``instance``)
+        # report the same indexes for different chips; identity is the chip id.
         constraints = [
-            models.UniqueConstraint(fields=["node", "index"], name="accelerator_unique_index"),
             models.UniqueConstraint(fields=["node", "vendor_id"], name="accelerator_unique_vendor"),
         ]
+        indexes = [models.Index(fields=["last_seen"], name="accelerator_last_seen")]
 
     def __str__(self) -> str:
         return f"{self.node}/{self.index}"
+
+
+class AcceleratorMove(models.Model):
+    """Append-only: a known chip was seen under another host (moved, or relabelled). The card
+    keeps its id, history and entity; this row records where it was and where it went."""
+
+    accelerator = models.ForeignKey(Accelerator, on_delete=models.CASCADE, related_name="moves")
+    from_node = models.ForeignKey(
+        Node, null=True, on_delete=models.SET_NULL, related_name="+", verbose_name=_("from")
+    )
+    to_node = models.ForeignKey(
+        Node, null=True, on_delete=models.SET_NULL, related_name="+", verbose_name=_("to")
+    )
+    from_hostname = models.CharField(_("from host"), max_length=200)
+    to_hostname = models.CharField(_("to host"), max_length=200)
+    seen_at = models.DateTimeField(_("first seen there"))
+    recorded_at = models.DateTimeField(_("recorded at"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["-seen_at", "-id"]
+        verbose_name = _("accelerator move")
+        verbose_name_plural = _("accelerator moves")
+
+    def __str__(self) -> str:
+        return f"{self.accelerator.vendor_id}: {self.from_hostname} → {self.to_hostname}"
 
 
 class Link(models.Model):

@@ -12,10 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import transaction
+from django.db.models import Q, QuerySet
 
-from inventory.models import Accelerator, Cluster, HardwareModel, Link, Node, Rack, Supernode
+from inventory.models import (
+    Accelerator,
+    AcceleratorMove,
+    Cluster,
+    HardwareModel,
+    Link,
+    Node,
+    Rack,
+    Supernode,
+)
 
 BATCH_SIZE = 2000
 
@@ -31,7 +42,8 @@ class Placement:
 
 @dataclass(frozen=True)
 class DeviceSpec:
-    """A card as its discoverer describes it; ``host`` names its node."""
+    """A card as its discoverer describes it; ``host`` names its node. A MIG slice names its
+    GPU's ``vendor_id`` in ``parent_vendor_id`` (the GPU is created with it if missing)."""
 
     host: str
     index: int | None
@@ -39,6 +51,10 @@ class DeviceSpec:
     model_name: str = ""
     hardware_model: HardwareModel | None = None
     health: int = Accelerator.Health.UNKNOWN
+    parent_vendor_id: str | None = None
+    mig_profile: str = ""
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -133,22 +149,33 @@ def accelerators_ensure(
 ) -> dict[tuple[str, str], Accelerator]:
     """Create the cards in ``devices`` that are missing, on their nodes (from
     :func:`nodes_ensure`); return every card of those nodes by ``(hostname, vendor_id)``,
-    with ``node__rack`` selected. A card already registered is kept as it is."""
+    with ``node__rack`` selected. A card already registered is kept as it is. GPUs are created
+    before their MIG slices, which point at them (``parent``)."""
+    devices = list(devices)
+    reported = {d.vendor_id for d in devices}
+    parents = {
+        d.parent_vendor_id: DeviceSpec(d.host, d.index, d.parent_vendor_id, d.model_name)
+        for d in devices
+        if d.parent_vendor_id and d.parent_vendor_id not in reported
+    }
+    tops = [*parents.values(), *(d for d in devices if not d.parent_vendor_id)]
     Accelerator.objects.bulk_create(
-        [
-            Accelerator(
-                node=nodes[d.host],
-                index=d.index,
-                vendor_id=d.vendor_id,
-                model_name=d.model_name[:100],
-                hardware_model=d.hardware_model,
-                health=d.health,
-            )
-            for d in devices
-        ],
-        ignore_conflicts=True,
-        batch_size=BATCH_SIZE,
+        [_card(d, nodes, None) for d in tops], ignore_conflicts=True, batch_size=BATCH_SIZE
     )
+    slices = [d for d in devices if d.parent_vendor_id]
+    if slices:
+        gpu_ids = {d.parent_vendor_id for d in slices}
+        gpus = {
+            a.vendor_id: a
+            for a in Accelerator.objects.filter(
+                node__cluster=cluster, vendor_id__in=list(gpu_ids), parent__isnull=True
+            )
+        }
+        Accelerator.objects.bulk_create(
+            [_card(d, nodes, gpus.get(d.parent_vendor_id)) for d in slices],
+            ignore_conflicts=True,
+            batch_size=BATCH_SIZE,
+        )
     node_ids = [n.pk for n in nodes.values() if n.cluster_id == cluster.pk]
     found: dict[tuple[str, str], Accelerator] = {}
     for start in range(0, len(node_ids), BATCH_SIZE):
@@ -157,6 +184,78 @@ def accelerators_ensure(
         ).select_related("node__rack")
         found.update({(a.node.hostname, a.vendor_id): a for a in cards})
     return found
+
+
+def _card(d: DeviceSpec, nodes: Mapping[str, Node], parent: Accelerator | None) -> Accelerator:
+    return Accelerator(
+        node=nodes[d.host],
+        index=d.index,
+        vendor_id=d.vendor_id,
+        model_name=d.model_name[:100],
+        hardware_model=d.hardware_model,
+        health=d.health,
+        parent=parent,
+        mig_profile=d.mig_profile[:40],
+        gpu_instance_id=d.gpu_instance_id,
+        compute_instance_id=d.compute_instance_id,
+    )
+
+
+@transaction.atomic
+def accelerators_move(
+    *,
+    cluster: Cluster,
+    devices: Iterable[DeviceSpec],
+    nodes: Mapping[str, Node],
+    seen_at: datetime,
+) -> list[Accelerator]:
+    """Chips of ``cluster`` already known under another host than ``devices`` name are
+    moved there — the card keeps its id and history — and an append-only
+    ``AcceleratorMove`` row records each move. Call before :func:`accelerators_ensure`, so a
+    moved chip is never registered twice. Returns the moved cards (on their new node)."""
+    wanted = {d.vendor_id: d for d in devices}
+    wanted.update(
+        {d.parent_vendor_id: d for d in list(wanted.values()) if d.parent_vendor_id}
+    )  # a slice's GPU moves with it
+    if not wanted:
+        return []
+    known = Accelerator.objects.filter(
+        node__cluster=cluster, vendor_id__in=list(wanted)
+    ).select_related("node")
+    moved = [card for card in known if card.node.hostname != wanted[card.vendor_id].host]
+    if not moved:
+        return []
+    moves = []
+    for card in moved:
+        target = nodes[wanted[card.vendor_id].host]
+        moves.append(
+            AcceleratorMove(
+                accelerator=card,
+                from_node=card.node,
+                to_node=target,
+                from_hostname=card.node.hostname,
+                to_hostname=target.hostname,
+                seen_at=seen_at,
+            )
+        )
+        card.node = target
+    AcceleratorMove.objects.bulk_create(moves, batch_size=BATCH_SIZE)
+    Accelerator.objects.bulk_update(moved, ["node"], batch_size=BATCH_SIZE)
+    return moved
+
+
+def accelerators_seen(*, ids: Iterable[int] | QuerySet, seen_at: datetime) -> int:
+    """Mark cards seen at ``seen_at``: one update per batch (``ids`` may be a subquery),
+    touching only rows whose ``last_seen`` is older (a resent or late batch writes nothing)."""
+    if not isinstance(ids, QuerySet):
+        ids = list(ids)
+        if not ids:
+            return 0
+    return (
+        Accelerator.objects.filter(id__in=ids)
+        .filter(Q(last_seen__isnull=True) | Q(last_seen__lt=seen_at))
+        .update(last_seen=seen_at)
+    )
 
 
 @transaction.atomic

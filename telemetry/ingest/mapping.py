@@ -12,9 +12,17 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from telemetry.ingest import nvidia
+from telemetry.ingest.identity import (
+    DEFAULT_HOST_LABELS,
+    TARGET_LABELS,
+    Refusal,
+    chip_id,
+    host_of,
+)
 from telemetry.ingest.parse import NO_LIMITS, ParsedSample, ParseLimits, iter_text
 
 __all__ = [
@@ -63,6 +71,7 @@ class _Rule:
 # (65536 MB on a 64 GB card). Bandwidth "MB/s" is read the same way for consistency within
 # the exporter; Huawei does not document it and the difference from 1e6 is under 5 %.
 _RULES: dict[str, _Rule] = {
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": _Rule("accelerator_utilization_ratio"),
     "DCGM_FI_DEV_GPU_UTIL": _Rule("accelerator_utilization_ratio", divisor=100),
     "DCGM_FI_DEV_FB_USED": _Rule("accelerator_hbm_used_bytes", factor=MIB),
     "DCGM_FI_DEV_GPU_TEMP": _Rule("accelerator_temperature_celsius"),
@@ -93,20 +102,26 @@ _NPU_HEALTH = "npu_chip_info_health_status"  # the one npu metric where -1 is a 
 # Families that describe one chip: a sample of theirs without chip labels cannot be attributed.
 _ACCELERATOR_PREFIXES = {"dcgm": ("DCGM_FI_",), "npu": ("npu_chip_",)}
 
-_HOST_LABELS = ("Hostname", "hostname")
-_WORKLOAD_LABELS = {  # exporter label -> hint key, first spelling present wins
+# Attribution labels (Kubernetes pod mapping, dcgm-exporter's Slurm job mapping): kept on the
+# sample for attribution, never part of a chip's identity. First spelling present wins.
+_ATTRIBUTION_LABELS = {
     "namespace": ("namespace", "pod_namespace"),
     "pod": ("pod", "pod_name"),
     "container": ("container", "container_name"),
+    "hpc_job": ("hpc_job",),
 }
-_DCGM_LABELS = frozenset(
-    {"gpu", "UUID", "uuid", "device", "modelName", "pci_bus_id", "DCGM_FI_DRIVER_VERSION"}
+_MIG_LABELS = frozenset({"GPU_I_PROFILE", "GPU_I_ID", "GPU_CI_ID"})
+_DCGM_LABELS = (
+    frozenset(
+        {"gpu", "UUID", "uuid", "device", "modelName", "pci_bus_id", "DCGM_FI_DRIVER_VERSION"}
+    )
+    | _MIG_LABELS
 )
 _NPU_LABELS = frozenset({"id", "vdie_id", "model_name", "name", "pcie_bus_info"})
-_WORKLOAD_LABEL_NAMES = frozenset(name for names in _WORKLOAD_LABELS.values() for name in names)
+_ATTRIBUTION_LABEL_NAMES = frozenset(n for names in _ATTRIBUTION_LABELS.values() for n in names)
 _ENTITY_LABELS = {
-    "dcgm": _DCGM_LABELS | _WORKLOAD_LABEL_NAMES | frozenset(_HOST_LABELS),
-    "npu": _NPU_LABELS | _WORKLOAD_LABEL_NAMES | frozenset(_HOST_LABELS),
+    "dcgm": _DCGM_LABELS | _ATTRIBUTION_LABEL_NAMES,
+    "npu": _NPU_LABELS | _ATTRIBUTION_LABEL_NAMES,
 }
 _SOURCES = ("auto", "dcgm", "npu")
 _UNSAFE = re.compile(r"[^a-z0-9_]")
@@ -123,18 +138,24 @@ class PrometheusMappingError(ValueError):
 
 @dataclass(frozen=True)
 class EntityRef:
-    """What a sample is about. Identity is ``(kind, vendor_id)``; the rest describes it.
+    """What a sample is about. Identity is ``(kind, vendor_id)`` — the chip id for a card
+    (docs/architecture.md §5), the hostname for a node; the rest describes it and takes no
+    part in equality, so one chip seen under two hosts is still one entity.
 
-    ``attributes`` holds ``pci_bus_id``, ``device``, ``driver_version`` and the workload hints
-    ``namespace``/``pod``/``container`` when the exporter reports them.
+    ``parent_vendor_id`` is the GPU's id when the entity is a MIG slice of it.
+    ``attributes`` holds ``pci_bus_id``, ``device``, ``driver_version`` and, for a MIG slice,
+    ``mig_profile``/``gpu_instance_id``/``compute_instance_id`` when the exporter reports them.
+    ``host_derived``: the id is the host plus the exporter's index (no vdie_id or UUID).
     """
 
     kind: str
     vendor_id: str
-    host: str | None
-    index: int | None
-    model_name: str | None
-    attributes: dict[str, str] = field(default_factory=dict, hash=False)
+    host: str | None = field(compare=False)
+    index: int | None = field(compare=False)
+    model_name: str | None = field(compare=False)
+    attributes: dict[str, str] = field(default_factory=dict, compare=False)
+    parent_vendor_id: str | None = field(default=None, compare=False)
+    host_derived: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -143,7 +164,9 @@ class MappedSample:
 
     Unmapped samples (``mapped=False``) keep the raw value under their sanitised source name,
     with ``unit`` empty. ``extra_labels`` are the labels not used to identify the entity (e.g.
-    ``le``, MIG instance, XID ``err_code``); they distinguish series of an unmapped family.
+    ``le``, XID ``err_code``); they distinguish series of an unmapped family. ``attribution``
+    holds ``namespace``/``pod``/``container``/``hpc_job`` when the exporter reports them (who
+    used the chip at that time; attribution intervals are built from them).
     """
 
     metric: str
@@ -155,21 +178,27 @@ class MappedSample:
     source_name: str
     line: int
     extra_labels: dict[str, str] = field(default_factory=dict, hash=False)
+    attribution: dict[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass
 class MappingReport:
     """Outcome of one exposition: ``accepted == mapped + unmapped_kept == len(samples)`` and
-    ``accepted + sum(dropped.values())`` is the number of parsed samples.
+    ``accepted - derived + sum(dropped.values())`` is the number of parsed samples (``derived``:
+    samples the mapping made, NVIDIA health from XID and DCGM health fields).
 
     Drop reasons: ``nan_value``, ``infinite_value``, ``dcgm_blank_sentinel``,
-    ``npu_collection_failed`` (-1 from npu-exporter) and ``no_entity`` (a chip metric without
-    ``UUID``/``gpu`` or ``id``/``vdie_id``).
+    ``npu_collection_failed`` (-1 from npu-exporter) — readings that mean "no value" — and the
+    refusals of :class:`telemetry.ingest.identity.Refusal`: ``no_host``, ``no_entity`` (a chip
+    metric without ``UUID``/``gpu`` or ``id``/``vdie_id``) and ``ambiguous_chip`` (one
+    index-plus-host chip reported by two Prometheus targets: two physical chips that cannot be
+    told apart, so neither is stored rather than interleaved).
     """
 
     accepted: int = 0
     mapped: int = 0
     unmapped_kept: int = 0
+    derived: int = 0
     dropped: dict[str, int] = field(default_factory=dict)  # reason -> count
     samples: list[MappedSample] = field(default_factory=list)
 
@@ -179,6 +208,7 @@ class MappingReport:
             "accepted": self.accepted,
             "mapped": self.mapped,
             "unmapped_kept": self.unmapped_kept,
+            "derived": self.derived,
             "dropped": dict(self.dropped),
         }
         if include_samples:
@@ -193,21 +223,25 @@ def map_exposition(
     default_host: str | None,
     scrape_time: float,
     limits: ParseLimits = NO_LIMITS,
+    host_chain: tuple[str, ...] = DEFAULT_HOST_LABELS,
 ) -> MappingReport:
     """Parse ``text`` and map it onto the catalogue.
 
     ``source`` is ``"dcgm"``, ``"npu"`` or ``"auto"`` (decided per sample from the metric name,
-    so a mixed document is fine). ``default_host`` names the node when no ``Hostname`` label
-    does (npu-exporter never sends one). Samples without a timestamp get ``scrape_time``.
+    so a mixed document is fine). ``default_host`` names the node when no label of
+    ``host_chain`` does (npu-exporter never sends one). Samples without a timestamp get
+    ``scrape_time``.
 
     Raises ``PrometheusParseError`` for malformed text and ``PrometheusMappingError`` when a
-    sample's host cannot be determined.
+    sample's host cannot be determined (a pushed text is refused whole, naming the line).
     """
     return map_samples(
         iter_text(text, limits),
         source=source,
         default_host=default_host,
         scrape_time=scrape_time,
+        host_chain=host_chain,
+        strict_host=True,
     )
 
 
@@ -217,74 +251,136 @@ def map_samples(
     source: str = "auto",
     default_host: str | None,
     scrape_time: float,
-    host_labels: tuple[str, ...] = (),
+    host_chain: tuple[str, ...] = DEFAULT_HOST_LABELS,
+    strict_host: bool = False,
     exporter_only: bool = False,
 ) -> MappingReport:
     """Map already-parsed samples (text exposition, remote-write, PromQL results).
 
-    ``host_labels`` are further labels to take the host from when neither ``Hostname`` nor
-    ``default_host`` names it (remote-write and PromQL results carry Prometheus' ``instance``,
-    ``host:port``, whose host part is used); with any, a sample that still names no host is
-    dropped as ``no_host`` instead of failing the whole request. ``exporter_only`` drops
-    families that are neither dcgm-exporter's nor npu-exporter's (``not_exporter_metric``):
-    a Prometheus forwards everything it scrapes, and the portal's catalogue is not a TSDB.
+    The host is the first label of ``host_chain`` present (``instance``: its host part), with
+    ``default_host`` before the address label. A sample that still names no host raises
+    ``PrometheusMappingError`` when ``strict_host``, else it is refused as ``no_host``.
+    ``exporter_only`` drops families that are neither dcgm-exporter's nor npu-exporter's
+    (``not_exporter_metric``): a Prometheus forwards everything it scrapes, and the portal's
+    catalogue is not a TSDB.
     """
     if source not in _SOURCES:
         raise ValueError(f"source must be one of {', '.join(_SOURCES)}, not {source!r}")
     report = MappingReport()
     results: list[MappedSample | None] = []
-    fb_used: dict[tuple, float] = {}
-    fb_free: list[tuple[int, tuple, ParsedSample, MappedSample]] = []
+    pending = _Pending()
+    chain_labels = frozenset(host_chain)
 
     for sample in samples:
         kind = _source_of(sample, source)
         reason = "not_exporter_metric" if exporter_only and kind == "other" else None
         reason = reason or _drop_reason(sample, kind)
         if reason is None:
-            host = default_host or _host_from(sample.labels, host_labels)
-            if host_labels and not (host or _first(sample.labels, _HOST_LABELS)):
-                reason = "no_host"
+            host = host_of(sample.labels, host_chain, default_host)
+            if not host:
+                if strict_host:
+                    raise PrometheusMappingError(
+                        sample.line,
+                        f"{sample.name}: no host label ({', '.join(host_chain)}) and no node=",
+                    )
+                reason = Refusal.NO_HOST
         if reason is None:
-            entity, extra = _entity(sample, kind, host)
+            entity, extra = _entity(sample, kind, host, chain_labels)
             if entity is None:
-                reason = "no_entity"
-            else:
-                extra = {k: v for k, v in extra.items() if k not in host_labels}
+                reason = Refusal.NO_ENTITY
         if reason is not None:
-            report.dropped[reason] = report.dropped.get(reason, 0) + 1
+            report.dropped[str(reason)] = report.dropped.get(str(reason), 0) + 1
             continue
         timestamp = sample.timestamp_ms / 1000 if sample.timestamp_ms is not None else scrape_time
         mapped = _map(sample, entity, extra, timestamp)
-        if sample.name in (_FB_USED, _FB_FREE):
-            key = (entity, timestamp, frozenset(extra.items()))
-            if sample.name == _FB_USED:
-                fb_used[key] = sample.value
-            else:
-                fb_free.append((len(results), key, sample, mapped))
-                results.append(None)  # decided once every FB_USED has been seen
-                continue
-        results.append(mapped)
+        results.append(pending.add(len(results), sample, mapped))
 
-    for position, key, sample, unmapped in fb_free:
-        if key in fb_used:
-            unmapped = MappedSample(
-                metric="accelerator_hbm_total_bytes",
-                unit="bytes",
-                entity=unmapped.entity,
-                timestamp=unmapped.timestamp,
-                value=(fb_used[key] + sample.value) * MIB,
-                mapped=True,
-                source_name=f"{_FB_USED}+{_FB_FREE}",
-                line=sample.line,
-                extra_labels=unmapped.extra_labels,
-            )
-        results[position] = unmapped
-
-    report.samples = [mapped for mapped in results if mapped is not None]
+    ambiguous = pending.ambiguous()
+    report.samples = []
+    for mapped in pending.resolve(results):
+        if mapped is None:
+            continue
+        if mapped.entity.kind == "accelerator" and mapped.entity.vendor_id in ambiguous:
+            if mapped.source_name != nvidia.HEALTH_SOURCE:  # derived, not received
+                reason = Refusal.AMBIGUOUS_CHIP.value
+                report.dropped[reason] = report.dropped.get(reason, 0) + 1
+            continue
+        report.samples.append(mapped)
     report.accepted = len(report.samples)
     report.mapped = sum(1 for mapped in report.samples if mapped.mapped)
     report.unmapped_kept = report.accepted - report.mapped
+    report.derived = sum(1 for s in report.samples if s.source_name == nvidia.HEALTH_SOURCE)
     return report
+
+
+class _Pending:
+    """Decisions that need the whole exposition: dcgm's total memory (FB_USED + FB_FREE of
+    one scrape), the utilisation field that wins (PROF over DEV), NVIDIA health from XID and
+    DCGM health fields, and index-plus-host chips reported by two Prometheus targets."""
+
+    def __init__(self) -> None:
+        self.fb_used: dict[tuple, float] = {}
+        self.fb_free: list[tuple[int, tuple, ParsedSample]] = []
+        self.prof: set[tuple] = set()
+        self.dev_util: list[tuple[int, tuple, float]] = []
+        self.health: dict[tuple, tuple[bool, MappedSample]] = {}
+        self.targets: dict[str, set[tuple]] = {}
+
+    def add(self, position: int, sample: ParsedSample, mapped: MappedSample) -> MappedSample:
+        entity = mapped.entity
+        key = (entity, mapped.timestamp, frozenset(mapped.extra_labels.items()))
+        point = (entity, mapped.timestamp)
+        if entity.kind == "accelerator" and entity.host_derived:
+            target = tuple(sample.labels.get(name) for name in TARGET_LABELS)
+            self.targets.setdefault(entity.vendor_id, set()).add(target)
+        if sample.name == _FB_USED:
+            self.fb_used[key] = sample.value
+        elif sample.name == _FB_FREE:
+            self.fb_free.append((position, key, sample))
+        elif sample.name == nvidia.PROF_UTIL:
+            self.prof.add(point)
+        elif sample.name == nvidia.DEV_UTIL:
+            self.dev_util.append((position, point, sample.value))
+        if sample.name in nvidia.HEALTH_INPUTS and entity.kind == "accelerator":
+            failing = nvidia.health_failing(sample.name, sample.value, sample.labels)
+            before = self.health.get(point)
+            self.health[point] = ((before[0] if before else False) or failing, mapped)
+        return mapped
+
+    def resolve(self, results: list[MappedSample | None]) -> list[MappedSample | None]:
+        for position, key, sample in self.fb_free:
+            free = results[position]
+            if key in self.fb_used:
+                results[position] = replace(
+                    free,
+                    metric="accelerator_hbm_total_bytes",
+                    unit="bytes",
+                    value=(self.fb_used[key] + sample.value) * MIB,
+                    mapped=True,
+                    source_name=f"{_FB_USED}+{_FB_FREE}",
+                )
+        for position, point, raw in self.dev_util:
+            if point in self.prof:  # kept under its own name: the PROF field is the figure
+                dev = results[position]
+                name = _UNSAFE.sub("_", dev.source_name.lower())
+                results[position] = replace(dev, metric=name, unit="", value=raw, mapped=False)
+        for failing, first in self.health.values():
+            results.append(
+                replace(
+                    first,
+                    metric="accelerator_health_status",
+                    unit="status",
+                    value=0.0 if failing else 1.0,
+                    mapped=True,
+                    source_name=nvidia.HEALTH_SOURCE,
+                    extra_labels={},
+                )
+            )
+        return results
+
+    def ambiguous(self) -> set[str]:
+        """Index-plus-host chips that two Prometheus targets report."""
+        return {chip for chip, targets in self.targets.items() if len(targets) > 1}
 
 
 def source_families(metric: str) -> tuple[str, ...]:
@@ -321,47 +417,49 @@ def _drop_reason(sample: ParsedSample, kind: str) -> str | None:
 
 
 def _entity(
-    sample: ParsedSample, kind: str, default_host: str | None
+    sample: ParsedSample, kind: str, host: str, chain_labels: frozenset[str]
 ) -> tuple[EntityRef | None, dict[str, str]]:
     """The entity and the labels left over; ``(None, {})`` if a chip sample names no chip."""
     labels = sample.labels
-    host = _first(labels, _HOST_LABELS) or default_host
-    if not host:
-        raise PrometheusMappingError(
-            sample.line, f"{sample.name}: no Hostname label and no node= given"
-        )
-    if kind == "dcgm":
-        vendor_id = _first(labels, ("UUID", "uuid"))
-        index, prefix, model = labels.get("gpu"), "gpu", labels.get("modelName")
-        pci = labels.get("pci_bus_id")
-    elif kind == "npu":
-        vendor_id = labels.get("vdie_id")
-        index, prefix, model = labels.get("id"), "npu", _first(labels, ("model_name", "name"))
-        pci = labels.get("pcie_bus_info")
-    else:  # other families only ever describe the node
-        vendor_id = index = model = pci = None
-        prefix = ""
-
-    if sample.name in _NODE_METRICS or not (vendor_id or index):
+    vendor_id, parent, host_derived = chip_id(kind, labels, host)
+    if sample.name in _NODE_METRICS or vendor_id is None:
         if sample.name.startswith(_ACCELERATOR_PREFIXES.get(kind, ())):
             return None, {}
-        extra = {k: v for k, v in labels.items() if k not in _HOST_LABELS}
+        extra = {k: v for k, v in labels.items() if k not in chain_labels}
         return EntityRef("node", host, host, None, None, {}), extra
 
-    attributes = {"pci_bus_id": pci, "device": labels.get("device")}
-    attributes["driver_version"] = labels.get("DCGM_FI_DRIVER_VERSION")
-    for hint, spellings in _WORKLOAD_LABELS.items():
-        attributes[hint] = _first(labels, spellings)
+    if kind == "dcgm":
+        index, model, pci = labels.get("gpu"), labels.get("modelName"), labels.get("pci_bus_id")
+    else:
+        index, model = labels.get("id"), _first(labels, ("model_name", "name"))
+        pci = labels.get("pcie_bus_info")
+    attributes = {
+        "pci_bus_id": pci,
+        "device": labels.get("device"),
+        "driver_version": labels.get("DCGM_FI_DRIVER_VERSION"),
+        "mig_profile": labels.get("GPU_I_PROFILE"),
+        "gpu_instance_id": labels.get("GPU_I_ID"),
+        "compute_instance_id": labels.get("GPU_CI_ID"),
+    }
     entity = EntityRef(
         kind="accelerator",
-        vendor_id=vendor_id or f"{host}/{prefix}{index}",
+        vendor_id=vendor_id,
         host=host,
         index=int(index) if index and index.isdigit() else None,
         model_name=model or None,
         attributes={k: v for k, v in attributes.items() if v},
+        parent_vendor_id=parent,
+        host_derived=host_derived,
     )
-    extra = {k: v for k, v in labels.items() if k not in _ENTITY_LABELS[kind]}
+    extra = {
+        k: v for k, v in labels.items() if k not in _ENTITY_LABELS[kind] and k not in chain_labels
+    }
     return entity, extra
+
+
+def _attribution(labels: dict[str, str]) -> dict[str, str]:
+    found = {hint: _first(labels, names) for hint, names in _ATTRIBUTION_LABELS.items()}
+    return {hint: value for hint, value in found.items() if value}
 
 
 def _map(
@@ -388,6 +486,7 @@ def _map(
         source_name=sample.name,
         line=sample.line,
         extra_labels=extra,
+        attribution=_attribution(sample.labels),
     )
 
 
@@ -397,17 +496,6 @@ def _unmapped_name(sample: ParsedSample) -> str:
     name = _UNSAFE.sub("_", sample.name.lower())
     is_counter_value = sample.family_type == "counter" and not name.endswith("_created")
     return name if not is_counter_value or name.endswith("_total") else f"{name}_total"
-
-
-def _host_from(labels: dict[str, str], names: tuple[str, ...]) -> str | None:
-    """The host part of the first of ``names`` present (``instance`` is ``host:port``)."""
-    value = _first(labels, names)
-    if not value:
-        return None
-    if value.startswith("["):  # [ipv6]:port
-        return value[1:].split("]", 1)[0] or None
-    host, _, port = value.rpartition(":")
-    return host if host and port.isdigit() else value
 
 
 def _first(labels: dict[str, str], names: tuple[str, ...]) -> str | None:

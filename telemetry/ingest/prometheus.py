@@ -7,6 +7,8 @@ own names, and writes everything in one transaction.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from psycopg.errors import ForeignKeyViolation
@@ -22,6 +24,7 @@ from telemetry.ingest.exposition import (
     PrometheusParseError,
     map_exposition,
 )
+from telemetry.ingest.identity import host_labels_parse, refused
 from telemetry.ingest.json_batch import accelerator_health_apply
 from telemetry.ingest.known import KNOWN
 from telemetry.ingest.limits import (
@@ -34,6 +37,7 @@ from telemetry.ingest.limits import (
 )
 from telemetry.ingest.registry import (
     DeviceRef,
+    accelerators_seen_by_entity,
     devices_register,
     entities_check_new,
     metrics_by_name,
@@ -106,10 +110,29 @@ def ingest_prometheus_text(
             default_host=node,
             scrape_time=scrape_time,
             limits=parse_limits(),
+            host_chain=host_chain(cluster),
         )
     except (PrometheusParseError, PrometheusMappingError) as exc:
         raise IngestionError(exc.message, row=exc.line, field="body") from exc
     return ingest_mapping_report(report, cluster=cluster, provenance=provenance)
+
+
+def host_chain(cluster: Cluster) -> tuple[str, ...]:
+    """The labels that name a host for this cluster, first present wins (README, "Chip
+    identity"): the cluster's ``host_labels``, else Hostname, hostname, node, instance."""
+    return host_labels_parse(cluster.host_labels)
+
+
+def device_ref(entity) -> DeviceRef:
+    """The registry's description of a mapped accelerator entity."""
+    return DeviceRef(
+        host=entity.host,
+        index=entity.index,
+        vendor_id=entity.vendor_id,
+        model_name=entity.model_name or "",
+        attributes=entity.attributes,
+        parent_vendor_id=entity.parent_vendor_id,
+    )
 
 
 def cluster_for_ingest(cluster_name: str) -> Cluster:
@@ -166,12 +189,7 @@ def ingest_mapping_report(
             ident = (entity.host, entity.index, entity.vendor_id, entity.model_name)
             if ident in devices:
                 continue
-            device = DeviceRef(
-                host=entity.host,
-                index=entity.index,
-                vendor_id=entity.vendor_id,
-                model_name=entity.model_name or "",
-            )
+            device = device_ref(entity)
             if len(device.key) > MAX_ENTITY_KEY_CHARS:
                 raise IngestionError(
                     f"accelerator key longer than {MAX_ENTITY_KEY_CHARS} characters",
@@ -191,8 +209,8 @@ def ingest_mapping_report(
         with transaction.atomic():
             rows, result = _report_store(report, cluster, devices, hosts, provenance)
     body = report.as_dict()
-    # Series that differ only in labels we do not key on (MIG instance, histogram bucket, XID
-    # err_code) land on the same point; the last one wins. Say so instead of hiding it.
+    # Series that differ only in labels we do not key on (histogram bucket, XID err_code, the
+    # pod of a time-sliced GPU) land on the same point; the last one wins. Say so.
     collapsed = len(rows) - len({(m, e, t) for m, e, t, _ in rows})
     body.update(
         {
@@ -201,6 +219,7 @@ def ingest_mapping_report(
             "duplicates": result.duplicates,
             "accelerators": len({d.key for d in devices.values()}),
             "nodes": len({d.host for d in devices.values()} | hosts),
+            "refused": refused(report.dropped),
         }
     )
     return body
@@ -251,8 +270,10 @@ def _report_store(
         }
         entities_check_new({cluster: new_refs}, field="body")
     metric_ids = _report_metric_ids(report)
+    newest = max((s.timestamp for s in report.samples), default=None)
+    seen_at = datetime.fromtimestamp(newest, tz=UTC) if newest is not None else None
     if new_devices:
-        by_key = devices_register(cluster, new_devices.values())
+        by_key = devices_register(cluster, new_devices.values(), seen_at=seen_at)
         registered = {ident: by_key[d.key] for ident, d in new_devices.items()}
         device_ids.update(registered)
         KNOWN.put_many("device", {(cluster_id, *i): v for i, v in registered.items()})
@@ -284,6 +305,8 @@ def _report_store(
             health[entity_id] = int(sample.value)
     result = samples_write(rows, provenance=provenance, check_now=True)
     accelerator_health_apply(health)
+    if seen_at is not None and device_ids:
+        accelerators_seen_by_entity(set(device_ids.values()), seen_at=seen_at)
     return rows, result
 
 

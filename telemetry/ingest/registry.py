@@ -8,11 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.conf import settings
+from django.utils import timezone
 
 from inventory.models import Cluster
-from inventory.services import DeviceSpec, accelerators_ensure, nodes_ensure
+from inventory.services import (
+    DeviceSpec,
+    accelerators_ensure,
+    accelerators_move,
+    accelerators_seen,
+    nodes_ensure,
+)
+from telemetry.ingest.known import KNOWN
 from telemetry.ingest.limits import check_count
 from telemetry.models import Entity, EntityKind, MetricDefinition
 from telemetry.services.entities import entities_save, entity_build
@@ -140,7 +149,9 @@ def _entity_ids(cluster: Cluster, refs: set[tuple[str, str]]) -> dict[tuple[str,
 
 @dataclass
 class DeviceRef:
-    """An accelerator as an exporter describes it."""
+    """An accelerator (or MIG slice) as an exporter describes it. ``key`` — its entity key —
+    is the chip id alone (docs/architecture.md §5): never the host, so a chip that moves keeps
+    its entity and two chips behind one address never share one."""
 
     host: str
     index: int | None
@@ -148,29 +159,53 @@ class DeviceRef:
     model_name: str = ""
     health: int | None = None
     attributes: dict[str, str] = field(default_factory=dict)
+    parent_vendor_id: str | None = None
 
     @property
     def key(self) -> str:
-        return f"{self.host}/{self.index if self.index is not None else self.vendor_id}"
+        return self.vendor_id
+
+    def spec(self) -> DeviceSpec:
+        attributes = self.attributes
+        return DeviceSpec(
+            host=self.host,
+            index=self.index,
+            vendor_id=self.vendor_id,
+            model_name=self.model_name,
+            parent_vendor_id=self.parent_vendor_id,
+            mig_profile=attributes.get("mig_profile", ""),
+            gpu_instance_id=_int_or_none(attributes.get("gpu_instance_id")),
+            compute_instance_id=_int_or_none(attributes.get("compute_instance_id")),
+        )
 
 
-def devices_register(cluster: Cluster, devices: Iterable[DeviceRef]) -> dict[str, int]:
+def devices_register(
+    cluster: Cluster, devices: Iterable[DeviceRef], *, seen_at: datetime | None = None
+) -> dict[str, int]:
     """Register unseen nodes and accelerators under ``cluster``; return accelerator entity ids.
 
-    Nodes and cards are created by the inventory service (``inventory.services``).
+    Nodes and cards are created by the inventory service (``inventory.services``). A chip
+    already known in the cluster under another host is *moved* there (card, entity and
+    history follow it; an ``AcceleratorMove`` row records it), never registered twice.
     """
     devices = {d.key: d for d in devices}
+    specs = [d.spec() for d in devices.values()]
     nodes = nodes_ensure(
         cluster=cluster, hosts={d.host for d in devices.values()}, registered_by_exporter=True
     )
-    accelerators = accelerators_ensure(
-        cluster=cluster,
-        devices=[
-            DeviceSpec(host=d.host, index=d.index, vendor_id=d.vendor_id, model_name=d.model_name)
-            for d in devices.values()
-        ],
-        nodes=nodes,
+    moved = accelerators_move(
+        cluster=cluster, devices=specs, nodes=nodes, seen_at=seen_at or timezone.now()
     )
+    if moved:
+        KNOWN.clear()  # memo entries name the chip under its old host (telemetry.ingest.known)
+    for card in moved:  # the entity's topology path follows its card
+        node = card.node
+        Entity.objects.filter(cluster=cluster, accelerator_id=card.pk).update(
+            node=node,
+            rack_id=node.rack_id,
+            supernode_id=node.rack.supernode_id if node.rack_id else None,
+        )
+    accelerators = accelerators_ensure(cluster=cluster, devices=specs, nodes=nodes)
     entities = _entity_ids(cluster, {(EntityKind.ACCELERATOR, key) for key in devices})
     new_entities = []
     for key, device in devices.items():
@@ -188,3 +223,13 @@ def devices_register(cluster: Cluster, devices: Iterable[DeviceRef]) -> dict[str
     entities_save(new_entities)
     entities.update(_entity_ids(cluster, {(EntityKind.ACCELERATOR, key) for key in devices}))
     return {key: entities[(EntityKind.ACCELERATOR, key)] for key in devices}
+
+
+def accelerators_seen_by_entity(entity_ids: Iterable[int], *, seen_at: datetime) -> int:
+    """``last_seen`` for the cards behind ``entity_ids``: one ``UPDATE`` per batch."""
+    cards = Entity.objects.filter(id__in=list(entity_ids), accelerator__isnull=False)
+    return accelerators_seen(ids=cards.values("accelerator_id"), seen_at=seen_at)  # 1 UPDATE
+
+
+def _int_or_none(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() else None

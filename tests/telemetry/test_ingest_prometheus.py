@@ -67,7 +67,7 @@ def test_dcgm_text_registers_the_host_and_gpus_and_reports_counts(exporter_clien
         ("GPU-aaa", 0),
         ("GPU-bbb", 1),
     }
-    util = Sample.objects.get(metric__name="accelerator_utilization_ratio", entity__key="dgx-01/0")
+    util = Sample.objects.get(metric__name="accelerator_utilization_ratio", entity__key="GPU-aaa")
     assert util.value == pytest.approx(0.87)
     total = Sample.objects.get(metric__name="accelerator_hbm_total_bytes")
     assert total.value == 81920 * 2**20

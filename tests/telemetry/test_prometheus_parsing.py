@@ -102,7 +102,9 @@ def one(report, metric: str):
 def test_dcgm_metrics_are_converted_to_catalogue_units_at_scrape_time():
     report = map_exposition(DCGM, default_host=None, scrape_time=SCRAPE)
 
-    assert one(report, "accelerator_utilization_ratio").value == 0.87
+    # DCGM_FI_PROF_GR_ENGINE_ACTIVE wins over DEV_GPU_UTIL (kept under its own name).
+    assert one(report, "accelerator_utilization_ratio").value == 0.912345
+    assert one(report, "dcgm_fi_dev_gpu_util").value == 87
     assert one(report, "accelerator_temperature_celsius").value == 61
     assert one(report, "accelerator_power_watts").value == 612.337
     assert one(report, "accelerator_sm_clock_hertz").value == 1980e6
@@ -115,17 +117,13 @@ def test_dcgm_metrics_are_converted_to_catalogue_units_at_scrape_time():
 
 def test_a_dcgm_gpu_is_identified_by_uuid_with_its_host_model_and_workload_hints():
     report = map_exposition(DCGM, default_host=None, scrape_time=SCRAPE)
-    entity = one(report, "accelerator_xid_last").entity
+    xid = one(report, "accelerator_xid_last")
+    entity = xid.entity
 
     assert (entity.kind, entity.vendor_id, entity.index) == ("accelerator", H100, 0)
     assert (entity.host, entity.model_name) == ("gpu-node-01", "NVIDIA H100 80GB HBM3")
-    assert entity.attributes == {
-        "device": "nvidia0",
-        "driver_version": "550.54.15",
-        "namespace": "ml",
-        "pod": "llama-0",
-        "container": "trainer",
-    }
+    assert entity.attributes == {"device": "nvidia0", "driver_version": "550.54.15"}
+    assert xid.attribution == {"namespace": "ml", "pod": "llama-0", "container": "trainer"}
 
 
 def test_lowercase_uuid_and_hostname_and_pod_name_spellings_give_the_same_entity():
@@ -140,7 +138,7 @@ def test_lowercase_uuid_and_hostname_and_pod_name_spellings_give_the_same_entity
     assert first.entity == second.entity
     assert first.entity.vendor_id == H100_B
     assert first.entity.host == "n1"
-    assert first.entity.attributes == {"namespace": "ns", "pod": "p"}
+    assert first.attribution == second.attribution == {"namespace": "ns", "pod": "p"}
 
 
 def test_a_gpu_without_uuid_is_named_after_its_host_and_index():
@@ -222,10 +220,11 @@ def test_older_npu_exporters_name_the_model_in_name_and_report_workloads():
         'npu_chip_info_temperature{id="2",name="Ascend910A",namespace="ml",pod_name="bert-1",'
         'container_name="main"} 48 1700000001000\n'
     )
-    entity = map_exposition(text, default_host="n9", scrape_time=SCRAPE).samples[0].entity
+    sample = map_exposition(text, default_host="n9", scrape_time=SCRAPE).samples[0]
+    entity = sample.entity
 
     assert (entity.model_name, entity.vendor_id, entity.index) == ("Ascend910A", "n9/npu2", 2)
-    assert entity.attributes == {"namespace": "ml", "pod": "bert-1", "container": "main"}
+    assert sample.attribution == {"namespace": "ml", "pod": "bert-1", "container": "main"}
 
 
 def test_machine_npu_nums_is_a_node_metric():
@@ -245,15 +244,21 @@ def test_per_port_npu_metrics_are_kept_unmapped_under_their_own_name():
     assert port.entity.vendor_id == "D5B1C3A2-0000"
 
 
-def test_dcgm_prof_metrics_are_kept_unmapped_with_their_raw_ratio():
+def test_dcgm_prof_gr_engine_active_is_the_utilisation_when_present():
     report = map_exposition(DCGM, default_host=None, scrape_time=SCRAPE)
-    prof = one(report, "dcgm_fi_prof_gr_engine_active")
+    prof = one(report, "accelerator_utilization_ratio")
 
     assert (prof.value, prof.mapped, prof.source_name) == (
         0.912345,
-        False,
+        True,
         "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
     )
+    alone = 'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-x",Hostname="h"} 44\n'
+    fallback = one(
+        map_exposition(alone, default_host=None, scrape_time=SCRAPE),
+        "accelerator_utilization_ratio",
+    )
+    assert (fallback.value, fallback.source_name) == (0.44, "DCGM_FI_DEV_GPU_UTIL")
 
 
 def test_whitespace_inside_label_sets_is_accepted():
@@ -355,7 +360,7 @@ def test_a_malformed_line_raises_a_parse_error_naming_its_line_number(line, prob
 
 def test_a_sample_without_any_host_raises_a_mapping_error_naming_the_line():
     with pytest.raises(
-        PrometheusMappingError, match=r"line 3: machine_npu_nums: no Hostname label and no node="
+        PrometheusMappingError, match=r"line 3: machine_npu_nums: no host label \(Hostname, "
     ):
         map_exposition(NPU, default_host=None, scrape_time=SCRAPE)
 
@@ -366,7 +371,7 @@ def test_auto_detection_handles_a_mixed_document_per_sample():
 
     utilisation = by_metric(report, "accelerator_utilization_ratio")
     assert {(s.entity.vendor_id, s.entity.host, s.value) for s in utilisation} == {
-        (H100, "gpu-node-01", 0.87),
+        (H100, "gpu-node-01", 0.912345),
         ("D5B1C3A2-0000", "mixed-node", 0.43),
     }
     assert report.dropped == {"npu_collection_failed": 1}  # npu rule applied to npu lines only
@@ -401,7 +406,8 @@ def test_report_counts_add_up_and_serialise_to_json():
     report = map_exposition(text, default_host="n1", scrape_time=SCRAPE)
 
     assert report.accepted == report.mapped + report.unmapped_kept == len(report.samples)
-    assert report.accepted + sum(report.dropped.values()) == len(parse_text(text))
+    assert report.derived == 1  # the H100's health, from its XID
+    assert report.accepted - report.derived + sum(report.dropped.values()) == len(parse_text(text))
     assert report.mapped == sum(s.mapped for s in report.samples)
     assert set(report.dropped) == {"npu_collection_failed", "no_entity", "nan_value"}
     summary = json.loads(json.dumps(report.as_dict()))

@@ -18,7 +18,7 @@ from tests.telemetry.prometheus_fixtures import remote_write_config, scrape_conf
 from tests.workers import database_url_for_subprocess
 
 pytestmark = [pytest.mark.slow]
-CARDS = {"dgx-01/0", "dgx-01/1", "atlas-07/0", "atlas-07/1"}
+CARDS = {"GPU-aaa", "GPU-bbb", "VD-0", "VD-1"}
 
 
 def wait_until(predicate, timeout: float, what: str, context=lambda: "") -> None:
@@ -106,24 +106,24 @@ def test_prometheus_remote_write_lands_once_across_a_restart(
             )
         )
 
-    assert values("accelerator_utilization_ratio", "dgx-01/0") == {0.87}
-    assert values("accelerator_utilization_ratio", "atlas-07/1") == {0.66}
-    assert values("accelerator_hbm_total_bytes", "dgx-01/1") == {81920 * 2**20}
-    assert values("accelerator_temperature_celsius", "atlas-07/1") == set()  # -1: failed
-    assert values("accelerator_power_watts", "dgx-01/1") == set()  # DCGM blank sentinel
+    assert values("accelerator_utilization_ratio", "GPU-aaa") == {0.87}
+    assert values("accelerator_utilization_ratio", "VD-1") == {0.66}
+    assert values("accelerator_hbm_total_bytes", "GPU-bbb") == {81920 * 2**20}
+    assert values("accelerator_temperature_celsius", "VD-1") == set()  # -1: failed
+    assert values("accelerator_power_watts", "GPU-bbb") == set()  # DCGM blank sentinel
     assert values("node_accelerators", "atlas-07") == {8.0}
 
     # Timestamps: npu-exporter's own milliseconds; dcgm's the scrape time.
     npu_ts = {
         round(ts.timestamp() * 1000)
         for ts in Sample.objects.filter(
-            metric__name="accelerator_utilization_ratio", entity__key="atlas-07/0"
+            metric__name="accelerator_utilization_ratio", entity__key="VD-0"
         ).values_list("ts", flat=True)
     }
     assert npu_ts <= set(exporters.npu.served_ms)
     dcgm_ts = [
         ts.timestamp()
-        for ts in Sample.objects.filter(entity__key="dgx-01/0").values_list("ts", flat=True)
+        for ts in Sample.objects.filter(entity__key="GPU-aaa").values_list("ts", flat=True)
     ]
     assert all(started - 1 <= ts <= time.time() for ts in dcgm_ts)
 

@@ -69,10 +69,10 @@ def test_reads_come_from_the_promql_server_with_ingestion_keys_and_units(promql_
     assert set(
         Entity.objects.filter(cluster=cluster, kind="accelerator").values_list("key", flat=True)
     ) == {
-        "dgx-01/0",
-        "dgx-01/1",
-        "atlas-07/0",
-        "atlas-07/1",
+        "GPU-aaa",
+        "GPU-bbb",
+        "VD-0",
+        "VD-1",
     }
     ids = dict(Entity.objects.filter(cluster=cluster).values_list("key", "id"))
     now = datetime.now(tz=UTC)
@@ -80,13 +80,13 @@ def test_reads_come_from_the_promql_server_with_ingestion_keys_and_units(promql_
     # Heatmaps: the newest value per card, in catalogue units.
     snap = read.latest_kind(cluster.id, "accelerator", [UTIL, "accelerator_hbm_total_bytes"])
     by_entity = snap.by_entity()
-    assert by_entity[ids["dgx-01/0"]][UTIL] == pytest.approx(0.87)
-    assert by_entity[ids["atlas-07/1"]][UTIL] == pytest.approx(0.66)
-    assert by_entity[ids["dgx-01/1"]]["accelerator_hbm_total_bytes"] == 81920 * 2**20
+    assert by_entity[ids["GPU-aaa"]][UTIL] == pytest.approx(0.87)
+    assert by_entity[ids["VD-1"]][UTIL] == pytest.approx(0.66)
+    assert by_entity[ids["GPU-bbb"]]["accelerator_hbm_total_bytes"] == 81920 * 2**20
 
     # Series at a chosen step, and gates' window aggregates from raw values.
     metric = MetricDefinition.objects.get(name=UTIL)
-    entity = Entity.objects.get(cluster=cluster, key="atlas-07/0")
+    entity = Entity.objects.get(cluster=cluster, key="VD-0")
     series = read.series_read(
         metric=metric, entity=entity, start=now - timedelta(minutes=5), end=now
     )
@@ -96,7 +96,7 @@ def test_reads_come_from_the_promql_server_with_ingestion_keys_and_units(promql_
         metric=UTIL,
         cluster_id=cluster.id,
         entity_kind="accelerator",
-        entity_key="dgx-01/0",
+        entity_key="GPU-aaa",
         aggregation="p95",
         start=now - timedelta(seconds=30),
         end=now,
@@ -106,10 +106,10 @@ def test_reads_come_from_the_promql_server_with_ingestion_keys_and_units(promql_
     # Alert rules: every card of the kind; top-N by mean.
     rule = SimpleNamespace(pk=0, entity_kind="accelerator", aggregation="max", window_seconds=60)
     values = read.window_values(rule=rule, metric=metric, now=now).values
-    assert values[ids["dgx-01/1"]] == pytest.approx(0.12)
-    assert values[ids["atlas-07/0"]] == pytest.approx(0.55)
+    assert values[ids["GPU-bbb"]] == pytest.approx(0.12)
+    assert values[ids["VD-0"]] == pytest.approx(0.55)
     top = read.top_entities(metric=metric, cluster_id=cluster.id, since=now - timedelta(minutes=1))
-    assert [key for key, _ in top] == ["dgx-01/0", "atlas-07/1", "atlas-07/0", "dgx-01/1"]
+    assert [key for key, _ in top] == ["GPU-aaa", "VD-1", "VD-0", "GPU-bbb"]
 
     # The accelerators API: each card's entity key and its latest values.
     client = APIClient()
@@ -118,8 +118,8 @@ def test_reads_come_from_the_promql_server_with_ingestion_keys_and_units(promql_
     )
     rows = client.get("/api/v1/accelerators/?cluster=thanos-a").json()["results"]
     by_key = {row["entity"]: row for row in rows}
-    assert by_key["dgx-01/0"]["latest"][UTIL] == pytest.approx(0.87)
-    assert by_key["atlas-07/0"]["vendor_id"] == "VD-0"
+    assert by_key["GPU-aaa"]["latest"][UTIL] == pytest.approx(0.87)
+    assert by_key["VD-0"]["vendor_id"] == "VD-0"
     assert Accelerator.objects.filter(node__cluster=cluster).count() == 4
 
     assert not Sample.objects.exists()  # nothing was copied into the store

@@ -60,7 +60,7 @@ def test_a_tenant_tokens_source_names_its_tenant_and_owner(tenants, users):
 def test_a_scrape_is_stored_with_its_exporter_targets_source(cluster, exporters):
     target = make_target(cluster, exporters.url("/dcgm"), kind="dcgm")
     assert exporter_scrape(target=target, now=NOW)["ok"]
-    util = Sample.objects.get(metric__name="accelerator_utilization_ratio", entity__key="dgx-01/0")
+    util = Sample.objects.get(metric__name="accelerator_utilization_ratio", entity__key="GPU-aaa")
     assert util.source_id == source_exporter(target)
     assert util.source.label == f"exporter:{target.name}"
 

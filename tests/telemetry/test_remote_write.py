@@ -72,7 +72,7 @@ def test_remote_write_maps_like_the_text_path_and_counts(rw_client, cluster):
     assert npu.node.hostname == "atlas-07" and npu.index == 3
     assert npu.health == 0
     util = Sample.objects.filter(
-        metric__name="accelerator_utilization_ratio", entity__key="dgx-01/0"
+        metric__name="accelerator_utilization_ratio", entity__key="GPU-aaa"
     ).order_by("ts")
     assert [s.value for s in util] == [pytest.approx(0.8), pytest.approx(0.9)]
     assert util.last().ts.timestamp() == pytest.approx(now_ms / 1000)

@@ -186,11 +186,11 @@ def test_dcgm_scrape_stores_samples_registers_gpus_and_records_success(cluster, 
         ("GPU-aaa", 0),
         ("GPU-bbb", 1),
     }
-    util = Sample.objects.get(metric__name="accelerator_utilization_ratio", entity__key="dgx-01/0")
+    util = Sample.objects.get(metric__name="accelerator_utilization_ratio", entity__key="GPU-aaa")
     assert util.value == pytest.approx(0.87)
     assert util.ts == at(NOW)  # dcgm-exporter sends no timestamps: the scrape time is used
     temp = Sample.objects.get(metric__name="accelerator_temperature_celsius")
-    assert temp.value == 61 and temp.entity.key == "dgx-01/0"  # lower-case label spelling
+    assert temp.value == 61 and temp.entity.key == "GPU-aaa"  # lower-case label spelling
 
     target.refresh_from_db()
     assert target.last_success_at == at(NOW)

@@ -34,8 +34,13 @@ from telemetry.ingest.json_batch import MAX_BATCH_SAMPLES
 from telemetry.ingest.known import KNOWN
 from telemetry.ingest.limits import MAX_ENTITY_KEY_CHARS, limit, text_problem, time_window
 from telemetry.ingest.parse import ParsedSample
-from telemetry.ingest.prometheus import SOURCES, cluster_for_ingest, ingest_mapping_report
-from telemetry.ingest.registry import DeviceRef, entities_new_allowed
+from telemetry.ingest.prometheus import (
+    SOURCES,
+    cluster_for_ingest,
+    host_chain,
+    ingest_mapping_report,
+)
+from telemetry.ingest.registry import entities_new_allowed
 from telemetry.ingest.remote_write.decode import (
     DecodeLimits,
     RemoteWriteError,
@@ -44,7 +49,6 @@ from telemetry.ingest.remote_write.decode import (
 from telemetry.models import EntityKind, RemoteWriteStatus
 
 MAX_SAMPLES = MAX_BATCH_SAMPLES
-HOST_LABELS = ("instance",)  # Prometheus' target label, ``host:port``: the host of last resort
 
 
 def decode_limits() -> DecodeLimits:
@@ -95,17 +99,15 @@ def _sample_problem(sample, text_ok: dict[str, str | None]) -> str | None:
             problem = text_ok[value] = text_problem(value, max_chars=200) or None
         if problem:
             return problem
-    if entity.kind == "accelerator":
-        key = DeviceRef(entity.host, entity.index, entity.vendor_id).key
-        if len(key) > MAX_ENTITY_KEY_CHARS:
-            return "entity_key_too_long"
+    if entity.kind == "accelerator" and len(entity.vendor_id) > MAX_ENTITY_KEY_CHARS:
+        return "entity_key_too_long"
     return None
 
 
 def _ref(sample) -> tuple[str, str]:
     entity = sample.entity
     if entity.kind == "accelerator":
-        return (EntityKind.ACCELERATOR, DeviceRef(entity.host, entity.index, entity.vendor_id).key)
+        return (EntityKind.ACCELERATOR, entity.vendor_id)  # the chip id (DeviceRef.key)
     return (EntityKind.NODE, entity.host)
 
 
@@ -184,7 +186,7 @@ def ingest_remote_write(
         source=source,
         default_host=node,
         scrape_time=now,
-        host_labels=HOST_LABELS,
+        host_chain=host_chain(cluster),
         exporter_only=True,
     )
     for reason, count in decoded.dropped_samples.items():

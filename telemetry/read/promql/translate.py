@@ -14,11 +14,12 @@ import time
 from collections.abc import Iterable
 
 from telemetry.ingest.exposition import MappedSample, ParsedSample, map_samples
+from telemetry.ingest.identity import DEFAULT_HOST_LABELS
 from telemetry.ingest.mapping import source_families
 from telemetry.ingest.registry import DeviceRef
 from telemetry.read.promql.client import ResultSeries
 
-HOST_LABELS = ("instance",)
+HOST_LABELS = DEFAULT_HOST_LABELS  # what ingestion uses when a cluster sets none
 _VENDOR_LABEL = {"DCGM_": "UUID", "npu_": "vdie_id"}
 
 
@@ -61,7 +62,7 @@ def to_mapped(
         for ts, value in series.points:
             parsed.append(ParsedSample(name, labels, value, round(ts * 1000), line, None))
     report = map_samples(
-        parsed, source="auto", default_host=None, scrape_time=time.time(), host_labels=HOST_LABELS
+        parsed, source="auto", default_host=None, scrape_time=time.time(), host_chain=HOST_LABELS
     )
     return report.samples
 
