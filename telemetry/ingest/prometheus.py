@@ -306,7 +306,7 @@ def _report_store(
     result = samples_write(rows, provenance=provenance, check_now=True)
     accelerator_health_apply(health)
     if seen_at is not None and device_ids:
-        accelerators_seen_by_entity(set(device_ids.values()), seen_at=seen_at)
+        accelerators_seen_by_entity(set(device_ids.values()), seen_at=seen_at)  # one UPDATE
     return rows, result
 
 

@@ -226,9 +226,20 @@ def devices_register(
 
 
 def accelerators_seen_by_entity(entity_ids: Iterable[int], *, seen_at: datetime) -> int:
-    """``last_seen`` for the cards behind ``entity_ids``: one ``UPDATE`` per batch."""
-    cards = Entity.objects.filter(id__in=list(entity_ids), accelerator__isnull=False)
-    return accelerators_seen(ids=cards.values("accelerator_id"), seen_at=seen_at)  # 1 UPDATE
+    """``last_seen`` for the cards behind ``entity_ids``: one ``UPDATE`` per batch. Which card
+    an entity is comes from the memo (ids are never reused: a stale entry updates nothing)."""
+    entity_ids = set(entity_ids)
+    cards = KNOWN.get_many("card", entity_ids)
+    missing = entity_ids - cards.keys()
+    if missing:
+        found = dict(
+            Entity.objects.filter(id__in=list(missing), accelerator__isnull=False).values_list(
+                "id", "accelerator_id"
+            )
+        )
+        KNOWN.put_many("card", found)
+        cards.update(found)
+    return accelerators_seen(ids=set(cards.values()), seen_at=seen_at)
 
 
 def _int_or_none(value: str | None) -> int | None:

@@ -61,7 +61,7 @@ def test_a_new_card_misses_the_memo_and_is_registered(rw_client, cluster):  # no
     body = _ok(send(rw_client, _body(now, [_gpu(0), _gpu(1, host="dgx-02")])))
     assert body["inserted"] == 4
     assert Accelerator.objects.filter(node__hostname="dgx-02", index=1).exists()
-    new = Entity.objects.get(key="dgx-02/1")
+    new = Entity.objects.get(key="GPU-dgx-02-1")
     assert Sample.objects.filter(entity=new).count() == 2
 
 
@@ -69,7 +69,7 @@ def test_a_card_deleted_after_it_was_memoised_is_registered_again(rw_client, clu
     now = int(time.time() * 1000)
     _ok(send(rw_client, _body(now - 15000, [_gpu(0), _gpu(1)])))
     generation = KNOWN.generation
-    old = Entity.objects.get(key="dgx-01/1")
+    old = Entity.objects.get(key="GPU-dgx-01-1")
     Accelerator.objects.filter(node__hostname="dgx-01", index=1).delete()  # cascades
     assert not Entity.objects.filter(pk=old.pk).exists()
 
@@ -77,7 +77,7 @@ def test_a_card_deleted_after_it_was_memoised_is_registered_again(rw_client, clu
 
     assert body["inserted"] == 4
     assert KNOWN.generation > generation  # the stale id failed its foreign key: memo cleared
-    again = Entity.objects.get(key="dgx-01/1")
+    again = Entity.objects.get(key="GPU-dgx-01-1")
     assert again.pk != old.pk and again.accelerator.vendor_id == "GPU-dgx-01-1"
     assert Sample.objects.filter(entity=again).count() == 2
 
