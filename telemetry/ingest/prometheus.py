@@ -172,15 +172,25 @@ def ingest_mapping_report(
     cluster: Cluster,
     max_samples: int | None = None,
     provenance: int | None = None,
+    screened: bool = False,
 ) -> dict:
     """Register the nodes and cards a mapped exposition names and store its samples, in one
     transaction; the answer counts accepted/mapped/dropped and inserted/duplicates.
+
+    ``screened``: the caller already dropped every sample :func:`mapping_report_check` would
+    refuse (remote-write's ``report_screen``), so only the sample cap is checked again.
 
     Metric, card and node ids already resolved by this process come from the memo
     (``telemetry.ingest.known``); only what it does not know is looked up or registered. A
     memo entry pointing at a row deleted since fails the insert's foreign key: the memo is
     cleared and the batch written again from the database, once."""
-    mapping_report_check(report, max_samples=max_samples)
+    if not screened:
+        mapping_report_check(report, max_samples=max_samples)
+    elif max_samples is not None and len(report.samples) > max_samples:
+        raise IngestionError(
+            f"at most {max_samples:,} samples per request, got {len(report.samples):,}",
+            field="body",
+        )
     devices: dict[tuple, DeviceRef] = {}
     hosts: set[str] = set()
     for sample in report.samples:

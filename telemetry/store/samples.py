@@ -80,11 +80,7 @@ def samples_write(
         return StoreResult(received=0, inserted=0)
     unique_rows = _dedupe(rows)
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [ADVISORY_LOCK_KEY])
-            if check_now and _sample_foreign_keys():
-                cursor.execute(f"SET CONSTRAINTS {', '.join(_sample_foreign_keys())} IMMEDIATE")
-        inserted = _write_postgresql(unique_rows, watermarks(), provenance)
+        inserted = _write_postgresql(unique_rows, provenance, check_now=check_now)
     else:
         inserted = _write_generic(unique_rows, watermarks(), provenance)
     return StoreResult(received=len(rows), inserted=inserted)
@@ -106,25 +102,37 @@ def _sample_foreign_keys() -> list[str]:
     return _FOREIGN_KEYS
 
 
-_PG_STAGING = """
-CREATE TEMP TABLE IF NOT EXISTS monitoring_sample_staging (
-    metric_id integer, entity_id bigint, ts timestamptz, value double precision
-) ON COMMIT DELETE ROWS
+# The staging table holds a batch as COPY sent it (time as unix seconds, converted in the
+# insert); the merge empties it in the same statement (``DELETE … RETURNING``), so a second
+# batch in one transaction starts from an empty table without a TRUNCATE per batch.
+_PG_PREPARE = """
+SELECT pg_advisory_xact_lock_shared({lock});
+{constraints}
+CREATE TEMP TABLE IF NOT EXISTS monitoring_sample_staging_s (
+    metric_id integer, entity_id bigint, ts double precision, value double precision
+) ON COMMIT DELETE ROWS;
 """
 
+# Watermarks are read in the merge itself, after the shared lock: compaction (exclusive) cannot
+# move one between reading it and inserting below it.
 _PG_MERGE = """
-WITH inserted AS (
+WITH staged AS (
+    DELETE FROM monitoring_sample_staging_s RETURNING metric_id, entity_id, ts, value
+), inserted AS (
     INSERT INTO monitoring_sample (metric_id, entity_id, ts, value, source_id)
-    SELECT metric_id, entity_id, ts, value, %s::integer FROM monitoring_sample_staging
+    SELECT metric_id, entity_id, to_timestamp(ts), value, %s::integer FROM staged
     ORDER BY metric_id, entity_id, ts
     ON CONFLICT (metric_id, entity_id, ts) DO NOTHING
     RETURNING metric_id, entity_id, ts, value
+), marks AS (
+    SELECT r.res, COALESCE(w.complete_until, 'epoch'::timestamptz) AS complete_until
+    FROM (VALUES (60), (900), (3600), (86400)) AS r(res)
+    LEFT JOIN monitoring_rollupwatermark w ON w.resolution = r.res
 ), late AS (
     SELECT i.metric_id, i.entity_id, i.value, r.res,
            to_timestamp(floor(extract(epoch FROM i.ts) / r.res) * r.res) AS bucket
     FROM inserted i
-    CROSS JOIN (VALUES (60, %s::timestamptz), (900, %s::timestamptz), (3600, %s::timestamptz),
-                       (86400, %s::timestamptz)) AS r(res, complete_until)
+    CROSS JOIN marks r
     WHERE to_timestamp(floor(extract(epoch FROM i.ts) / r.res) * r.res) < r.complete_until
 ), rolled AS (
     INSERT INTO monitoring_rollup (metric_id, entity_id, resolution, bucket, count, sum, min, max)
@@ -139,23 +147,20 @@ WITH inserted AS (
 SELECT count(*) FROM inserted
 """
 
-_NEVER = datetime(1970, 1, 1, tzinfo=UTC)
 
-
-def _write_postgresql(
-    rows: list[SampleRow], marks: dict[int, datetime], provenance: int | None
-) -> int:
+def _write_postgresql(rows: list[SampleRow], provenance: int | None, *, check_now: bool) -> int:
+    fks = _sample_foreign_keys() if check_now else []
+    constraints = f"SET CONSTRAINTS {', '.join(fks)} IMMEDIATE;" if fks else ""
+    # One COPY of tab-separated text built in one join: the per-row cost is a format, not a
+    # datetime and a row adapter. ``repr`` of a float reads back exactly.
+    data = "".join(f"{m}\t{e}\t{t!r}\t{v!r}\n" for m, e, t, v in rows)
     with connection.cursor() as cursor:
-        cursor.execute(_PG_STAGING)
-        # ON COMMIT DELETE ROWS empties it at commit; truncate too in case an earlier batch in
-        # this same transaction left rows behind.
-        cursor.execute("TRUNCATE monitoring_sample_staging")
+        cursor.execute(_PG_PREPARE.format(lock=ADVISORY_LOCK_KEY, constraints=constraints))
         with cursor.cursor.copy(
-            "COPY monitoring_sample_staging (metric_id, entity_id, ts, value) FROM STDIN"
+            "COPY monitoring_sample_staging_s (metric_id, entity_id, ts, value) FROM STDIN"
         ) as copy:
-            for metric_id, entity_id, seconds, value in rows:
-                copy.write_row((metric_id, entity_id, to_datetime(seconds), value))
-        cursor.execute(_PG_MERGE, [provenance, *(marks.get(r, _NEVER) for r in ROLLUP_RESOLUTIONS)])
+            copy.write(data)
+        cursor.execute(_PG_MERGE, [provenance])
         return int(cursor.fetchone()[0])
 
 

@@ -195,7 +195,7 @@ def ingest_remote_write(
         report.dropped["timestamp_out_of_range"] = out_of_window
     report_screen(report, cluster=cluster)
     body_out = ingest_mapping_report(
-        report, cluster=cluster, max_samples=MAX_SAMPLES, provenance=provenance
+        report, cluster=cluster, max_samples=MAX_SAMPLES, provenance=provenance, screened=True
     )
     body_out["series"] = len({s.line for s in samples})  # series with in-window samples
     body_out["dropped_series"] = dict(decoded.dropped_series)
