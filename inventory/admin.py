@@ -12,9 +12,11 @@ from inventory.models import (
     Node,
     Rack,
     Supernode,
+    TopologyMapping,
     Workload,
 )
-from inventory.services import cluster_default_set
+from inventory.services import cluster_default_set, topology_mapping_apply
+from inventory.signals import nodes_placed
 
 
 @admin.register(HardwareModel)
@@ -34,6 +36,15 @@ class HardwareModelAdmin(admin.ModelAdmin):
     list_filter = ("vendor", "confidence")
 
 
+class TopologyMappingInline(admin.StackedInline):
+    """Where a real cluster's exporter-registered nodes go: a rack label or a hostname
+    pattern (validated by ``TopologyMapping.clean``)."""
+
+    model = TopologyMapping
+    extra = 0
+    max_num = 1
+
+
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
     list_display = (
@@ -46,6 +57,12 @@ class ClusterAdmin(admin.ModelAdmin):
     )
     list_filter = ("kind", "default_for_pages")
     actions = ["make_default_for_pages"]
+    inlines = [TopologyMappingInline]
+
+    def save_related(self, request, form, formsets, change) -> None:
+        super().save_related(request, form, formsets, change)
+        # Nodes already registered without a rack are placed now, not at their next push.
+        topology_mapping_apply(cluster=form.instance)
 
     @admin.action(
         description=_("Make default for pages (replaces the default of its side)"),
@@ -71,10 +88,23 @@ class RackAdmin(admin.ModelAdmin):
 
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
-    list_display = ("hostname", "cluster", "rack", "registered_by_exporter")
+    list_display = (
+        "hostname",
+        "cluster",
+        "rack",
+        "hardware_model",
+        "cards_expected",
+        "registered_by_exporter",
+    )
     list_filter = ("cluster", "registered_by_exporter")
     search_fields = ("hostname",)
     raw_id_fields = ("rack",)
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        if change and "rack" in form.changed_data:
+            # The entities' topology path follows the node (telemetry listens).
+            nodes_placed.send(sender=Node, cluster=obj.cluster, node_ids=[obj.pk])
 
 
 @admin.register(Accelerator)

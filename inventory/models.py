@@ -6,6 +6,8 @@ registered under their cluster and can be placed in a rack later.
 
 from __future__ import annotations
 
+import re
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -164,6 +166,22 @@ class Node(models.Model):
     )
     hostname = models.CharField(_("hostname"), max_length=200)
     registered_by_exporter = models.BooleanField(_("registered by an exporter"), default=False)
+    # From an inventory import: what an operator says the node holds. Exporters create the
+    # cards themselves (a card's identity is its chip ID); these only describe them.
+    hardware_model = models.ForeignKey(
+        HardwareModel,
+        verbose_name=_("card model"),
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        help_text=_("The model of the node's cards, as the inventory import states it."),
+    )
+    cards_expected = models.PositiveIntegerField(
+        _("cards expected"),
+        null=True,
+        blank=True,
+        help_text=_("How many cards the node holds, as the inventory import states it."),
+    )
 
     class Meta:
         db_table = "monitoring_node"  # kept from before the app split
@@ -180,6 +198,113 @@ class Node(models.Model):
     def clean(self) -> None:
         if self.rack_id and self.rack.supernode.cluster_id != self.cluster_id:
             raise ValidationError({"rack": _("The rack belongs to another cluster.")})
+
+
+LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+DEFAULT_SUPERNODE = "default"
+
+
+class TopologyMapping(models.Model):
+    """How a real cluster's nodes find their rack and supernode: a label the exporters' series
+    carry (e.g. ``rack``, relabelled by Prometheus from a Kubernetes node label), or a regular
+    expression on the hostname with named groups ``rack`` and optionally ``supernode``.
+
+    Applied when a node is created or seen without a rack (exporter pushes, remote-write,
+    scrapes, PromQL sources); a node already in a rack is not moved by it (an inventory
+    import, which is an operator's word, moves nodes).
+    """
+
+    cluster = models.OneToOneField(
+        Cluster, on_delete=models.CASCADE, related_name="topology_mapping"
+    )
+    rack_label = models.CharField(
+        _("rack label"),
+        max_length=100,
+        blank=True,
+        help_text=_("Exporter label naming the node's rack, e.g. rack."),
+    )
+    supernode_label = models.CharField(
+        _("supernode label"),
+        max_length=100,
+        blank=True,
+        help_text=_("Exporter label naming the node's supernode (optional)."),
+    )
+    hostname_pattern = models.CharField(
+        _("hostname pattern"),
+        max_length=300,
+        blank=True,
+        help_text=_(
+            "Regular expression matched against the hostname, with a named group rack and "
+            "optionally supernode, e.g. ^(?P<supernode>sn[0-9]+)-(?P<rack>r[0-9]+)-"
+        ),
+    )
+    default_supernode = models.CharField(
+        _("default supernode"),
+        max_length=60,
+        default=DEFAULT_SUPERNODE,
+        help_text=_("The supernode of racks whose supernode neither label nor pattern names."),
+    )
+
+    class Meta:
+        verbose_name = _("topology mapping")
+        verbose_name_plural = _("topology mappings")
+        constraints = [
+            models.CheckConstraint(
+                condition=~models.Q(rack_label="") | ~models.Q(hostname_pattern=""),
+                name="topology_mapping_names_a_source",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(default_supernode=""),
+                name="topology_mapping_default_supernode",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}: {self.rack_label or self.hostname_pattern}"
+
+    def clean(self) -> None:
+        """The one place a mapping is validated (admin, API and services call it)."""
+        errors = {}
+        if not self.rack_label and not self.hostname_pattern:
+            errors["rack_label"] = _("Name a rack label or a hostname pattern (or both).")
+        for name in ("rack_label", "supernode_label"):
+            value = getattr(self, name)
+            if value and not LABEL_NAME.match(value):
+                errors[name] = _("%(value)s is not a Prometheus label name.") % {"value": value}
+        if self.supernode_label and not self.rack_label:
+            errors["supernode_label"] = _("A supernode label needs a rack label.")
+        if self.hostname_pattern:
+            try:
+                groups = re.compile(self.hostname_pattern).groupindex
+            except re.error as exc:
+                errors["hostname_pattern"] = _("Not a regular expression: %(error)s") % {
+                    "error": exc
+                }
+            else:
+                if "rack" not in groups:
+                    errors["hostname_pattern"] = _("The pattern needs a named group rack.")
+                elif set(groups) - {"rack", "supernode"}:
+                    errors["hostname_pattern"] = _(
+                        "Only the named groups rack and supernode are used."
+                    )
+        if errors:
+            raise ValidationError(errors)
+
+    def place(self, hostname: str, labels: dict[str, str] | None = None) -> tuple[str, str] | None:
+        """``(supernode, rack)`` for a node, or ``None`` when neither the labels nor the
+        hostname say. The label wins over the pattern; names longer than a rack's are ignored."""
+        labels = labels or {}
+        rack = labels.get(self.rack_label) if self.rack_label else None
+        supernode = labels.get(self.supernode_label) if self.supernode_label and rack else None
+        if not rack and self.hostname_pattern:
+            match = re.search(self.hostname_pattern, hostname)
+            if match:
+                rack = match.group("rack")
+                supernode = match.groupdict().get("supernode")
+        supernode = supernode or self.default_supernode
+        if not rack or len(rack) > 60 or len(supernode) > 60:
+            return None
+        return supernode, rack
 
 
 class Accelerator(models.Model):

@@ -13,6 +13,7 @@ from inventory.services.topology import (
     nodes_ensure,
     racks_ensure,
     supernodes_ensure,
+    topology_mapping_apply,
 )
 
 __all__ = [
@@ -27,4 +28,5 @@ __all__ = [
     "nodes_ensure",
     "racks_ensure",
     "supernodes_ensure",
+    "topology_mapping_apply",
 ]

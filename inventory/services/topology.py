@@ -26,7 +26,9 @@ from inventory.models import (
     Node,
     Rack,
     Supernode,
+    TopologyMapping,
 )
+from inventory.signals import nodes_placed
 
 BATCH_SIZE = 2000
 
@@ -103,6 +105,7 @@ def nodes_ensure(
     cluster: Cluster,
     hosts: Iterable[str],
     placements: Mapping[str, Placement] | None = None,
+    labels: Mapping[str, Mapping[str, str]] | None = None,
     registered_by_exporter: bool = False,
 ) -> dict[str, Node]:
     """The nodes of ``cluster`` named by ``hosts``, created if missing, by hostname (with
@@ -110,12 +113,17 @@ def nodes_ensure(
 
     ``placements`` (hostname → rack) are the discoverer's word — the twin's topology, an
     inventory import: new nodes are created in that rack and existing ones are moved there.
-    Hosts without a placement keep the rack they have.
+    Other hosts keep the rack they have; one without a rack is placed by the cluster's
+    :class:`~inventory.models.TopologyMapping`, from its hostname and ``labels`` (hostname →
+    the exporter labels its series carry), when the mapping says where.
     """
     placements = dict(placements or {})
     hosts = set(hosts) | set(placements)
-    racks = racks_ensure(cluster=cluster, placements=placements.values()) if placements else {}
     nodes = _nodes(cluster, hosts)
+    unplaced = [h for h in hosts - placements.keys() if h not in nodes or not nodes[h].rack_id]
+    if unplaced:
+        placements.update(_mapped(cluster, unplaced, labels or {}))
+    racks = racks_ensure(cluster=cluster, placements=placements.values()) if placements else {}
     missing = hosts - nodes.keys()
     if missing:
         Node.objects.bulk_create(
@@ -140,6 +148,7 @@ def nodes_ensure(
         node.rack = racks[placements[node.hostname]]
     if moved:
         Node.objects.bulk_update(moved, ["rack"], batch_size=BATCH_SIZE)
+        nodes_placed.send(sender=Node, cluster=cluster, node_ids=[n.pk for n in moved])
     return _nodes(cluster, hosts) if missing or moved else nodes
 
 
@@ -192,7 +201,10 @@ def _card(d: DeviceSpec, nodes: Mapping[str, Node], parent: Accelerator | None) 
         index=d.index,
         vendor_id=d.vendor_id,
         model_name=d.model_name[:100],
-        hardware_model=d.hardware_model,
+        # A card the discoverer cannot name takes the model the import gave its node.
+        hardware_model_id=(
+            d.hardware_model.pk if d.hardware_model else nodes[d.host].hardware_model_id
+        ),
         health=d.health,
         parent=parent,
         mig_profile=d.mig_profile[:40],
@@ -279,6 +291,20 @@ def links_ensure(*, cluster: Cluster, links: Iterable[LinkSpec]) -> dict[str, Li
     return {link.key: link for link in Link.objects.filter(cluster=cluster)}
 
 
+def _mapped(
+    cluster: Cluster, hosts: Iterable[str], labels: Mapping[str, Mapping[str, str]]
+) -> dict[str, Placement]:
+    mapping = TopologyMapping.objects.filter(cluster=cluster).first()
+    if mapping is None:
+        return {}
+    found = {}
+    for host in hosts:
+        place = mapping.place(host, dict(labels.get(host) or {}))
+        if place is not None:
+            found[host] = Placement(*place)
+    return found
+
+
 def _nodes(cluster: Cluster, hosts: set[str]) -> dict[str, Node]:
     found: dict[str, Node] = {}
     ordered = sorted(hosts)
@@ -288,3 +314,16 @@ def _nodes(cluster: Cluster, hosts: set[str]) -> dict[str, Node]:
         ).select_related("rack__supernode")
         found.update({n.hostname: n for n in rows})
     return found
+
+
+@transaction.atomic
+def topology_mapping_apply(*, cluster: Cluster) -> int:
+    """Place the nodes of ``cluster`` that have no rack by its topology mapping's hostname
+    pattern (labels are only known when their series arrive); returns how many were placed.
+    Called when an operator saves a mapping, so known nodes need not wait for a push."""
+    hosts = set(
+        Node.objects.filter(cluster=cluster, rack__isnull=True).values_list("hostname", flat=True)
+    )
+    if not hosts:
+        return 0
+    return sum(1 for n in nodes_ensure(cluster=cluster, hosts=hosts).values() if n.rack_id)

@@ -193,8 +193,13 @@ def ingest_mapping_report(
         )
     devices: dict[tuple, DeviceRef] = {}
     hosts: set[str] = set()
+    # The labels a host's series carry, for the cluster's topology mapping (a ``rack`` label
+    # Prometheus relabels onto every series of a target): a host's first series is enough.
+    host_labels: dict[str, dict[str, str]] = {}
     for sample in report.samples:
         entity = sample.entity
+        if entity.host not in host_labels:
+            host_labels[entity.host] = sample.extra_labels
         if entity.kind == "accelerator":
             ident = (entity.host, entity.index, entity.vendor_id, entity.model_name)
             if ident in devices:
@@ -211,13 +216,13 @@ def ingest_mapping_report(
             hosts.add(entity.host)
     try:
         with transaction.atomic():
-            rows, result = _report_store(report, cluster, devices, hosts, provenance)
+            rows, result = _report_store(report, cluster, devices, hosts, host_labels, provenance)
     except IntegrityError as exc:
         if not isinstance(exc.__cause__, ForeignKeyViolation):
             raise
         KNOWN.clear()  # a memo entry named a row deleted since: resolve everything again
         with transaction.atomic():
-            rows, result = _report_store(report, cluster, devices, hosts, provenance)
+            rows, result = _report_store(report, cluster, devices, hosts, host_labels, provenance)
     body = report.as_dict()
     # Series that differ only in labels we do not key on (histogram bucket, XID err_code, the
     # pod of a time-sliced GPU) land on the same point; the last one wins. Say so.
@@ -258,6 +263,7 @@ def _report_store(
     cluster: Cluster,
     devices: dict[tuple, DeviceRef],
     hosts: set[str],
+    host_labels: dict[str, dict[str, str]],
     provenance: int | None,
 ) -> tuple[list, StoreResult]:
     """Resolve (registering what is new) and write; the caller owns the transaction."""
@@ -283,7 +289,9 @@ def _report_store(
     newest = max((s.timestamp for s in report.samples), default=None)
     seen_at = datetime.fromtimestamp(newest, tz=UTC) if newest is not None else None
     if new_devices:
-        by_key = devices_register(cluster, new_devices.values(), seen_at=seen_at)
+        by_key = devices_register(
+            cluster, new_devices.values(), seen_at=seen_at, labels=host_labels
+        )
         registered = {ident: by_key[d.key] for ident, d in new_devices.items()}
         device_ids.update(registered)
         KNOWN.put_many("device", {(cluster_id, *i): v for i, v in registered.items()})
@@ -295,7 +303,7 @@ def _report_store(
             },
         )
     if new_hosts:
-        registered_nodes = _nodes_register(cluster, new_hosts)
+        registered_nodes = _nodes_register(cluster, new_hosts, host_labels)
         node_ids.update(registered_nodes)
         KNOWN.put_many("node", {(cluster_id, h): v for h, v in registered_nodes.items()})
         KNOWN.put_many(
@@ -320,8 +328,10 @@ def _report_store(
     return rows, result
 
 
-def _nodes_register(cluster: Cluster, hosts: set[str]) -> dict[str, int]:
-    nodes = nodes_ensure(cluster=cluster, hosts=hosts, registered_by_exporter=True)
+def _nodes_register(
+    cluster: Cluster, hosts: set[str], labels: dict[str, dict[str, str]]
+) -> dict[str, int]:
+    nodes = nodes_ensure(cluster=cluster, hosts=hosts, labels=labels, registered_by_exporter=True)
     entities_save(
         entity_build(cluster=cluster, kind=EntityKind.NODE, key=n.hostname, node=n)
         for n in nodes.values()

@@ -6,7 +6,7 @@ constant number of queries per batch, never one per sample.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -180,18 +180,27 @@ class DeviceRef:
 
 
 def devices_register(
-    cluster: Cluster, devices: Iterable[DeviceRef], *, seen_at: datetime | None = None
+    cluster: Cluster,
+    devices: Iterable[DeviceRef],
+    *,
+    seen_at: datetime | None = None,
+    labels: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, int]:
     """Register unseen nodes and accelerators under ``cluster``; return accelerator entity ids.
 
     Nodes and cards are created by the inventory service (``inventory.services``). A chip
     already known in the cluster under another host is *moved* there (card, entity and
     history follow it; an ``AcceleratorMove`` row records it), never registered twice.
+    ``labels`` (hostname → its series' labels) let the cluster's topology mapping place new
+    nodes.
     """
     devices = {d.key: d for d in devices}
     specs = [d.spec() for d in devices.values()]
     nodes = nodes_ensure(
-        cluster=cluster, hosts={d.host for d in devices.values()}, registered_by_exporter=True
+        cluster=cluster,
+        hosts={d.host for d in devices.values()},
+        labels=labels,
+        registered_by_exporter=True,
     )
     moved = accelerators_move(
         cluster=cluster, devices=specs, nodes=nodes, seen_at=seen_at or timezone.now()

@@ -61,6 +61,29 @@ def entities_save(entities: Iterable[Entity], *, batch_size: int = 2000) -> None
     Entity.objects.bulk_create(list(entities), ignore_conflicts=True, batch_size=batch_size)
 
 
+def entities_path_sync(*, cluster: Cluster, node_ids: Iterable[int]) -> int:
+    """Give the entities of moved nodes (the node's own and its cards') the node's new rack
+    and supernode; returns how many entities changed. Connected to
+    ``inventory.signals.nodes_placed``: an entity's path is a copy of the inventory's."""
+    by_rack: dict[int | None, list[int]] = {}
+    supernode_of: dict[int | None, int | None] = {None: None}
+    for node_id, rack_id, supernode_id in Node.objects.filter(
+        cluster=cluster, pk__in=list(node_ids)
+    ).values_list("pk", "rack_id", "rack__supernode_id"):
+        by_rack.setdefault(rack_id, []).append(node_id)
+        supernode_of[rack_id] = supernode_id
+    changed = 0
+    for rack_id, ids in by_rack.items():
+        changed += Entity.objects.filter(cluster=cluster, node_id__in=ids).update(
+            rack_id=rack_id, supernode_id=supernode_of[rack_id]
+        )
+    return changed
+
+
+def entities_on_nodes_placed(*, cluster: Cluster, node_ids: list[int], **_: object) -> None:
+    entities_path_sync(cluster=cluster, node_ids=node_ids)
+
+
 def workload_entity_ensure(workload: Workload) -> Entity:
     """The workload's entity, created with its workload and tenant links if missing."""
     built = entity_build(

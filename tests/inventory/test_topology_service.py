@@ -48,13 +48,21 @@ def test_a_fleet_of_ten_thousand_cards_costs_a_few_queries_not_one_per_card():
     assert len(queries) < 40
 
 
-def test_known_nodes_are_found_in_one_query():
+def statements(queries) -> list[str]:
+    return [q["sql"] for q in queries if "SAVEPOINT" not in q["sql"]]
+
+
+def test_known_placed_nodes_are_found_in_one_query_unplaced_ones_ask_the_mapping_once():
     cluster = ClusterFactory()
-    nodes_ensure(cluster=cluster, hosts={"a", "b"})
+    nodes_ensure(cluster=cluster, hosts=(), placements={"a": Placement("s", "r")})
+    nodes_ensure(cluster=cluster, hosts={"b"})
     with CaptureQueriesContext(connection) as queries:
-        nodes = nodes_ensure(cluster=cluster, hosts={"a", "b"}, registered_by_exporter=True)
-    assert set(nodes) == {"a", "b"}
-    assert len([q for q in queries if "SAVEPOINT" not in q["sql"]]) == 1
+        nodes = nodes_ensure(cluster=cluster, hosts={"a"}, registered_by_exporter=True)
+    assert set(nodes) == {"a"}
+    assert len(statements(queries)) == 1
+    with CaptureQueriesContext(connection) as queries:
+        nodes_ensure(cluster=cluster, hosts={"a", "b"}, registered_by_exporter=True)
+    assert len(statements(queries)) == 2
 
 
 def test_a_placement_creates_its_rack_and_supernode_and_moves_an_existing_node():
