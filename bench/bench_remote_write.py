@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -212,7 +213,12 @@ def _copy_rate(url: str, rows_total: int, batch: int) -> float:
     return done / elapsed
 
 
+def _exit_on_sigterm(*_: object) -> None:
+    raise SystemExit(143)  # so ``finally`` stops Prometheus and gunicorn
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="measured window")
     parser.add_argument("--warmup", type=float, default=90.0, help="seconds before measuring")

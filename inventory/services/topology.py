@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 
 from inventory.models import (
@@ -260,14 +260,34 @@ def accelerators_seen(*, ids: Iterable[int] | QuerySet, seen_at: datetime) -> in
     """Mark cards seen at ``seen_at``: one update per batch (``ids`` may be a subquery),
     touching only rows whose ``last_seen`` is older (a resent or late batch writes nothing)."""
     if not isinstance(ids, QuerySet):
-        ids = list(ids)
+        ids = sorted(ids)
         if not ids:
             return 0
+        if connection.vendor == "postgresql":
+            return _accelerators_seen_postgresql(ids, seen_at)
     return (
         Accelerator.objects.filter(id__in=ids)
         .filter(Q(last_seen__isnull=True) | Q(last_seen__lt=seen_at))
         .update(last_seen=seen_at)
     )
+
+
+def _accelerators_seen_postgresql(ids: list[int], seen_at: datetime) -> int:
+    # Concurrent ingestion requests (Prometheus' shards) mark overlapping sets of cards seen
+    # inside their own transactions: a row another one is updating right now is skipped
+    # (it is being marked seen at about the same time) instead of waited for, so batches
+    # never queue, nor deadlock, on the inventory.
+    table = connection.ops.quote_name(Accelerator._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} AS a SET last_seen = %s FROM ("
+            f"  SELECT id FROM {table} WHERE id = ANY(%s)"
+            "   AND (last_seen IS NULL OR last_seen < %s)"
+            "   ORDER BY id FOR UPDATE SKIP LOCKED"
+            ") AS due WHERE a.id = due.id",
+            [seen_at, ids, seen_at],
+        )
+        return cursor.rowcount
 
 
 @transaction.atomic

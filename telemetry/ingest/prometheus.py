@@ -324,7 +324,11 @@ def _report_store(
     result = samples_write(rows, provenance=provenance, check_now=True)
     accelerator_health_apply(health)
     if seen_at is not None and device_ids:
-        accelerators_seen_by_entity(set(device_ids.values()), seen_at=seen_at)  # one UPDATE
+        accelerators_seen_by_entity(  # one UPDATE, of the cards not marked seen just now
+            set(device_ids.values()),
+            seen_at=seen_at,
+            min_gap_seconds=cluster.scrape_interval_seconds / 2,
+        )
     return rows, result
 
 

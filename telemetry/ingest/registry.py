@@ -234,9 +234,18 @@ def devices_register(
     return {key: entities[(EntityKind.ACCELERATOR, key)] for key in devices}
 
 
-def accelerators_seen_by_entity(entity_ids: Iterable[int], *, seen_at: datetime) -> int:
+def accelerators_seen_by_entity(
+    entity_ids: Iterable[int], *, seen_at: datetime, min_gap_seconds: float = 0.0
+) -> int:
     """``last_seen`` for the cards behind ``entity_ids``: one ``UPDATE`` per batch. Which card
-    an entity is comes from the memo (ids are never reused: a stale entry updates nothing)."""
+    an entity is comes from the memo (ids are never reused: a stale entry updates nothing).
+
+    A card this process marked seen less than ``min_gap_seconds`` before ``seen_at`` is left
+    alone: a card's fields arrive spread over many remote-write requests of the same scrape,
+    and rewriting its row for each (inside each request's transaction, while other shards do
+    the same) cost more than the samples. Callers pass half the scrape interval, so
+    ``last_seen`` lags the truth by less than that and absence (whole intervals) is unaffected.
+    """
     entity_ids = set(entity_ids)
     cards = KNOWN.get_many("card", entity_ids)
     missing = entity_ids - cards.keys()
@@ -248,7 +257,15 @@ def accelerators_seen_by_entity(entity_ids: Iterable[int], *, seen_at: datetime)
         )
         KNOWN.put_many("card", found)
         cards.update(found)
-    return accelerators_seen(ids=set(cards.values()), seen_at=seen_at)
+    card_ids = set(cards.values())
+    now = seen_at.timestamp()
+    if min_gap_seconds > 0:
+        written = KNOWN.get_many("seen", card_ids)
+        card_ids = {c for c in card_ids if now - written.get(c, float("-inf")) >= min_gap_seconds}
+    if not card_ids:
+        return 0
+    KNOWN.put_many("seen", dict.fromkeys(card_ids, now))
+    return accelerators_seen(ids=card_ids, seen_at=seen_at)
 
 
 def _int_or_none(value: str | None) -> int | None:
