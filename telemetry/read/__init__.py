@@ -280,9 +280,9 @@ def latest_values(
         if mine:
             remote[source.pk] = mine
     if not remote:
-        return _series.latest_values(entities, since=since)
+        return _latest.latest_values(entities, since=since)
     routed = {e.pk for group in remote.values() for e in group}
-    result = _series.latest_values([e for e in entities if e.pk not in routed], since=since)
+    result = _latest.latest_values([e for e in entities if e.pk not in routed], since=since)
     for source in promql.sources():
         if source.pk in remote:
             result.update(promql.latest_values(source, remote[source.pk]))

@@ -154,3 +154,55 @@ def test_the_catalogue_lists_core_metrics_with_units(client_as):
     by_name = {m["name"]: m for m in body["results"]}
     assert by_name["accelerator_utilization_ratio"]["unit"] == "ratio"
     assert by_name["accelerator_health_status"]["entity_kind"] == "accelerator"
+
+
+def _fleet(cluster, cards: int) -> None:
+    """``cards`` cards on 4-card nodes, three metrics each at three times (newest: ``i``)."""
+    metrics = MetricDefinition.objects.filter(
+        name__in=[
+            "accelerator_utilization_ratio",
+            "accelerator_power_watts",
+            "accelerator_temperature_celsius",
+        ]
+    )
+    rows = []
+    now = time.time()
+    for i in range(cards):
+        node, _ = Node.objects.get_or_create(cluster=cluster, hostname=f"n{i // 4:03d}")
+        card = Accelerator.objects.create(node=node, index=i % 4, vendor_id=f"GPU-{i}")
+        entity = Entity.objects.create(
+            cluster=cluster,
+            kind="accelerator",
+            key=f"n{i // 4}/{i % 4}",
+            node=node,
+            accelerator=card,
+        )
+        for metric in metrics:
+            rows += [(metric.id, entity.id, now - 30 * age, float(i - age)) for age in range(3)]
+    with transaction.atomic():
+        samples_write(rows)
+
+
+@pytest.mark.django_db
+def test_the_accelerator_list_costs_no_more_queries_for_60_cards_than_for_4(client_as, cluster):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = client_as("operator")
+    _fleet(cluster, 4)
+    with CaptureQueriesContext(connection) as small:
+        assert client.get("/api/v1/accelerators/?cluster=unified-a").status_code == 200
+    Node.objects.filter(cluster=cluster).delete()  # its cards and their entities go with it
+    _fleet(cluster, 60)
+    with CaptureQueriesContext(connection) as large:
+        body = client.get("/api/v1/accelerators/?cluster=unified-a&page_size=1000").json()
+    assert body["count"] == 60
+    assert len(large.captured_queries) <= len(small.captured_queries)
+    # Each card shows its own newest value of every metric, not a neighbour's or an older one.
+    by_vendor = {card["vendor_id"]: card["latest"] for card in body["results"]}
+    for i in (0, 17, 59):
+        assert by_vendor[f"GPU-{i}"] == {
+            "accelerator_utilization_ratio": float(i),
+            "accelerator_power_watts": float(i),
+            "accelerator_temperature_celsius": float(i),
+        }

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from django.db import connection
-from django.db.models import Case, Count, F, FloatField, Func, Q, Sum, When
+from django.db.models import Case, Count, F, FloatField, Func, Max, Q, QuerySet, Sum, When
 
 from cluster_portal.web.rows import plain_rows
 from cluster_portal.web.timerange import TimeRange
@@ -23,6 +23,7 @@ from telemetry.models import Entity, Frame, FrameLayout, MetricDefinition, Sampl
 from telemetry.read.local.frames import (
     frame_segments,
     frame_segments_many,
+    latest_frame_values,
     latest_frames,
     segments_filter,
     stacked,
@@ -71,6 +72,75 @@ SELECT m.id, s.value FROM unnest(%s::bigint[]) AS m(id)
 CROSS JOIN LATERAL (
     SELECT value FROM monitoring_sample
     WHERE metric_id = m.id AND entity_id = %s AND ts >= %s ORDER BY ts DESC LIMIT 1
+) AS s
+"""
+
+
+def latest_values(
+    entities: Iterable[Entity] | QuerySet, *, since: timedelta = timedelta(hours=1)
+) -> dict[int, dict[str, float]]:
+    """``{entity_id: {metric name: latest value}}`` over the last ``since`` of raw data, and
+    the newest frame for entities the twin writes as frames.
+
+    On PostgreSQL one query for the whole list and its metric set: for every (metric, entity)
+    pair a backwards probe of the unique (metric, entity, ts) index that stops at the newest
+    point. The metric set of each entity kind is the catalogue's metrics of that kind (the
+    exporter-only ones are registered under the kind they were first seen on). The old form
+    — group the last hour by pair, then one OR term per pair — read every raw row of the hour
+    and grew with the page: a 1,000-card page hit the 30 s worker timeout.
+    """
+    entities = list(entities)
+    if not entities:
+        return {}
+    entity_ids = [e.pk for e in entities]
+    cutoff = datetime.now(tz=UTC) - since
+    result: dict[int, dict[str, float]] = defaultdict(dict)
+    if connection.vendor == "postgresql":
+        by_kind: dict[str, list[int]] = defaultdict(list)
+        for entity in entities:
+            by_kind[entity.kind].append(entity.pk)
+        names: dict[int, str] = {}
+        metric_ids: dict[str, list[int]] = defaultdict(list)
+        for pk, name, kind in MetricDefinition.objects.filter(
+            entity_kind__in=list(by_kind)
+        ).values_list("pk", "name", "entity_kind"):
+            names[pk] = name
+            metric_ids[kind].append(pk)
+        with connection.cursor() as cursor:
+            for kind, ids in by_kind.items():
+                if not metric_ids[kind]:
+                    continue
+                cursor.execute(_PG_LATEST_MANY, [metric_ids[kind], ids, cutoff])
+                for metric_id, entity_id, value in cursor.fetchall():
+                    result[entity_id][names[metric_id]] = value
+    else:
+        newest = (
+            Sample.objects.filter(entity_id__in=entity_ids, ts__gte=cutoff)
+            .values("entity_id", "metric_id")
+            .annotate(last=Max("ts"))
+        )
+        for row in newest:
+            value = (
+                Sample.objects.filter(
+                    entity_id=row["entity_id"], metric_id=row["metric_id"], ts=row["last"]
+                )
+                .values_list("metric__name", "value")
+                .first()
+            )
+            if value is not None:
+                result[row["entity_id"]][value[0]] = value[1]
+    for entity_id, values in latest_frame_values(entity_ids, since=cutoff).items():
+        result[entity_id].update(values)
+    return dict(result)
+
+
+# Metric outer, entity inner: consecutive probes walk neighbouring pages of the index.
+_PG_LATEST_MANY = """
+SELECT m.id, e.id, s.value FROM unnest(%s::bigint[]) AS m(id)
+CROSS JOIN unnest(%s::bigint[]) AS e(id)
+CROSS JOIN LATERAL (
+    SELECT value FROM monitoring_sample
+    WHERE metric_id = m.id AND entity_id = e.id AND ts >= %s ORDER BY ts DESC LIMIT 1
 ) AS s
 """
 

@@ -8,14 +8,12 @@ gives enough points and re-bucket it to about ``TARGET_POINTS`` points.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from functools import lru_cache
 
 from django.db import connection
-from django.db.models import Count, Max, Q, QuerySet, Sum
+from django.db.models import Count, Sum
 
 from telemetry.models import Entity, MetricDefinition, Rollup, Sample
 from telemetry.read.local.frames import (
@@ -23,7 +21,6 @@ from telemetry.read.local.frames import (
     fold_bucket,
     frame_buckets,
     frame_means,
-    latest_frame_values,
 )
 from telemetry.store.samples import watermarks
 
@@ -296,33 +293,6 @@ def _fold_tiered_many(
         _fold_tiered_many(
             metric_ids, entity_id, max(start, upto), end, FINER[resolution], step, buckets, marks
         )
-
-
-def latest_values(
-    entities: Iterable[Entity] | QuerySet, *, since: timedelta = timedelta(hours=1)
-) -> dict[int, dict[str, float]]:
-    """``{entity_id: {metric name: latest value}}`` over the last ``since`` of raw data."""
-    entity_ids = [e.pk for e in entities]
-    if not entity_ids:
-        return {}
-    cutoff = datetime.now(tz=UTC) - since
-    newest = (
-        Sample.objects.filter(entity_id__in=entity_ids, ts__gte=cutoff)
-        .values("entity_id", "metric_id")
-        .annotate(last=Max("ts"))
-    )
-    result: dict[int, dict[str, float]] = defaultdict(dict)
-    if newest:
-        condition = Q()
-        for row in newest:
-            condition |= Q(entity_id=row["entity_id"], metric_id=row["metric_id"], ts=row["last"])
-        for entity_id, name, value in Sample.objects.filter(condition).values_list(
-            "entity_id", "metric__name", "value"
-        ):
-            result[entity_id][name] = value
-    for entity_id, values in latest_frame_values(entity_ids, since=cutoff).items():
-        result[entity_id].update(values)
-    return dict(result)
 
 
 def top_entities(
