@@ -21,7 +21,7 @@ from django.utils.translation import pgettext_lazy
 from rest_framework.exceptions import ValidationError
 
 from cluster_portal.web.throttling import page_throttle_wait
-from rollout import webhook_admin  # noqa: F401 - registers the subscription admin
+from rollout import router_admin, webhook_admin  # noqa: F401 - register their admins
 from rollout.api.serializers import command_input, command_input_problem
 from rollout.models import (
     AnalysisRun,
@@ -49,6 +49,7 @@ from rollout.services.plans import (
     phases_create_default,
     phases_without_gate,
 )
+from rollout.services.routing import router_choose
 
 
 def _table(headers, rows) -> str:
@@ -77,8 +78,8 @@ class _ReadOnly(admin.ModelAdmin):
 
 class PlanWorkloadInline(admin.TabularInline):
     model = PlanWorkload
-    fields = ("workload", "phase", "share", "stable_share")
-    readonly_fields = ("share", "stable_share")
+    fields = ("workload", "phase", "router", "share", "confirmed_share", "stable_share")
+    readonly_fields = ("router", "share", "confirmed_share", "stable_share")
     extra = 1
 
 
@@ -105,6 +106,7 @@ class MigrationPlanAdmin(admin.ModelAdmin):
         "target_cluster",
         "gray_steps",
         "required_approvals",
+        "router",
         "state",
         "current_phase",
         "version",
@@ -145,12 +147,19 @@ class MigrationPlanAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change) -> None:
         if not change:
             obj.created_by = request.user
+        changed = "router" in form.changed_data
+        chosen = obj.router
+        if changed:
+            # The router changes through the one service (audited, checked), not the form.
+            obj.router = MigrationPlan.objects.get(pk=obj.pk).router if change else None
         super().save_model(request, obj, form, change)
+        actor = Actor.from_request(request)
         if not change:
             phases_create_default(plan=obj)
-            audit_record(
-                actor=Actor.from_request(request), action="create", plan=obj, to_state=obj.state
-            )
+            audit_record(actor=actor, action="create", plan=obj, to_state=obj.state)
+        if changed:
+            router_choose(plan_id=obj.pk, router=chosen, actor=actor)
+            obj.refresh_from_db()
 
 
 class CriterionAdminForm(forms.ModelForm):

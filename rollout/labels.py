@@ -39,6 +39,13 @@ ACTIONS = {
     "criterion_move": pgettext_lazy("audit action", "move criterion to another gate"),
     "evidence_ignored": pgettext_lazy("audit action", "untrusted evidence ignored"),
     "manual_gate_on": pgettext_lazy("audit action", "make gate manual"),
+    "router_set": pgettext_lazy("audit action", "router: set share"),
+    "router_restore": pgettext_lazy("audit action", "router: restore source"),
+    "router_callback": pgettext_lazy("audit action", "router: callback"),
+    "router_failed": pgettext_lazy("audit action", "router failed"),
+    "router_confirmed": pgettext_lazy("audit action", "router confirmed rollback"),
+    "verify_rollback": pgettext_lazy("audit action", "verify rollback"),
+    "router_choose": pgettext_lazy("audit action", "choose traffic router"),
 }
 OBJECT_TYPES = {
     "migrationplan": gettext_lazy("migration plan"),
@@ -46,6 +53,7 @@ OBJECT_TYPES = {
     "criterion": gettext_lazy("criterion"),
     "phase": gettext_lazy("phase"),
     "approval": gettext_lazy("approval"),
+    "routercall": gettext_lazy("router call"),
 }
 # Gate names in audit reasons (the phases' own labels; gray steps by their share).
 PHASES = {
@@ -102,6 +110,14 @@ REASONS = {
     "break_glass": gettext_lazy("break-glass %(count)s/%(required)s: %(comment)s"),
     "evidence_counted": gettext_lazy("counted: %(sources)s"),
     "evidence_ignored": gettext_lazy("ignored, untrusted: %(sources)s"),
+    "router_call": gettext_lazy(
+        "%(router)s: %(workload)s %(asked)s%% asked, %(confirmed)s%% confirmed (%(outcome)s): "
+        "%(answer)s"
+    ),
+    "router_chosen": gettext_lazy("%(what)s: router %(old)s → %(new)s"),
+    "router_failed": gettext_lazy(
+        "router %(router)s: %(outcome)s setting %(workload)s to %(share)s%%: %(answer)s"
+    ),
     "evidence_ignored_audit": gettext_lazy(
         "%(count)s values of %(metric)s for %(target)s from %(source)s ignored by criterion "
         "%(criterion)s: not a source it trusts"

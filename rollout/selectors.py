@@ -141,3 +141,27 @@ def gate_choices(gate, user) -> dict:
         "approved": approved,
         "required": gate.plan.required_approvals,
     }
+
+
+def plan_routing(plan: MigrationPlan, *, staff: bool) -> dict:
+    """The plan page's traffic section: each workload's router with the share asked and the
+    share it confirmed, and the router calls step by step (answers only for staff: they may
+    name internal addresses)."""
+    items = list(plan.workloads.select_related("workload", "router").order_by("phase", "pk"))
+    rows = [
+        {
+            "item": item,
+            "router": item.router or plan.router,
+            "own_router": item.router_id is not None,
+            "unconfirmed": item.confirmed_share is None
+            or abs(item.confirmed_share - item.share) > 0.005,
+        }
+        for item in items
+    ]
+    calls = list(
+        plan.router_calls.select_related("plan_workload__workload").order_by("-at", "-id")[:100]
+    )
+    if not staff:
+        for call in calls:
+            call.answer = ""
+    return {"rows": rows, "calls": calls, "real": any(r["router"] for r in rows)}

@@ -9,6 +9,7 @@ from django.utils import timezone
 from cluster_portal.web.dispatch import dispatch_now
 from rollout.models import WebhookDelivery
 from rollout.services.analysis import analysis_due_run_ids, analysis_run_step
+from rollout.services.router_callbacks import router_confirmations_expire
 from rollout.services.webhooks import (
     MAX_ATTEMPTS,
     retry_countdown,
@@ -32,6 +33,8 @@ from rollout.services.webhooks import (
 def measure_analyses() -> dict[str, int]:
     """Take one measurement for every due metric of every running analysis."""
     now = timezone.now()
+    # Deploy tools that never confirmed a share by callback: their steps pause first.
+    router_confirmations_expire(now=now)
     due = analysis_due_run_ids(now=now)
     for run_id in due:
         analysis_run_step(run_id=run_id, now=now)

@@ -8,6 +8,7 @@ urlpatterns = [
     path("audit/", views.audit_list, name="migration-audit"),
     path("webhooks/", views.webhook_deliveries, name="migration-webhooks"),
     path("<int:pk>/", views.plan_detail, name="migration-plan"),
+    path("<int:pk>/router/", views.plan_router, name="migration-router"),
     path("<int:pk>/criteria/new/", views_criteria.criterion_create, name="migration-criterion-new"),
     path(
         "<int:pk>/criteria/<int:criterion_id>/",
@@ -21,7 +22,7 @@ urlpatterns = [
     ),
     re_path(
         r"^(?P<pk>\d+)/(?P<command>start|promote|approve|reject|pause|resume|abort|retry"
-        r"|force-promote|skip)/$",
+        r"|force-promote|skip|verify-rollback)/$",
         views.plan_command,
         name="migration-command",
     ),

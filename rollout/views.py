@@ -17,13 +17,14 @@ from accounts.access import operator_page, staff_page
 from cluster_portal.web.csv import csv_attachment, csv_writer
 from cluster_portal.web.filters import unknown_params
 from cluster_portal.web.throttling import page_throttle_wait
-from rollout.api.serializers import command_input, command_input_problem
+from rollout.api.serializers import RouterChoiceSerializer, command_input, command_input_problem
 from rollout.forms import PlanAuthorForm, PlanListForm
 from rollout.labels import action_label
-from rollout.models import AnalysisRun, Approval, WebhookDelivery
+from rollout.models import AnalysisRun, Approval, TrafficRouter, WebhookDelivery
 from rollout.selectors import (
     audit_visible_to,
     gate_choices,
+    plan_routing,
     plan_timeline,
     plans_visible_to,
     redact_people,
@@ -33,6 +34,7 @@ from rollout.services.audit import Actor
 from rollout.services.authoring import plan_author
 from rollout.services.commands import plan_command as plan_command_run
 from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
+from rollout.services.routing import CHOOSABLE_IN, router_choose
 from rollout.views_criteria import criteria_context
 
 PAGE_SIZE = 100
@@ -141,7 +143,47 @@ def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "choices": gate_choices(current_gate, user),
     }
     context.update(criteria_context(plan, user))
+    context["routing"] = plan_routing(plan, staff=user.is_staff)
+    context["can_choose_router"] = context["can_operate"] and plan.state in CHOOSABLE_IN
+    if context["can_choose_router"]:
+        context["routers"] = list(TrafficRouter.objects.order_by("name"))
     return render(request, "rollout/plan_detail.html", context)
+
+
+@login_required
+@require_POST
+def plan_router(request: HttpRequest, pk: int) -> HttpResponse:
+    """The page's router choice: the same service and input contract as the API's."""
+    plan = get_object_or_404(plans_visible_to(request.user), pk=pk)
+    body = RouterChoiceSerializer(
+        data={
+            key: value or None
+            for key, value in (
+                ("router", request.POST.get("router", "")),
+                ("workload", request.POST.get("workload", "")),
+                ("expected_version", request.POST.get("version", "")),
+            )
+            if key == "router" or value
+        }
+    )
+    if not body.is_valid():
+        why = command_input_problem(ValidationError(body.errors))
+        messages.error(request, _("Not done: %(why)s") % {"why": why})
+        return redirect("migration-plan", pk=plan.pk)
+    data = body.validated_data
+    try:
+        router_choose(
+            plan_id=plan.pk,
+            router=data["router"],
+            workload_id=data.get("workload"),
+            actor=Actor.from_request(request),
+            expected_version=data.get("expected_version"),
+        )
+    except (NotPermitted, WorkflowConflict) as exc:
+        messages.error(request, _("Not done: %(why)s") % {"why": exc})
+    else:
+        messages.success(request, _("Traffic router chosen."))
+    return redirect("migration-plan", pk=plan.pk)
 
 
 def too_many_commands(wait: float) -> HttpResponse:

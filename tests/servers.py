@@ -445,3 +445,148 @@ class TricklingServer:
     def stop(self) -> None:
         self._stopped.set()
         self.listener.close()
+
+
+def haproxy_binary() -> str | None:
+    """Debian's ``haproxy`` package (``make test`` installs it when it runs as root)."""
+    return shutil.which("haproxy") or (
+        "/usr/sbin/haproxy" if os.path.exists("/usr/sbin/haproxy") else None
+    )
+
+
+class HAProxyServer:
+    """A real HAProxy on a free loopback port in front of ``servers`` (name → port) in one
+    backend, its Runtime API on a unix socket (``level admin``) in ``directory``.
+
+    ``weights`` are the servers' starting weights (default: the first 100, the rest 0).
+    Stop and start it at will (a stopped one leaves its socket path dead, as a crashed one).
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        servers: dict[str, int],
+        *,
+        backend: str = "llm",
+        weights: dict[str, int] | None = None,
+    ) -> None:
+        binary = haproxy_binary()
+        if binary is None:
+            raise RuntimeError("haproxy is not installed")
+        self.binary, self.directory, self.backend = binary, Path(directory), backend
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.socket = self.directory / "admin.sock"
+        self.port = free_port()
+        names = list(servers)
+        weights = weights or {name: 100 if i == 0 else 0 for i, name in enumerate(names)}
+        lines = "\n".join(
+            f"    server {name} 127.0.0.1:{port} weight {weights[name]}"
+            for name, port in servers.items()
+        )
+        self.config = self.directory / "haproxy.cfg"
+        self.config.write_text(
+            f"""global
+    stats socket {self.socket} mode 600 level admin
+    maxconn 2000
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    option http-server-close
+frontend gateway
+    bind 127.0.0.1:{self.port}
+    default_backend {backend}
+backend {backend}
+    balance roundrobin
+{lines}
+"""
+        )
+        self.process: subprocess.Popen | None = None
+        self.log = self.directory / "haproxy.log"
+
+    @property
+    def address(self) -> str:
+        """The Runtime API address as a router names it."""
+        return f"unix:{self.socket}"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> HAProxyServer:
+        with open(self.log, "a") as log:
+            self.process = subprocess.Popen(
+                [self.binary, "-db", "-f", str(self.config)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        _wait(self._ready, 30, f"haproxy on {self.port}")
+        return self
+
+    def _ready(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"haproxy exited: {self.log.read_text()[-3000:]}")
+        return self.socket.exists() and tcp_reachable("127.0.0.1", self.port)
+
+    def command(self, line: str) -> str:
+        """One Runtime API command, answered (what an operator types into socat)."""
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(5)
+            sock.connect(str(self.socket))
+            sock.sendall(line.encode() + b"\n")
+            chunks = []
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+        return b"".join(chunks).decode()
+
+    def weight(self, server: str) -> int:
+        return int(self.command(f"get weight {self.backend}/{server}").split()[0])
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class ScriptedHTTPServer:
+    """A loopback HTTP endpoint answering POSTs from a script: each answer is ``(status,
+    body)`` or a callable ``(headers, body) -> (status, body)``; the last answer repeats.
+    ``requests`` keeps every request's headers and body (a deploy tool's view of the portal)."""
+
+    def __init__(self, answers: list) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.answers = list(answers)
+        self.requests: list[tuple[dict, bytes]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = dict(self.headers)
+                outer.requests.append((headers, body))
+                answer = outer.answers.pop(0) if len(outer.answers) > 1 else outer.answers[0]
+                status, text = answer(headers, body) if callable(answer) else answer
+                payload = text if isinstance(text, bytes) else str(text).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/rollout"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

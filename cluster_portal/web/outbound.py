@@ -14,16 +14,16 @@ store that, never the address, the resolver's answer or the response, so the sto
 no oracle about the inside network.
 
 **One wall-clock deadline** (:func:`outbound_request`, the call every outbound client uses:
-scrapes, webhooks, PromQL, and the traffic routers to come). urllib's ``timeout`` bounds each
-socket operation, so a peer trickling one byte a second never trips it and can hold a worker
-for as long as it likes. Here the deadline is fixed once, when the call starts, and every
-socket operation — DNS, connect, TLS handshake, sending the request, each read of the status
-line, headers and body, and every redirect — is given only the time that is left. Past it the
-call raises :class:`OutboundTimeout`. We keep urllib and arm the socket ourselves rather than
-take an HTTP library: requests, httpx and urllib3 all offer per-operation (connect/read)
-timeouts only, none a total deadline, and the connect-time address check above has to sit on
-the socket anyway. The body is read up to a cap (:class:`ResponseTooLarge` beyond it), so a
-huge answer is refused before it is held in memory.
+scrapes, webhooks, PromQL, the traffic routers; :func:`socket_exchange` for HAProxy's socket).
+urllib's ``timeout`` bounds each socket operation, so a peer trickling one byte a second never
+trips it and can hold a worker for as long as it likes. Here the deadline is fixed once, when
+the call starts, and every socket operation — DNS, connect, TLS handshake, sending the request,
+each read of the status line, headers and body, and every redirect — is given only the time that
+is left. Past it the call raises :class:`OutboundTimeout`. We keep urllib and arm the socket
+ourselves rather than take an HTTP library: requests, httpx and urllib3 all offer per-operation
+(connect/read) timeouts only, none a total deadline, and the connect-time address check above
+has to sit on the socket anyway. The body is read up to a cap (:class:`ResponseTooLarge` beyond
+it), so a huge answer is refused before it is held in memory.
 """
 
 from __future__ import annotations
@@ -355,6 +355,47 @@ def outbound_request(
         if deadline.expired:  # a reset or EOF caused by our own give-up is still a timeout
             raise OutboundTimeout(deadline_seconds) from None
         raise
+
+
+def socket_exchange(
+    address: str, payload: bytes, *, deadline_seconds: float, max_bytes: int
+) -> bytes:
+    """Send ``payload`` on a stream socket and read the answer until the peer closes it.
+
+    For line protocols such as HAProxy's Runtime API (one command line, answer, close).
+    ``address`` is ``unix:/path`` (a local socket: no network policy applies) or
+    ``host:port`` (dialled through the same outbound policy as HTTP). One wall-clock deadline
+    covers resolving, connecting, sending and every read; past it :class:`OutboundTimeout`.
+    More than ``max_bytes`` of answer raises :class:`ResponseTooLarge`.
+    """
+    deadline = Deadline(deadline_seconds)
+    try:
+        if address.startswith("unix:"):
+            sock = _DeadlineSocket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.settimeout(deadline.remaining())
+                sock.connect(address[5:])
+            except BaseException:
+                sock.close()
+                raise
+            sock.deadline = deadline
+        else:
+            host, _sep, port = address.rpartition(":")
+            sock = _connect(host.strip("[]"), int(port), None, deadline)
+        with sock:
+            sock.sendall(payload)
+            chunks: list[bytes] = []
+            size = 0
+            while chunk := sock.recv(READ_CHUNK):
+                size += len(chunk)
+                if size > max_bytes:
+                    raise ResponseTooLarge(max_bytes)
+                chunks.append(chunk)
+            return b"".join(chunks)
+    except OutboundTimeout:
+        raise
+    except TimeoutError:
+        raise OutboundTimeout(deadline_seconds) from None
 
 
 def _read_capped(response, max_bytes: int) -> bytes:

@@ -22,6 +22,8 @@ from rollout.models import (
     Phase,
     PhaseKind,
     PlanWorkload,
+    RouterCall,
+    TrafficRouter,
 )
 from rollout.models.plans import default_gray_steps
 from rollout.selectors import role_of, sees_people
@@ -37,10 +39,61 @@ class PhaseSerializer(serializers.ModelSerializer):
 class PlanWorkloadSerializer(serializers.ModelSerializer):
     name = serializers.CharField(source="workload.name")
     criticality = serializers.CharField(source="workload.criticality")
+    router = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
 
     class Meta:
         model = PlanWorkload
-        fields = ["name", "criticality", "phase", "share", "stable_share"]
+        fields = [
+            "id",
+            "name",
+            "criticality",
+            "phase",
+            "share",
+            "stable_share",
+            "router",
+            "confirmed_share",
+            "confirmed_at",
+        ]
+
+
+class RouterSummarySerializer(serializers.ModelSerializer):
+    """A router as plans show it: name and kind (never its address, URL or secret)."""
+
+    class Meta:
+        model = TrafficRouter
+        fields = ["id", "name", "kind"]
+
+
+class RouterCallSerializer(serializers.ModelSerializer):
+    workload = serializers.CharField(source="plan_workload.workload.name")
+
+    class Meta:
+        model = RouterCall
+        fields = [
+            "id",
+            "router_label",
+            "workload",
+            "operation",
+            "step",
+            "desired_share",
+            "confirmed_share",
+            "outcome",
+            "answer",
+            "idempotency_key",
+            "at",
+            "confirmed_at",
+        ]
+
+
+class RouterChoiceSerializer(serializers.Serializer):
+    """``router``: a router's id, or null for the twin; ``workload``: a plan workload's id
+    (that workload's own router; null router: it follows the plan's)."""
+
+    router = serializers.PrimaryKeyRelatedField(
+        queryset=TrafficRouter.objects.all(), allow_null=True
+    )
+    workload = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    expected_version = serializers.IntegerField(required=False, min_value=0)
 
 
 class PlanSerializer(serializers.ModelSerializer):
@@ -49,6 +102,7 @@ class PlanSerializer(serializers.ModelSerializer):
     target_cluster = serializers.CharField(source="target_cluster.name")
     gray_step_percent = serializers.IntegerField(source="current_step_percent", allow_null=True)
     current_gate = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    router = RouterSummarySerializer(read_only=True, allow_null=True)
 
     class Meta:
         model = MigrationPlan
@@ -64,6 +118,7 @@ class PlanSerializer(serializers.ModelSerializer):
             "gray_step_percent",
             "required_approvals",
             "current_gate",
+            "router",
             "version",
             "created_at",
             "updated_at",

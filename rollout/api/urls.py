@@ -1,4 +1,5 @@
-"""Migration workflow API under /api/v1/ (paths start with plans/ or migration-audit/)."""
+"""Migration workflow API under /api/v1/ (paths start with plans/, migration-audit/ or
+router-callbacks/)."""
 
 from django.urls import path, re_path
 
@@ -20,9 +21,18 @@ urlpatterns = [
     path("plans/<int:pk>/audit/", views.AuditListView.as_view(), name="plan-audit"),
     re_path(
         r"^plans/(?P<pk>\d+)/(?P<command>start|promote|approve|reject|pause|resume|abort|retry"
-        r"|force-promote|skip)/$",
+        r"|force-promote|skip|verify-rollback)/$",
         views.PlanCommandView.as_view(),
         name="plan-command",
+    ),
+    path("plans/<int:pk>/router/", views.RouterChoiceView.as_view(), name="plan-router"),
+    path(
+        "plans/<int:pk>/router-calls/", views.RouterCallListView.as_view(), name="plan-router-calls"
+    ),
+    path(
+        "router-callbacks/<int:router_id>/",
+        views.RouterCallbackView.as_view(),
+        name="router-callback",
     ),
     path("migration-audit/", views.AuditListView.as_view(), name="audit"),
 ]

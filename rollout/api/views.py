@@ -20,12 +20,14 @@ from rest_framework.views import APIView
 from accounts.api.permissions import HasRequiredScope
 from rollout.api import serializers as s
 from rollout.api.filters import AnalysisRunFilter, AuditFilter, PlanFilter
-from rollout.models import AnalysisRun, Approval, Gate, Phase
+from rollout.models import AnalysisRun, Approval, Gate, Phase, RouterCall, TrafficRouter
 from rollout.selectors import audit_visible_to, plans_visible_to
 from rollout.services.audit import Actor
 from rollout.services.authoring import plan_author
 from rollout.services.commands import COMMAND_NAMES, plan_command
 from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
+from rollout.services.router_callbacks import CallbackRejected, router_callback
+from rollout.services.routing import router_choose
 
 
 class _Read:
@@ -182,3 +184,63 @@ class PlanCommandView(APIView):
             )
         plan.refresh_from_db()
         return Response(s.PlanSerializer(plan).data)
+
+
+class RouterCallListView(_Read, ListAPIView):
+    """Every call the plan made to its traffic routers: share asked, share read back, answer."""
+
+    serializer_class = s.RouterCallSerializer
+
+    def get_queryset(self):
+        if self.describing_schema:
+            return RouterCall.objects.none()
+        return self.plan().router_calls.select_related("plan_workload__workload")
+
+
+@extend_schema(request=s.RouterChoiceSerializer, responses={200: s.PlanDetailSerializer})
+class RouterChoiceView(APIView):
+    """``POST /api/v1/plans/<id>/router/``: the plan's router, or one workload's (operators;
+    while the plan is a draft, paused or rolled back). 400 names an unknown router."""
+
+    permission_classes = [IsAuthenticated]
+
+    def post(self, request, pk: int) -> Response:
+        plan = get_object_or_404(plans_visible_to(request.user), pk=pk)
+        body = s.RouterChoiceSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        try:
+            plan = router_choose(
+                plan_id=plan.pk,
+                router=data["router"],
+                workload_id=data.get("workload"),
+                actor=Actor.from_request(request),
+                expected_version=data.get("expected_version"),
+            )
+        except NotPermitted as exc:
+            return Response(
+                {"detail": str(exc), "code": "permission_denied"}, status=status.HTTP_403_FORBIDDEN
+            )
+        except WorkflowConflict as exc:
+            return Response(
+                {"detail": str(exc), "code": "conflict"}, status=status.HTTP_409_CONFLICT
+            )
+        plan.refresh_from_db()
+        return Response(s.PlanDetailSerializer(plan).data)
+
+
+@extend_schema(request=None, responses={200: s.RouterCallSerializer})
+class RouterCallbackView(APIView):
+    """``POST /api/v1/router-callbacks/<router id>/``: a deploy tool confirms (or refuses) a
+    share it answered 202 to. Authenticated by its HMAC signature, not a session or token."""
+
+    authentication_classes: list = []
+    permission_classes: list = []
+
+    def post(self, request, router_id: int) -> Response:
+        router = get_object_or_404(TrafficRouter, pk=router_id)
+        try:
+            call = router_callback(router=router, body=request.body, headers=request.headers)
+        except CallbackRejected as exc:
+            return Response({"detail": str(exc), "code": "rejected"}, status=exc.status)
+        return Response(s.RouterCallSerializer(call).data)

@@ -14,6 +14,13 @@ from rollout.models.plans import (
     PlanState,
     PlanWorkload,
 )
+from rollout.models.routers import (
+    ROUTER_FAILURES,
+    RouterCall,
+    RouterKind,
+    RouterOutcome,
+    TrafficRouter,
+)
 from rollout.models.webhooks import EVENT_NAMES, WebhookDelivery, WebhookSubscription
 
 __all__ = [
@@ -39,6 +46,11 @@ __all__ = [
     "PhaseKind",
     "PlanState",
     "PlanWorkload",
+    "ROUTER_FAILURES",
+    "RouterCall",
+    "RouterKind",
+    "RouterOutcome",
+    "TrafficRouter",
     "WebhookDelivery",
     "WebhookSubscription",
 ]

@@ -202,6 +202,8 @@ class GateState(models.TextChoices):
     APPROVED = "approved", _("approved")
     FORCED = "forced", _("force-promoted")
     ABORTED = "aborted", _("aborted")
+    # The router refused, timed out or confirmed another share: no analysis ran (retry).
+    TRAFFIC_UNCONFIRMED = "traffic_unconfirmed", _("traffic not confirmed")
 
 
 class Gate(models.Model):

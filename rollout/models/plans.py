@@ -29,6 +29,9 @@ class PlanState(models.TextChoices):
     SUCCEEDED = "succeeded", _("succeeded")
     ABORTED = "aborted", _("aborted")
     ROLLED_BACK = "rolled_back", _("rolled back")
+    # An abort or rollback whose router did not confirm the source back at 100%: traffic may
+    # still be on the target. Alerts (webhook event ``rollback_unconfirmed``) until verified.
+    ROLLBACK_UNCONFIRMED = "rollback_unconfirmed", _("rollback unconfirmed")
 
 
 class PhaseKind(models.TextChoices):
@@ -101,6 +104,15 @@ class MigrationPlan(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+    )
+    router = models.ForeignKey(
+        "rollout.TrafficRouter",
+        verbose_name=_("traffic router"),
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="plans",
+        help_text=_("What moves the traffic; empty: the digital twin. A workload may override it."),
     )
     # Where a manual pause returns to on resume (running or awaiting approval).
     resume_state = models.CharField(max_length=20, choices=PlanState.choices, blank=True)
@@ -200,9 +212,10 @@ class PlanWorkload(models.Model):
     ``share`` is what the twin (and a real router) sends to the unified cluster now;
     ``stable_share`` the share of the last step whose gate was approved, where an abort or an
     automatic rollback returns it. The source cluster carries the complement.
-    ``target_workload`` is the workload's identity on the target cluster (the same tenant's
-    workload of the same name there; empty while the target has none): traffic and gates
-    follow it, never the name (``rollout.models.binding``).
+    ``router`` (else the plan's, else the twin) moves it, ``confirmed_share`` is what that
+    router read back. ``target_workload`` is the workload's identity on the target cluster
+    (the same tenant's workload of the same name there; empty while the target has none):
+    traffic and gates follow it, never the name (``rollout.models.binding``).
     """
 
     plan = models.ForeignKey(MigrationPlan, on_delete=models.CASCADE, related_name="workloads")
@@ -224,6 +237,19 @@ class PlanWorkload(models.Model):
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
     )
     stable_share = models.FloatField(_("last stable share"), default=0.0)
+    router = models.ForeignKey(
+        "rollout.TrafficRouter",
+        verbose_name=_("traffic router"),
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="plan_workloads",
+        help_text=_("Overrides the plan's router for this workload."),
+    )
+    # What the router read back after the last call (0–1), and when: a step's analysis clock
+    # starts here, never at the portal's own commit. Null: not confirmed (yet).
+    confirmed_share = models.FloatField(_("confirmed share on target"), null=True, blank=True)
+    confirmed_at = models.DateTimeField(_("share confirmed at"), null=True, blank=True)
 
     class Meta:
         ordering = ["plan", "phase", "workload__name"]

@@ -14,6 +14,8 @@ WEBHOOK_EVENTS = (
     ("analysis_failed", _("an analysis failed or errored")),
     ("aborted", _("a plan was aborted or rolled back")),
     ("completed", _("a plan completed")),
+    ("router_failed", _("a traffic router refused or did not confirm a share")),
+    ("rollback_unconfirmed", _("a rollback was not confirmed by the router (alert)")),
 )
 EVENT_NAMES = tuple(name for name, _label in WEBHOOK_EVENTS)
 

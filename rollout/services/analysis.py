@@ -69,6 +69,7 @@ from rollout.models import (
 from rollout.services.audit import SYSTEM, audit_record
 from rollout.services.baselines import baseline_capture, binding_spec, idle, unbound
 from rollout.services.plans import plan_lock, plan_move, traffic_rollback
+from rollout.services.traffic import restore_verified
 from telemetry.read import (
     DataSourceUnavailable,
     MeasurementError,
@@ -104,15 +105,24 @@ def initial_delay(criterion_delay: int | None) -> int:
     return criterion_delay
 
 
-def analysis_start(*, gate: Gate, now: datetime, traffic_at: datetime | None = None) -> AnalysisRun:
+def analysis_start(
+    *,
+    gate: Gate,
+    now: datetime,
+    traffic_at: datetime | None = None,
+    traffic_pending: bool = False,
+) -> AnalysisRun:
     """A run for the gate's current revision, one metric result per criterion of its phase.
 
-    ``traffic_at`` is when the step's traffic took effect; by default ``now``, the caller
-    having just set the shares, and then moved to the moment the transaction commits. A run
+    ``traffic_at`` is when the step's traffic took effect: a real router's read-back
+    confirmation (``rollout.services.traffic``); by default ``now``, the twin's shares
+    having just been set, and then moved to the moment the transaction commits. A run
     restarted for edited criteria passes the old run's (the traffic did not change).
+    ``traffic_pending``: a router will confirm later (a signed callback); no measurement is
+    due until :func:`analysis_traffic_confirmed` starts the clock.
     """
-    moved_on_commit = traffic_at is None
-    traffic_at = traffic_at or now
+    moved_on_commit = traffic_at is None and not traffic_pending
+    traffic_at = None if traffic_pending else (traffic_at or now)
     run = AnalysisRun.objects.create(
         gate=gate, gate_revision=gate.revision, started_at=now, traffic_at=traffic_at
     )
@@ -127,7 +137,9 @@ def analysis_start(*, gate: Gate, now: datetime, traffic_at: datetime | None = N
             name=criterion.name,
             spec=spec,
             dry_run=criterion.dry_run,
-            next_at=max(now, traffic_at + timedelta(seconds=spec["initial_delay_seconds"])),
+            next_at=None
+            if traffic_at is None
+            else max(now, traffic_at + timedelta(seconds=spec["initial_delay_seconds"])),
         )
         _baseline_at_start(metric, gate.plan, now)
     if criteria and moved_on_commit:
@@ -174,6 +186,17 @@ def _traffic_committed(run_id: int) -> None:
         for metric in run.metrics.filter(status=Outcome.RUNNING, taken=0, errors=0):
             delay = metric.spec.get("initial_delay_seconds") or 0
             metric.next_at = committed + timedelta(seconds=delay)
+            metric.save(update_fields=["next_at"])
+
+
+def analysis_traffic_confirmed(*, gate: Gate, at: datetime) -> None:
+    """A router confirmed the step's share (a callback): its analysis clock starts at ``at``."""
+    for run in gate.runs.filter(status=Outcome.RUNNING, traffic_at__isnull=True):
+        run.traffic_at = at
+        run.save(update_fields=["traffic_at"])
+        for metric in run.metrics.filter(status=Outcome.RUNNING, taken=0, errors=0):
+            delay = metric.spec.get("initial_delay_seconds") or 0
+            metric.next_at = at + timedelta(seconds=delay)
             metric.save(update_fields=["next_at"])
 
 
@@ -294,11 +317,11 @@ def _act_on(plan: MigrationPlan, gate: Gate, run: AnalysisRun, phase: str) -> No
             obj=gate,
         )
         return
-    # Failed or Error: automatic abort, traffic back to the last stable step.
+    # Failed or Error: automatic abort, traffic back to the last stable step, verified.
     gate.state = GateState.FAILED
     gate.save(update_fields=["state"])
     traffic_rollback(plan)
-    plan_move(
+    restore_verified(
         plan,
         to=PlanState.ROLLED_BACK,
         action="rollback",

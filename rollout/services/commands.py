@@ -26,6 +26,7 @@ COMMAND_NAMES = (
     "retry",
     "force-promote",
     "skip",
+    "verify-rollback",
 )
 
 
@@ -57,5 +58,6 @@ def plan_command(
         "abort": t.plan_abort,
         "retry": t.plan_retry,
         "skip": t.gate_skip,
+        "verify-rollback": t.plan_rollback_verify,
     }
     return simple[command](**common, reason=text)

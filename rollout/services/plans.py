@@ -11,7 +11,11 @@ The state machine (action: from → to) — anything else is a 409:
 - ``pause``: running, awaiting_approval → paused; ``resume``: back where it paused
 - ``retry``: paused on an inconclusive or rejected gate, or rolled_back → running
   (new gate revision, new analysis run)
-- ``abort``: running, awaiting_approval, paused, rolled_back → aborted
+- ``abort``: running, awaiting_approval, paused, rolled_back, rollback_unconfirmed → aborted
+  (or rollback_unconfirmed when a router does not confirm the source back)
+- ``verify_rollback``: rollback_unconfirmed → aborted / rolled_back (once a router confirms)
+- a router refusing, timing out or confirming another share on start, retry or a promotion:
+  → paused (the gate ``traffic_unconfirmed``; ``retry`` pushes again)
 - ``force_promote``: running, awaiting_approval, paused → running / succeeded (with reason)
 - automatic: analysis failed or errored: running → rolled_back; inconclusive:
   running → paused
@@ -61,7 +65,11 @@ LEGAL_FROM: dict[str, tuple[str, ...]] = {
         PlanState.AWAITING_APPROVAL,
         PlanState.PAUSED,
         PlanState.ROLLED_BACK,
+        PlanState.ROLLBACK_UNCONFIRMED,
     ),
+    "verify_rollback": (PlanState.ROLLBACK_UNCONFIRMED,),
+    "router_failed": (PlanState.RUNNING,),
+    "router_confirmed": (PlanState.ROLLBACK_UNCONFIRMED,),
     "force_promote": (PlanState.RUNNING, PlanState.AWAITING_APPROVAL, PlanState.PAUSED),
     "skip": (PlanState.RUNNING,),
     "rollback": (PlanState.RUNNING,),

@@ -38,7 +38,7 @@ from rollout.models import (
     PhaseKind,
     PlanState,
 )
-from rollout.services.analysis import analysis_start, analysis_terminate
+from rollout.services.analysis import analysis_terminate
 from rollout.services.audit import Actor, audit_record
 from rollout.services.errors import (
     FourEyesViolation,
@@ -65,6 +65,8 @@ from rollout.services.plans import (
     traffic_mark_stable,
     traffic_rollback,
 )
+from rollout.services.stepping import step_traffic_start
+from rollout.services.traffic import require_routable, restore_verified
 
 
 def plan_start(*, plan_id: int, actor: Actor, expected_version: int | None = None) -> MigrationPlan:
@@ -85,9 +87,10 @@ def plan_start(*, plan_id: int, actor: Actor, expected_version: int | None = Non
         pilot = phase_of(plan, PhaseKind.PILOT)
         pilot.actual_start = now
         pilot.save(update_fields=["actual_start"])
+        require_routable(plan)
         traffic_apply(plan)
-        plan_move(plan, to=PlanState.RUNNING, action="start", actor=actor)
-        analysis_start(gate=gate_open(plan, kind=PhaseKind.PILOT), now=now)
+        gate = gate_open(plan, kind=PhaseKind.PILOT)
+        step_traffic_start(plan, gate, actor=actor, action="start", now=now)
     return plan
 
 
@@ -281,6 +284,7 @@ def plan_retry(
         if plan.state == PlanState.PAUSED and gate.state not in (
             GateState.INCONCLUSIVE,
             GateState.REJECTED,
+            GateState.TRAFFIC_UNCONFIRMED,
         ):
             raise WorkflowConflict(
                 gettext_noop("only an inconclusive or rejected gate can be retried; resume")
@@ -293,9 +297,9 @@ def plan_retry(
         gate.requested_at = gate.decided_at = None
         gate.save()
         traffic_apply(plan)  # after a rollback the step's traffic goes back on
-        plan.resume_state = ""
-        plan_move(plan, to=PlanState.RUNNING, action="retry", actor=actor, reason=reason, obj=gate)
-        analysis_start(gate=gate, now=now)
+        step_traffic_start(
+            plan, gate, actor=actor, action="retry", now=now, reason=reason, obj=gate
+        )
     return plan
 
 
@@ -314,13 +318,27 @@ def plan_abort(
                 gate.state = GateState.ABORTED
                 gate.save(update_fields=["state"])
         traffic_rollback(plan)
-        plan_move(
-            plan,
-            to=PlanState.ABORTED,
-            action="abort",
-            actor=actor,
-            reason=reason,
+        # The source back and verified on every router, else "rollback unconfirmed" (alerts).
+        restore_verified(
+            plan, to=PlanState.ABORTED, action="abort", actor=actor, reason=reason,
             events=("aborted",),
+        )  # fmt: skip
+    return plan
+
+
+def plan_rollback_verify(
+    *, plan_id: int, actor: Actor, reason: str = "", expected_version: int | None = None
+) -> MigrationPlan:
+    """Push and read back the restored shares again; verified, the plan reaches the state its
+    abort or rollback was heading to (aborted, rolled back); else it stays unconfirmed."""
+    _need(actor, capability="operate", action="verify_rollback", plan_id=plan_id)
+    with transaction.atomic():
+        plan = plan_lock(plan_id, expected_version=expected_version)
+        require_state(plan, "verify_rollback")
+        to = plan.resume_state or PlanState.ROLLED_BACK
+        events = ("aborted",) if to == PlanState.ABORTED else ()
+        restore_verified(
+            plan, to=to, action="verify_rollback", actor=actor, reason=reason, events=events
         )
     return plan
 
@@ -482,6 +500,6 @@ def _advance(
         )
         return
     traffic_apply(plan)
-    plan.resume_state = ""
-    plan_move(plan, to=PlanState.RUNNING, action=action, actor=actor, reason=reason, obj=gate)
-    analysis_start(gate=gate_open(plan, kind=next_gate[0], step_index=next_gate[1]), now=now)
+    opened = gate_open(plan, kind=next_gate[0], step_index=next_gate[1])
+    # The next step runs only once its router confirmed the new share; else the plan pauses.
+    step_traffic_start(plan, opened, actor=actor, action=action, now=now, reason=reason, obj=gate)

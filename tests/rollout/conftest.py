@@ -162,3 +162,37 @@ def rev(plan) -> int:
     return (
         MigrationPlan.objects.select_related("current_gate").get(pk=plan.pk).current_gate.revision
     )
+
+
+@pytest.fixture
+def haproxy(tmp_path):
+    """A real Debian HAProxy with backend ``llm``: server ``baseline`` (the source, weight
+    100) and ``canary`` (the target, weight 0) on loopback ports nobody listens on (weights
+    and the Runtime API do not need the servers up)."""
+    from tests.servers import HAProxyServer, free_port, haproxy_binary
+
+    if haproxy_binary() is None:
+        pytest.skip("haproxy is not installed (make test installs it)")
+    server = HAProxyServer(
+        tmp_path / "haproxy", {"baseline": free_port(), "canary": free_port()}
+    ).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def haproxy_router(haproxy, db):
+    from rollout.models import TrafficRouter
+
+    router = TrafficRouter(
+        name="gateway-chat",
+        kind="haproxy",
+        haproxy_address=haproxy.address,
+        haproxy_backend="llm",
+        haproxy_source_server="baseline",
+        haproxy_target_server="canary",
+        timeout_seconds=2.0,
+    )
+    router.full_clean()
+    router.save()
+    return router

@@ -1,0 +1,166 @@
+"""A deploy tool's signed confirmation of a share it was asked for (the callback), and the
+timeout of confirmations that never came.
+
+The callback body is ``{"idempotency_key", "status": "confirmed"|"refused", "share",
+"reason"}``, signed exactly as the portal signs its requests (``X-Portal-Timestamp``,
+``X-Portal-Signature``) with the router's secret; a timestamp older than
+``CALLBACK_MAX_AGE_SECONDS`` is refused (replays). Confirmed at the share asked: the step's
+analysis clock starts now; for a restore, the plan reaches the state its abort or rollback was
+heading to. Refused, another share, or no callback within the router's window: the step
+pauses (``traffic_unconfirmed``), a restore stays ``rollback_unconfirmed``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import time
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from rollout.models import (
+    GateState,
+    PlanState,
+    RouterCall,
+    RouterKind,
+    RouterOutcome,
+    TrafficRouter,
+)
+from rollout.routers import RouterError
+from rollout.routers.webhook import answer_read, router_secret
+from rollout.services.analysis import analysis_terminate, analysis_traffic_confirmed
+from rollout.services.audit import SYSTEM, Actor
+from rollout.services.plans import plan_lock, plan_move
+from rollout.services.traffic import (
+    SHARE_TOLERANCE,
+    call_reason,
+    confirmation_store,
+    pending_calls,
+    router_call_audit,
+)
+from rollout.services.webhooks import webhook_signature
+
+CALLBACK_MAX_AGE_SECONDS = 300
+
+
+class CallbackRejected(Exception):
+    """Not a valid callback (signature, age, body, unknown key): answered 4xx, nothing done.
+    ``status`` is the HTTP status; the text names the problem."""
+
+    def __init__(self, status: int, text: str) -> None:
+        self.status = status
+        super().__init__(text)
+
+
+def _verified(router, body: bytes, headers) -> dict:
+    stamp = headers.get("X-Portal-Timestamp", "")
+    given = headers.get("X-Portal-Signature", "")
+    if not stamp.isdigit() or abs(time.time() - int(stamp)) > CALLBACK_MAX_AGE_SECONDS:
+        raise CallbackRejected(401, "missing or stale X-Portal-Timestamp")
+    try:
+        secret = router_secret(router.webhook_secret_ref)
+    except RouterError:
+        raise CallbackRejected(503, "the router's secret is not configured") from None
+    expected = webhook_signature(secret=secret, timestamp=stamp, body=body)
+    if not hmac.compare_digest(expected, given):
+        raise CallbackRejected(401, "bad X-Portal-Signature")
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise CallbackRejected(400, "the body is not JSON") from None
+    if not isinstance(data, dict) or not isinstance(data.get("idempotency_key"), str):
+        raise CallbackRejected(400, "idempotency_key (a string) is required")
+    return data
+
+
+def router_callback(*, router, body: bytes, headers) -> RouterCall:
+    """Apply a verified callback to its pending call (see the module docstring)."""
+    if router.kind != RouterKind.WEBHOOK:
+        raise CallbackRejected(404, "this router takes no callbacks")
+    data = _verified(router, body, headers)
+    call = (
+        RouterCall.objects.filter(router=router, idempotency_key=data["idempotency_key"])
+        .order_by("-id")
+        .first()
+    )
+    if call is None:
+        raise CallbackRejected(404, "no call with this idempotency_key")
+    with transaction.atomic():
+        plan = plan_lock(call.plan_id)
+        call = RouterCall.objects.select_for_update().get(pk=call.pk)
+        if call.outcome != RouterOutcome.PENDING:
+            return call  # already answered (or timed out): a repeated callback changes nothing
+        try:
+            answer = answer_read(200, body)
+        except RouterError as exc:
+            outcome, text, share = exc.code, exc.detail, None
+        else:
+            share, text = answer.share, f"callback: {answer.answer}"
+            if answer.pending:
+                return call
+            ok = share is not None and abs(share - call.desired_share) < SHARE_TOLERANCE
+            outcome = RouterOutcome.CONFIRMED if ok else RouterOutcome.MISMATCH
+        _settle(plan, call, outcome=outcome, share=share, text=text, actor=SYSTEM)
+    return call
+
+
+def _settle(plan, call, *, outcome: str, share, text: str, actor: Actor) -> None:
+    now = timezone.now()
+    call.outcome, call.confirmed_share, call.answer = outcome, share, text[:500]
+    call.confirmed_at = now if outcome == RouterOutcome.CONFIRMED else None
+    call.save(update_fields=["outcome", "confirmed_share", "answer", "confirmed_at"])
+    router_call_audit(call, actor=actor, action="router_callback")
+    confirmation_store(call.plan_workload, call)
+    still_pending = pending_calls(plan, operation=call.operation).exists()
+    gate = plan.current_gate
+    if call.operation == "restore":
+        if outcome == RouterOutcome.CONFIRMED and not still_pending:
+            if plan.state == PlanState.ROLLBACK_UNCONFIRMED:
+                to = plan.resume_state or PlanState.ROLLED_BACK
+                plan.resume_state = ""
+                plan_move(plan, to=to, action="router_confirmed", actor=actor, reason=text)
+        return
+    if outcome == RouterOutcome.CONFIRMED:
+        if not still_pending and gate is not None and plan.state == PlanState.RUNNING:
+            analysis_traffic_confirmed(gate=gate, at=now)
+        return
+    if plan.state != PlanState.RUNNING or gate is None:
+        return
+    analysis_terminate(gate=gate, now=now)
+    gate.state = GateState.TRAFFIC_UNCONFIRMED
+    gate.save(update_fields=["state"])
+    reason, data = call_reason(call)
+    plan.resume_state = ""
+    plan_move(
+        plan,
+        to=PlanState.PAUSED,
+        action="router_failed",
+        actor=actor,
+        reason=reason,
+        reason_data=data,
+        events=("router_failed",),
+        obj=gate,
+    )
+
+
+def router_confirmations_expire(*, now: datetime | None = None) -> int:
+    """Pending calls past their router's callback window time out (and pause their step)."""
+    now = now or timezone.now()
+    expired = 0
+    for call_id in RouterCall.objects.filter(outcome=RouterOutcome.PENDING).values_list(
+        "pk", flat=True
+    ):
+        with transaction.atomic():
+            plan_id = RouterCall.objects.values_list("plan_id", flat=True).get(pk=call_id)
+            plan = plan_lock(plan_id)
+            call = RouterCall.objects.select_for_update().get(pk=call_id)
+            router = TrafficRouter.objects.filter(pk=call.router_id).first()
+            window = router.confirm_within_seconds if router else 300
+            if call.outcome != RouterOutcome.PENDING or (now - call.at).total_seconds() <= window:
+                continue
+            text = f"no callback within {window} s"
+            _settle(plan, call, outcome=RouterOutcome.TIMEOUT, share=None, text=text, actor=SYSTEM)
+            expired += 1
+    return expired

@@ -1,0 +1,57 @@
+"""Starting a step's traffic and returning it, through the plan's routers.
+
+Shared by the transitions (start, retry, every promotion, abort) and the automatic rollback:
+the shares are pushed and read back (:func:`rollout.services.traffic.traffic_route`) before
+the plan moves, and where they go decides where it moves to —
+
+- confirmed: running, the analysis clock starting at the confirmation;
+- pending (a deploy tool will call back): running, no measurement due until the callback;
+- refused, timed out, garbage, another share: **paused** with that reason code and the gate
+  ``traffic_unconfirmed`` (``retry`` pushes again); nothing is promoted;
+- a restore (abort, rollback) not verified: ``rollback_unconfirmed``, alerting through the
+  ``rollback_unconfirmed`` webhook event, until ``verify-rollback`` confirms it
+  (:func:`rollout.services.traffic.restore_verified`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rollout.models import Gate, GateState, MigrationPlan, PlanState
+from rollout.services.analysis import analysis_start
+from rollout.services.audit import Actor
+from rollout.services.plans import plan_move
+from rollout.services.traffic import traffic_route
+
+
+def step_traffic_start(
+    plan: MigrationPlan,
+    gate: Gate,
+    *,
+    actor: Actor,
+    action: str,
+    now: datetime,
+    reason: str = "",
+    obj=None,
+) -> bool:
+    """Route the plan's shares, then run the gate's analysis (or pause); ``True`` if running."""
+    routed = traffic_route(plan, actor=actor)
+    plan.resume_state = ""
+    if not routed.ok:
+        gate.state = GateState.TRAFFIC_UNCONFIRMED
+        gate.save(update_fields=["state"])
+        text, data = routed.reason()
+        plan_move(
+            plan,
+            to=PlanState.PAUSED,
+            action=action,
+            actor=actor,
+            reason=text,
+            reason_data=data,
+            events=("router_failed",),
+            obj=gate,
+        )
+        return False
+    plan_move(plan, to=PlanState.RUNNING, action=action, actor=actor, reason=reason, obj=obj)
+    analysis_start(gate=gate, now=now, **routed.clock())
+    return True
