@@ -25,6 +25,7 @@ urlpatterns = [
     path("whatif/", include("simulation.whatif_urls")),
     path("api/v1/", include("simulation.whatif_api_urls")),
     path("migrations/", include("rollout.urls")),
+    path("inventory/", include("inventory.urls")),
     path("", include("accounts.urls")),
     path("", include("telemetry.urls")),
     path("", include("alerts.urls")),

@@ -1,16 +1,26 @@
-"""Inventory reads: clusters (staff) and workloads (tenant-scoped)."""
+"""Inventory reads: clusters (staff) and workloads (tenant-scoped); the inventory import
+(operators)."""
 
 from __future__ import annotations
 
 import django_filters
+from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext_lazy as _
-from rest_framework import serializers
+from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView, RetrieveAPIView
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from accounts.api.permissions import HasRequiredScope
 from accounts.api.scoping import StaffOnlyMixin, TenantScopedMixin
 from inventory.models import Cluster, Workload
+from inventory.services import InventoryImportError, inventory_import
+from inventory.services.imports import FORMATS, format_of
+
+MAX_IMPORT_BYTES = 5 * 1024 * 1024
 
 
 class ClusterSerializer(serializers.ModelSerializer):
@@ -71,3 +81,76 @@ class WorkloadListView(_WorkloadBase, ListAPIView):
 
 class WorkloadDetailView(_WorkloadBase, RetrieveAPIView):
     """One workload; another tenant's is a 404."""
+
+
+class InventoryImportSerializer(serializers.Serializer):
+    """The file as an upload (``file``) or inline (``content``); ``format`` from the file's
+    name unless given; ``dry_run`` validates and counts without writing."""
+
+    file = serializers.FileField(required=False)
+    content = serializers.CharField(required=False, trim_whitespace=False)
+    format = serializers.ChoiceField(choices=FORMATS, default="auto")
+    dry_run = serializers.BooleanField(default=False)
+
+    def validate(self, attrs: dict) -> dict:
+        upload = attrs.get("file")
+        if (upload is None) == ("content" not in attrs):
+            raise serializers.ValidationError(_("Send the file as file or as content (one)."))
+        if upload is not None:
+            if upload.size > MAX_IMPORT_BYTES:
+                raise serializers.ValidationError({"file": _("The file is larger than 5 MB.")})
+            try:
+                attrs["content"] = upload.read().decode("utf-8")
+            except UnicodeDecodeError:
+                raise serializers.ValidationError(
+                    {"file": _("The file is not UTF-8 text.")}
+                ) from None
+            if attrs["format"] == "auto":
+                attrs["format"] = format_of(upload.name or "")
+        elif len(attrs["content"].encode()) > MAX_IMPORT_BYTES:
+            raise serializers.ValidationError({"content": _("The file is larger than 5 MB.")})
+        return attrs
+
+
+class InventoryImportView(StaffOnlyMixin, APIView):
+    """Import a cluster's nodes, racks, supernodes and card models from CSV or YAML (operators).
+
+    201 with created/updated/unchanged counts (200 for a dry run); 400 listing every problem
+    with its line when any row is invalid, and nothing is written.
+    """
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "ingest"  # operators: the scope that may change the inventory
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    serializer_class = InventoryImportSerializer
+    staff_only_message = _("The inventory is changed by cluster operators only.")
+
+    def post(self, request: Request, name: str) -> Response:
+        cluster = get_object_or_404(Cluster, name=name)
+        fields = ("file", "content", "format", "dry_run")
+        data = {k: request.data.get(k) for k in fields if k in request.data}
+        if "dry_run" not in data and request.query_params.get("dry_run"):
+            data["dry_run"] = request.query_params["dry_run"]
+        serializer = InventoryImportSerializer(data=data)
+        serializer.is_valid(raise_exception=True)
+        attrs = serializer.validated_data
+        try:
+            report = inventory_import(
+                cluster=cluster,
+                text=attrs["content"],
+                format=attrs["format"],
+                dry_run=attrs["dry_run"],
+            )
+        except InventoryImportError as exc:
+            return Response(
+                {
+                    "detail": _("The file was refused; nothing was written."),
+                    "errors": [
+                        {"line": p.line, "field": p.field, "message": p.message}
+                        for p in exc.problems
+                    ],
+                },
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        body = report.as_dict()
+        return Response(body, status=status.HTTP_200_OK if report.dry_run else 201)

@@ -1,7 +1,14 @@
 """Inventory writes: which cluster pages open on (``clusters``) and the one service that
-creates supernodes, racks, nodes, cards and links for everyone (``topology``)."""
+creates supernodes, racks, nodes, cards and links for everyone (``topology``), and the
+inventory import from a CSV or YAML file (``imports``)."""
 
 from inventory.services.clusters import cluster_default_set
+from inventory.services.imports import (
+    ImportProblem,
+    ImportReport,
+    InventoryImportError,
+    inventory_import,
+)
 from inventory.services.topology import (
     DeviceSpec,
     LinkSpec,
@@ -18,12 +25,16 @@ from inventory.services.topology import (
 
 __all__ = [
     "DeviceSpec",
+    "ImportProblem",
+    "ImportReport",
+    "InventoryImportError",
     "LinkSpec",
     "Placement",
     "accelerators_ensure",
     "accelerators_move",
     "accelerators_seen",
     "cluster_default_set",
+    "inventory_import",
     "links_ensure",
     "nodes_ensure",
     "racks_ensure",
