@@ -81,7 +81,8 @@ def fresh_postgres(name: str, *, keep: bool = False):
     With ``keep`` an existing database of that name is reused (see :func:`reused`) and left
     in place afterwards, so a slow-to-build dataset can be measured again while profiling.
     """
-    db = f"bench_{name}"
+    # BENCH_DB_SUFFIX keeps engineers sharing one server off each other's databases.
+    db = f"bench_{name}{os.environ.get('BENCH_DB_SUFFIX', '')}"
     url = f"{PG_ADMIN_URL}/{db}"
     _REUSED[url] = keep and _exists(db)
     if not _REUSED[url]:
