@@ -20,6 +20,7 @@ from telemetry.ingest.scrape import (
 from telemetry.read.local.exporters import exporter_targets_due
 from telemetry.services.heartbeats import heartbeat_record
 from telemetry.store.compaction import rollups_compact
+from telemetry.store.frame_close import frames_rollups_close
 from telemetry.store.retention import RetentionPolicy, telemetry_prune
 
 
@@ -99,7 +100,12 @@ def scrape_target(target_id: int) -> dict:
     expires=120,
     max_retries=0,
 )
-def compact_rollups() -> dict[str, str]:
-    """Build rollups for closed buckets (1 min from raw, 1 h from 1 min, 1 day from 1 h)."""
+def compact_rollups() -> dict[str, str | int]:
+    """Build rollups for closed buckets (1 min from raw, 1 h from 1 min, 1 day from 1 h), and
+    fold frames' closed minutes into their 15-minute, hour and day tiers."""
     marks = rollups_compact()
-    return {str(resolution): moment.isoformat() for resolution, moment in marks.items()}
+    folded = frames_rollups_close()
+    return {
+        **{str(resolution): moment.isoformat() for resolution, moment in marks.items()},
+        "frame_minutes_folded": folded,
+    }

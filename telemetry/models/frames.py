@@ -24,6 +24,10 @@ class FrameLayout(models.Model):
     size = models.PositiveIntegerField(_("entities"))
     entity_ids = models.BinaryField(_("entity ids (int64)"))
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    # Minute rollups before this time are folded into the 15-minute, hour and day tiers; later
+    # minutes are folded by compaction once they close (``store.frames``). Null: nothing
+    # written since the tiers were deferred (the first write sets it).
+    coarse_until = models.DateTimeField(_("coarse rollups complete until"), null=True, blank=True)
 
     class Meta:
         db_table = "monitoring_framelayout"  # kept from before the app split
@@ -42,9 +46,9 @@ class FrameLayout(models.Model):
 class Frame(models.Model):
     """One metric for all entities of a layout at one time (``resolution`` 0) or bucket.
 
-    Raw frames hold ``values`` (float32, NaN = no value). Rollup frames (60/3600/86400 s)
+    Raw frames hold ``values`` (float32, NaN = no value). Rollup frames (60/900/3600/86400 s)
     hold per-entity ``count`` (int32), ``sum`` (float64), ``min`` and ``max`` (float32), so
-    buckets merge exactly as frames arrive.
+    buckets merge exactly: minutes as frames arrive, coarser tiers from each closed minute.
     """
 
     metric = models.ForeignKey("telemetry.MetricDefinition", on_delete=models.CASCADE)

@@ -13,6 +13,7 @@ from inventory.models import Node, Rack, Supernode
 from telemetry.ingest.twin import layout_for_keys
 from telemetry.models import Entity, Frame, MetricDefinition
 from telemetry.read import aggregate_by, latest_values, series_read, top_entities
+from telemetry.store.frame_close import frames_rollups_close
 from telemetry.store.frames import COUNT_DTYPE, SUM_DTYPE, frames_write
 from telemetry.store.retention import RetentionPolicy, telemetry_prune
 
@@ -70,6 +71,7 @@ def test_frame_rollups_equal_per_entity_aggregates_and_skip_missing_values(layou
     assert np.allclose(total, np.nansum(both, axis=0), atol=1e-6)
     low = np.frombuffer(bytes(minute.min), np.float32)
     assert np.allclose(low, np.nanmin(both, axis=0), atol=1e-6)
+    frames_rollups_close(now=t0 + 3600)
     assert Frame.objects.filter(resolution=3600).count() == 1
 
 
@@ -134,6 +136,7 @@ def test_retention_prunes_old_raw_frames_but_keeps_rollups(layout, util):
 def test_frame_minute_rollups_follow_their_own_shorter_retention(layout, util):
     now = datetime.now(tz=UTC)
     write(layout, util, [0.5] * 8, (now - timedelta(days=3)).timestamp())
+    frames_rollups_close()
     policy = RetentionPolicy(
         raw_accelerator=timedelta(hours=6),
         raw_other=timedelta(hours=48),

@@ -16,6 +16,7 @@ from telemetry.models import Entity, Frame, MetricDefinition, Rollup, RollupWate
 from telemetry.read import kind_series, series_read
 from telemetry.read.local.series import choose_source
 from telemetry.store.compaction import rollups_compact
+from telemetry.store.frame_close import frames_rollups_close
 from telemetry.store.frames import (
     COUNT_DTYPE,
     SUM_DTYPE,
@@ -31,6 +32,11 @@ DAY = 86400
 
 def at(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def close_minutes() -> None:
+    """Compaction after every written minute has closed: the coarse tiers are complete."""
+    frames_rollups_close(now=time.time() + 3600)
 
 
 @pytest.fixture
@@ -91,6 +97,7 @@ def test_frames_keep_a_15_minute_rollup(layout, util):
     with transaction.atomic():
         for i in range(3):
             frames_write(layout=layout, values={util.pk: np.full(4, 0.5)}, ts=t0 + 300 * i)
+    close_minutes()
     quarter = Frame.objects.get(layout=layout, resolution=900)
     assert np.frombuffer(bytes(quarter.count), COUNT_DTYPE).tolist() == [3, 3, 3, 3]
 
@@ -103,6 +110,7 @@ def test_kind_series_reads_older_history_from_other_tiers(cluster, layout, util)
     with transaction.atomic():
         for h in range(7 * 24):
             frames_write(layout=layout, values={util.pk: np.full(4, 0.25)}, ts=now - 3600 * (h + 1))
+    close_minutes()
     Frame.objects.filter(resolution__in=(0, 60, 900), ts__lt=at(now - DAY)).delete()
     tr = TimeRange(start=at(now - 7 * DAY), end=at(now), preset="7d")
     points = kind_series(cluster_id=cluster.pk, kind="accelerator", metric=util, tr=tr)
@@ -166,6 +174,7 @@ def test_older_frames_get_their_reduction_backfilled(layout, util):
 
     with transaction.atomic():
         frames_write(layout=layout, values={util.pk: np.array([1.0, 2.0, np.nan, 4.0])}, ts=1e9)
+    close_minutes()
     expected = sorted(Frame.objects.values_list("resolution", "entities_sum", "entities_count"))
     Frame.objects.update(entities_sum=None, entities_count=None)
     assert frames_backfill_reductions(batch=2) == 5
@@ -189,6 +198,7 @@ def test_month_windows_sum_whole_days_from_daily_frames_and_the_edges_from_hourl
             layout=layout,
             batches=[(t0 + i * 3600, {util.id: values * (1 + i % 5)}) for i in range(80)],
         )
+    close_minutes()
     start, end = at(t0 + 1800), at(t0 + 80 * 3600)
     expected_count = 80  # the first partial hour counts whole (hour-aligned windows)
     expected_sum = sum(values * (1 + i % 5) for i in range(80))
@@ -230,6 +240,7 @@ def test_windows_reading_the_same_frames_share_one_read_and_others_do_not(
             layout=layout,
             batches=[(t0 + i * 3600, {util.id: np.full(4, 1.0 + i)}) for i in range(30)],
         )
+    close_minutes()
 
     def sums(start: int, end: int) -> dict:
         return entity_sums(
