@@ -1,0 +1,204 @@
+"""End to end through a real gateway: Debian's HAProxy in front of two OpenAI-compatible
+backends (vLLM-format ``/metrics``), a bounded load generator on the loopback, and a plan
+whose gray workload is routed by that HAProxy.
+
+- healthy canary: 5 → 25 → 50 → 100 % promoted through its approvals; at each step the share
+  of requests HAProxy actually served to the canary is within ±5 points of the set share, and
+  no request is lost while the weights change under load;
+- slow canary (TTFT P99 three times its SLO): the gate fails on the step's own histogram
+  (P99 from the canary's bucket increases over the step, ``histogram_quantile``'s way), the
+  rollback sets the weight back, and the canary serves nothing afterwards.
+
+Until serving-engine histograms are ingested by telemetry (issue 23 parts 1–2) the slow-canary
+test computes the step's P99 from the canary's own ``/metrics`` and writes that one figure as
+the gate's sample.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.request
+
+import pytest
+
+from rollout.models import PlanState
+from rollout.services.analysis import analysis_run_step
+from rollout.services.audit import Actor
+from rollout.services.commands import plan_command
+from rollout.services.transitions import plan_start
+from tests.inference_servers import (
+    TTFT_BUCKETS,
+    InferenceBackend,
+    LatencyProfile,
+    LoadGenerator,
+    histogram_quantile,
+    lost,
+    share_served,
+)
+from tests.rollout.conftest import METRIC, rev, write
+from tests.servers import HAProxyServer, haproxy_binary
+
+SLO = 0.02  # TTFT P99 objective, seconds
+HEALTHY = LatencyProfile(ttft_median=0.004, sigma=0.3, seed=3)
+SLOW = LatencyProfile(ttft_median=3 * SLO / 2.0, sigma=0.3, seed=4)  # P99 ≈ 3 × SLO
+
+
+def _gateway(tmp_path, canary_profile: LatencyProfile):
+    if haproxy_binary() is None:
+        pytest.skip("haproxy is not installed (make test installs it)")
+    baseline = InferenceBackend("baseline", profile=HEALTHY)
+    canary = InferenceBackend("canary", profile=canary_profile)
+    proxy = HAProxyServer(
+        tmp_path / "gateway", {"baseline": baseline.port, "canary": canary.port}
+    ).start()
+    return proxy, baseline, canary
+
+
+@pytest.fixture
+def healthy_gateway(tmp_path):
+    proxy, baseline, canary = _gateway(tmp_path, HEALTHY)
+    yield proxy, baseline, canary
+    proxy.stop()
+    baseline.stop()
+    canary.stop()
+
+
+@pytest.fixture
+def slow_gateway(tmp_path):
+    proxy, baseline, canary = _gateway(tmp_path, SLOW)
+    yield proxy, baseline, canary
+    proxy.stop()
+    baseline.stop()
+    canary.stop()
+
+
+def routed(plan_factory, proxy, **kwargs):
+    from rollout.models import TrafficRouter
+
+    router = TrafficRouter.objects.create(
+        name="edge",
+        kind="haproxy",
+        haproxy_address=proxy.address,
+        haproxy_backend="llm",
+        haproxy_source_server="baseline",
+        haproxy_target_server="canary",
+    )
+    plan = plan_factory(**kwargs)
+    item = plan.workloads.get(workload__name="acme-chat")
+    item.router = router
+    item.save(update_fields=["router"])
+    return plan
+
+
+def promote(plan, users) -> None:
+    plan_command(command="promote", plan_id=plan.pk, actor=Actor(users["operator"]))
+    plan_command(
+        command="approve", plan_id=plan.pk, actor=Actor(users["approver"]), revision=rev(plan)
+    )
+    plan.refresh_from_db()
+
+
+def window(load: LoadGenerator, count: int, *, since: float, timeout: float = 30.0) -> list:
+    """The next ``count`` requests that *started* after ``since`` (in flight ones excluded)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        fresh = [o for o in list(load.outcomes) if o.at >= since]
+        if len(fresh) >= count:
+            return fresh[:count]
+        time.sleep(0.05)
+    raise AssertionError(f"only {len(fresh)} requests in {timeout} s")
+
+
+def test_the_backends_answer_completions_and_export_vllm_histograms(healthy_gateway):
+    proxy, _baseline, canary = healthy_gateway
+    outcomes = LoadGenerator(f"http://127.0.0.1:{canary.port}", concurrency=2).run(50)
+    assert [o.status for o in outcomes] == [200] * 50
+    text = urllib.request.urlopen(f"http://127.0.0.1:{canary.port}/metrics").read().decode()
+    # One TTFT and one end-to-end latency per request, one TPOT per token after the first
+    tokens = canary.profile.tokens
+    for family, count in (
+        ("vllm:time_to_first_token_seconds_bucket", 50),
+        ("vllm:e2e_request_latency_seconds_bucket", 50),
+        ("vllm:time_per_output_token_seconds_bucket", 50 * (tokens - 1)),
+    ):
+        line = rf'^{family}{{model_name="llama-3-8b",le="\+Inf"}} {count}$'
+        assert re.search(line, text, re.M), family
+    assert 'vllm:request_success_total{finished_reason="length",model_name="llama-3-8b"} 50' in text
+
+
+def ttft_buckets(backend: InferenceBackend) -> list[float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{backend.port}/metrics").read().decode()
+    found = re.findall(r'^vllm:time_to_first_token_seconds_bucket\{[^}]*le="([^"]+)"\} (\S+)$',
+                       text, re.M)  # fmt: skip
+    return [float(count) for _le, count in found]
+
+
+def test_a_healthy_canary_is_promoted_and_haproxy_serves_each_set_share(
+    plan_factory, users, healthy_gateway
+):
+    proxy, _baseline, _canary = healthy_gateway
+    plan = routed(plan_factory, proxy, gray_steps=[5, 25, 50, 100])
+    load = LoadGenerator(proxy.url, concurrency=4, rate=400, limit=20_000).start()
+    measured = {}
+    try:
+        plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
+        promote(plan, users)  # pilot → gray 5 %, the weights change under load
+        for step in (5, 25, 50, 100):
+            assert (plan.state, plan.current_step_percent) == (PlanState.RUNNING, step)
+            served = window(load, 400, since=time.monotonic())
+            measured[step] = share_served(served, "canary")
+            promote(plan, users)
+        assert plan.current_phase == "full"
+        promote(plan, users)
+        assert plan.state == PlanState.SUCCEEDED
+    finally:
+        outcomes = load.stop()
+    print(f"canary share served per step: {measured}; requests {len(outcomes)}")
+    for step, share in measured.items():
+        assert abs(share - step) <= 5, (step, share)
+    assert lost(outcomes) == [], lost(outcomes)[:3]
+
+
+def test_a_slow_canary_fails_its_gate_and_the_rollback_takes_its_traffic_away(
+    plan_factory, users, slow_gateway, clusters
+):
+    proxy, _baseline, canary = slow_gateway
+    spec = {
+        "metric": METRIC,
+        "aggregation": "max",
+        "threshold": SLO,
+        "count": 1,
+        "interval_seconds": 10,
+        "initial_delay_seconds": 0,
+        "window_seconds": 60,
+    }
+    plan = routed(plan_factory, proxy, gray_steps=[25, 100], criteria={"gray": [spec]})
+    load = LoadGenerator(proxy.url, concurrency=4, rate=300, limit=20_000).start()
+    try:
+        plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
+        before = ttft_buckets(canary)
+        promote(plan, users)  # gray 25 %: the slow canary takes a quarter of the requests
+        served = window(load, 300, since=time.monotonic())
+        assert abs(share_served(served, "canary") - 25) <= 5
+        # The step's own TTFT P99, from the canary's bucket increases over the step
+        increase = [b - a for a, b in zip(before, ttft_buckets(canary), strict=True)]
+        p99 = histogram_quantile(0.99, list(TTFT_BUCKETS), increase)
+        assert p99 > 2 * SLO
+        write(clusters["unified"], "acme-chat", _now(), p99)
+        run = plan.current_gate.runs.get()
+        assert analysis_run_step(run_id=run.pk) == "failed"
+        plan.refresh_from_db()
+        assert plan.state == PlanState.ROLLED_BACK
+        assert proxy.weight("canary") == 0
+        after = window(load, 300, since=time.monotonic())
+        assert share_served(after, "canary") == 0.0
+    finally:
+        outcomes = load.stop()
+    assert lost(outcomes) == []
+
+
+def _now():
+    from django.utils import timezone
+
+    return timezone.now()
