@@ -315,6 +315,24 @@ DEFAULT_RULES: tuple[RuleSpec, ...] = (
             "Dashboards for that host go stale until it recovers."
         ),
     ),
+    RuleSpec(
+        name="accelerator-absent",
+        title=gettext_noop("Accelerator absent: its exporter stopped reporting it"),
+        metric="accelerator_absence_ratio",  # telemetry.read.ABSENCE_METRIC
+        entity_kind="accelerator",
+        aggregation=Agg.LAST,
+        comparator=Cmp.GE,
+        threshold=1.0,  # scrape intervals missed ÷ the cluster's "absent after" intervals
+        window_seconds=60,
+        severity=Severity.CRITICAL,
+        runbook=gettext_noop(
+            "Absent card: the value is scrape intervals missed divided by the cluster's "
+            "'absent after' setting. One card absent while its neighbours report: the GPU fell "
+            "off the bus or the driver lost it (XID 79; check dmesg, nvidia-smi or npu-smi), or "
+            "the chip moved host (see accelerator moves). A whole node absent: the exporter or "
+            "the node is down, or Prometheus stopped scraping it."
+        ),
+    ),
 )
 
 

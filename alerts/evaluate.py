@@ -13,6 +13,8 @@ Then, per entity:
   ``value`` and message; an acknowledged alert stays acknowledged;
 - condition does not hold and the entity had data → resolve its open alert (RESOLVED,
   ``resolved_at`` = now, ``resolved_by`` None: resolved by the evaluator, not a person);
+- the ``accelerator-absent`` rule reads no samples: its value is computed from each card's
+  ``last_seen`` (``telemetry.read.absence_window``), so a card that stops reporting fires it;
 - **no data in the window** (no rollup bucket / raw value for the entity) → nothing changes:
   an open alert stays open with its old ``last_seen``, and no alert is opened. Missing data is
   not evidence of recovery (a dead exporter would otherwise "resolve" every alert of its
@@ -40,7 +42,7 @@ from django.utils import timezone
 
 from alerts.models import Alert, AlertRule, alert_message
 from telemetry.models import MetricDefinition
-from telemetry.read import entity_labels, window_values
+from telemetry.read import ABSENCE_METRIC, absence_window, entity_labels, window_values
 
 OPEN_STATES = (Alert.State.FIRING, Alert.State.ACKNOWLEDGED)
 # Bounds the size of one ``IN (...)`` list when resolving; normally one chunk is enough.
@@ -86,6 +88,8 @@ def alerts_evaluate(*, now: datetime | None = None) -> dict:
     totals = EvaluationTotals()
     for rule in rules:
         metric = metrics.get(rule.metric)
+        if metric is None and rule.metric == ABSENCE_METRIC:
+            metric = MetricDefinition(name=ABSENCE_METRIC, entity_kind=rule.entity_kind)
         if metric is None:
             totals.skipped.append(rule.name)
             continue
@@ -109,7 +113,10 @@ def alerts_evaluate(*, now: datetime | None = None) -> dict:
 # only leaves later rules for the next run.
 @transaction.atomic
 def _evaluate_rule(*, rule: AlertRule, metric: MetricDefinition, now: datetime) -> RuleOutcome:
-    window = window_values(rule=rule, metric=metric, now=now)
+    if rule.metric == ABSENCE_METRIC:  # from inventory's last_seen, not from samples
+        window = absence_window(now=now)
+    else:
+        window = window_values(rule=rule, metric=metric, now=now)
     holds = COMPARATORS[rule.comparator]
     firing = {eid: v for eid, v in window.values.items() if holds(v, rule.threshold)}
     labels = window.labels

@@ -7,10 +7,12 @@ registered under their cluster and can be placed in a rack later.
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 
@@ -117,6 +119,10 @@ class Cluster(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def absence_after(self) -> timedelta:
+        """How long an exporter-fed card may go unseen before it is absent."""
+        return timedelta(seconds=self.scrape_interval_seconds * self.absent_after_intervals)
 
 
 class Supernode(models.Model):
@@ -361,6 +367,20 @@ class Accelerator(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node}/{self.index}"
+
+    def is_absent(self, now: datetime | None = None) -> bool:
+        """Seen by an exporter once, but not for its cluster's ``absent_after_intervals`` ×
+        ``scrape_interval_seconds``: shown "absent" (and alerted), never "healthy". Cards no
+        exporter ever reported (the twin's) are never absent."""
+        if self.last_seen is None:
+            return False
+        return self.last_seen < (now or timezone.now()) - self.node.cluster.absence_after()
+
+    def state_label(self, now: datetime | None = None) -> str:
+        """What pages and the API show: "absent" over the last reported health."""
+        if self.is_absent(now):
+            return str(_("absent"))
+        return str(self.Health(self.health).label)
 
 
 class AcceleratorMove(models.Model):

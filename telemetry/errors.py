@@ -4,16 +4,25 @@ from __future__ import annotations
 
 
 class IngestionError(ValueError):
-    """A batch was rejected; nothing of it was written."""
+    """A batch was rejected; nothing of it was written. ``reason`` is the refusal it is
+    counted under (``telemetry.ingest.identity.Refusal``; ``invalid_body`` when not given)."""
 
     status_code = 400
     code = "invalid"
 
-    def __init__(self, message: str, *, row: int | None = None, field: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        row: int | None = None,
+        field: str | None = None,
+        reason: str | None = None,
+    ):
         super().__init__(message)
         self.message = message
         self.row = row
         self.field = field
+        self.reason = reason or "invalid_body"
 
     def as_dict(self) -> dict:
         body: dict = {"detail": self.message, "code": self.code}

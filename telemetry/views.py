@@ -7,7 +7,7 @@ from django.shortcuts import render
 
 from accounts.access import staff_page
 from telemetry.models import PromQLDataSource, RemoteWriteStatus
-from telemetry.read.local.exporters import exporter_target_rows
+from telemetry.read.local.exporters import exporter_target_rows, ingest_refusal_summary
 
 
 @staff_page
@@ -17,5 +17,6 @@ def exporter_list(request: HttpRequest) -> HttpResponse:
         "rows": exporter_target_rows(),
         "remote_write": RemoteWriteStatus.objects.select_related("cluster"),
         "promql_sources": PromQLDataSource.objects.select_related("cluster"),
+        "refusals": ingest_refusal_summary(),
     }
     return render(request, "telemetry/exporters.html", context)

@@ -22,10 +22,11 @@ from rest_framework.views import APIView
 from accounts.api.authentication import IntegrationPrincipal
 from accounts.api.permissions import HasRequiredScope
 from cluster_portal.web.bodies import read_limited, require_length
-from telemetry.errors import IngestionError
+from telemetry.errors import IdempotencyConflict, IngestionError
 from telemetry.ingest.json_batch import ingest_json_batch, payload_digest, with_idempotency
 from telemetry.ingest.prometheus import ingest_prometheus_text
-from telemetry.models import MetricDefinition
+from telemetry.models import IngestRefusal, MetricDefinition
+from telemetry.services.refusals import refusal_record_error, refusals_record_reply
 from telemetry.store.provenance import source_for_principal
 
 
@@ -36,8 +37,12 @@ def principal_key(request: Request) -> str:
     return f"user:{user.pk}"
 
 
-def ingestion_response(request: Request, digest: str, work) -> Response:
-    """Run an ingestion under the request's Idempotency-Key; errors become 4xx bodies."""
+def ingestion_response(
+    request: Request, digest: str, work, *, path: str, cluster_name: str = ""
+) -> Response:
+    """Run an ingestion under the request's Idempotency-Key; errors become 4xx bodies.
+    Refusals (the whole request, or the samples its reply lists) are counted per reason
+    outside the ingestion's transaction; a replayed answer counts nothing again."""
     try:
         body, replayed = with_idempotency(
             key=request.headers.get("Idempotency-Key"),
@@ -46,7 +51,11 @@ def ingestion_response(request: Request, digest: str, work) -> Response:
             work=lambda: _atomic(work),
         )
     except IngestionError as exc:
+        if not isinstance(exc, IdempotencyConflict):
+            refusal_record_error(cluster_name=cluster_name, path=path, error=exc)
         return Response(exc.as_dict(), status=exc.status_code)
+    if not replayed:
+        refusals_record_reply(cluster_name=cluster_name, path=path, reply=body)
     response = Response(body, status=200 if replayed else 201)
     if replayed:
         response["Idempotent-Replayed"] = "true"
@@ -201,7 +210,17 @@ class SampleBatchView(_BoundedBody):
                 tenant=tenant,
                 provenance=source_for_principal(request.user),
             ),
+            path=IngestRefusal.Path.JSON,
+            cluster_name=_first_cluster(payload),
         )
+
+
+def _first_cluster(payload) -> str:
+    """The cluster a JSON batch's refusal is counted against: its first sample's."""
+    samples = payload.get("samples") if isinstance(payload, dict) else None
+    first = samples[0] if isinstance(samples, list) and samples else None
+    cluster = first.get("cluster") if isinstance(first, dict) else None
+    return cluster if isinstance(cluster, str) else ""
 
 
 @extend_schema(
@@ -247,6 +266,8 @@ class PrometheusIngestView(_BoundedBody):
                 scrape_time=time.time(),
                 provenance=source_for_principal(request.user),
             ),
+            path=IngestRefusal.Path.PROMETHEUS,
+            cluster_name=params["cluster"],
         )
 
 

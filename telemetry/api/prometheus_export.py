@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import BooleanField, Count, ExpressionWrapper
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
@@ -27,11 +27,13 @@ from inventory.models import Accelerator, Cluster
 from telemetry.models import (
     Heartbeat,
     IngestionBatch,
+    IngestRefusal,
     MetricDefinition,
     PromQLDataSource,
     RemoteWriteStatus,
     Sample,
 )
+from telemetry.read import accelerators_absent_q
 from telemetry.read.local.series import aggregate_by
 
 
@@ -42,14 +44,22 @@ class PortalCollector:
         now = timezone.now()
         health = GaugeMetricFamily(
             "portal_accelerators",
-            "Accelerators by cluster and health",
+            "Accelerators by cluster and health; health=absent: not seen by its exporter for "
+            "the cluster's absence threshold (counted there, not under its last health)",
             labels=["cluster", "health"],
         )
-        for row in Accelerator.objects.values("node__cluster__name", "health").annotate(
-            n=Count("id")
+        absent_q = accelerators_absent_q(now=now)
+        counts: dict[tuple[str, str], int] = {}
+        for row in (
+            Accelerator.objects.annotate(absent=ExpressionWrapper(absent_q, BooleanField()))
+            .values("node__cluster__name", "health", "absent")
+            .annotate(n=Count("id"))
         ):
-            label = Accelerator.Health(row["health"]).name.lower()
-            health.add_metric([row["node__cluster__name"], label], row["n"])
+            label = "absent" if row["absent"] else Accelerator.Health(row["health"]).name.lower()
+            key = (row["node__cluster__name"], label)
+            counts[key] = counts.get(key, 0) + row["n"]
+        for (cluster_name, label), n in sorted(counts.items()):
+            health.add_metric([cluster_name, label], n)
         yield health
 
         utilization = GaugeMetricFamily(
@@ -132,6 +142,30 @@ def _remote_families():
         )
         up.add_metric([source.cluster.name], 0 if failing else 1)
     yield from (received, inserted, rejected, up)
+    yield from _refusal_families()
+
+
+def _refusal_families():
+    """Refused pushes per cluster (``""``: a cluster name the portal does not know), path,
+    reason and unit, kept in the database (``IngestRefusal``) so every worker answers alike."""
+    refused = CounterMetricFamily(
+        "portal_ingest_refused",
+        "Samples or whole requests refused by ingestion, per reason (never stored, never merged)",
+        labels=["cluster", "path", "reason", "unit"],
+    )
+    last = GaugeMetricFamily(
+        "portal_ingest_last_refusal_timestamp_seconds",
+        "When ingestion last refused for this reason (the newest is the last refusal's reason)",
+        labels=["cluster", "path", "reason"],
+    )
+    newest: dict[tuple[str, str, str], float] = {}
+    for row in IngestRefusal.objects.all():
+        refused.add_metric([row.cluster_name, row.path, row.reason, row.unit], row.count)
+        key = (row.cluster_name, row.path, row.reason)
+        newest[key] = max(newest.get(key, 0.0), row.last_at.timestamp())
+    for key, at in sorted(newest.items()):
+        last.add_metric(list(key), at)
+    yield from (refused, last)
 
 
 @extend_schema(exclude=True)  # Prometheus text at /metrics, not part of the JSON API.

@@ -30,7 +30,12 @@ class AcceleratorSerializer(serializers.ModelSerializer):
     entity = serializers.SerializerMethodField(
         help_text="Entity key: pass as entity= to /api/v1/telemetry/series/."
     )
-    health = serializers.SerializerMethodField()
+    health = serializers.SerializerMethodField(
+        help_text="absent (not seen for the cluster's absence threshold), else the last health."
+    )
+    parent = serializers.SlugRelatedField(
+        slug_field="vendor_id", read_only=True, help_text="A MIG slice's GPU (its vendor_id)."
+    )
     latest = serializers.SerializerMethodField()
 
     class Meta:
@@ -44,6 +49,11 @@ class AcceleratorSerializer(serializers.ModelSerializer):
             "model_name",
             "entity",
             "health",
+            "last_seen",
+            "parent",
+            "mig_profile",
+            "gpu_instance_id",
+            "compute_instance_id",
             "latest",
         ]
 
@@ -51,7 +61,7 @@ class AcceleratorSerializer(serializers.ModelSerializer):
         return self.context["entity_keys"].get(obj.pk)
 
     def get_health(self, obj: Accelerator) -> str:
-        return Accelerator.Health(obj.health).label
+        return obj.state_label()
 
     def get_latest(self, obj: Accelerator) -> dict[str, float]:
         entity_id = self.context["entity_ids"].get(obj.pk)
@@ -82,8 +92,8 @@ class AcceleratorListView(ListAPIView):
             raise NotFound(f"unknown cluster {name!r}")
         return (
             Accelerator.objects.filter(node__cluster__name=name)
-            .select_related("node__cluster")
-            .order_by("node__hostname", "index")
+            .select_related("node__cluster", "parent")
+            .order_by("node__hostname", "index", "vendor_id")
         )
 
     def get_serializer_context(self) -> dict:

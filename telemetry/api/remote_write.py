@@ -90,7 +90,7 @@ class RemoteWriteView(APIView):
                 "Expected remote-write 1.0: Content-Type %(type)s with Content-Encoding snappy, "
                 "got %(got_type)s / %(got_encoding)s."
             ) % {"type": PROTOBUF, "got_type": content_type or "-", "got_encoding": encoding}
-            remote_write_record(cluster_name=cluster, error=message)
+            remote_write_record(cluster_name=cluster, error=message, reason="invalid_body")
             return _error(415, message, "unsupported_media_type", field=None)
         declared = request.META.get("CONTENT_LENGTH") or ""
         if declared.isdigit() and int(declared) > settings.INGEST_REMOTE_WRITE_MAX_BYTES:
@@ -99,13 +99,13 @@ class RemoteWriteView(APIView):
                 "The body is %(size)s bytes, over the remote-write limit of %(limit)s "
                 "(INGEST_REMOTE_WRITE_MAX_BYTES)."
             ) % {"size": declared, "limit": settings.INGEST_REMOTE_WRITE_MAX_BYTES}
-            remote_write_record(cluster_name=cluster, error=message)
+            remote_write_record(cluster_name=cluster, error=message, reason="too_large")
             return _error(413, message, "too_large")
         try:
             body = request.body
         except RequestDataTooBig:
             message = _("The body is larger than the server accepts (DATA_UPLOAD_MAX_MEMORY_SIZE).")
-            remote_write_record(cluster_name=cluster, error=message)
+            remote_write_record(cluster_name=cluster, error=message, reason="too_large")
             return _error(413, message, "too_large")
         try:
             with transaction.atomic():
@@ -117,7 +117,7 @@ class RemoteWriteView(APIView):
                     provenance=source_for_principal(request.user),
                 )
         except IngestionError as exc:
-            remote_write_record(cluster_name=cluster, error=exc.message)
+            remote_write_record(cluster_name=cluster, error=exc.message, reason=exc.reason)
             body = error_body(exc.status_code, exc.as_dict(), exc.code)
             return Response(body, status=exc.status_code)
         remote_write_record(cluster_name=cluster, result=result)

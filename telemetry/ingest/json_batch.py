@@ -156,7 +156,9 @@ def ingest_json_batch(
                 field="entity_kind",
             )
         if cluster not in clusters:
-            raise IngestionError(f"unknown cluster {cluster!r}", row=row, field="cluster")
+            raise IngestionError(
+                f"unknown cluster {cluster!r}", row=row, field="cluster", reason="unknown_cluster"
+            )
     workloads = _check_workload_entities(parsed, clusters, tenant)
 
     rows: list[SampleRow] = []

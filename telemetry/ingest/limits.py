@@ -40,13 +40,19 @@ def check_text(value: str, *, field: str, max_chars: int, row: int | None = None
     """``value`` unless it is too long or holds NUL/control/format characters (400)."""
     problem = text_problem(value, max_chars=max_chars)
     if problem == "label_too_long":
-        raise IngestionError(f"{field} is longer than {max_chars} characters", row=row, field=field)
+        raise IngestionError(
+            f"{field} is longer than {max_chars} characters",
+            row=row,
+            field=field,
+            reason="label_too_long",
+        )
     if problem is not None:
         bad = control_character_in(value)
         raise IngestionError(
             f"{field} contains a control character (U+{ord(bad.group()):04X})",
             row=row,
             field=field,
+            reason="label_control_character",
         )
     return value
 
@@ -69,6 +75,7 @@ def check_timestamp(
             f"{future} s in the future: TELEMETRY_MAX_PAST_SECONDS / _FUTURE_SECONDS)",
             row=row,
             field=field,
+            reason="timestamp_out_of_range",
         )
     return seconds
 
@@ -79,7 +86,10 @@ def check_value(value: float, *, row: int | None = None, field: str = "value") -
     bound = limit("TELEMETRY_MAX_ABS_VALUE")
     if abs(value) > bound:
         raise IngestionError(
-            f"value magnitude is over {bound:g} (TELEMETRY_MAX_ABS_VALUE)", row=row, field=field
+            f"value magnitude is over {bound:g} (TELEMETRY_MAX_ABS_VALUE)",
+            row=row,
+            field=field,
+            reason="value_out_of_range",
         )
     return value
 
@@ -88,4 +98,14 @@ def check_count(count: int, *, cap: str, what: str, field: str) -> None:
     """400 naming the cap when ``count`` exceeds setting ``cap``."""
     bound = limit(cap)
     if count > bound:
-        raise IngestionError(f"more than {bound} {what} ({cap})", field=field)
+        raise IngestionError(
+            f"more than {bound} {what} ({cap})", field=field, reason=_CAP_REASONS.get(cap)
+        )
+
+
+_CAP_REASONS = {
+    "TELEMETRY_MAX_NEW_ENTITIES_PER_PUSH": "too_many_new_entities",
+    "TELEMETRY_MAX_ENTITIES_PER_CLUSTER": "too_many_new_entities",
+    "TELEMETRY_MAX_NEW_METRICS_PER_PUSH": "too_many_new_metrics",
+    "TELEMETRY_MAX_UNMAPPED_METRICS": "too_many_new_metrics",
+}

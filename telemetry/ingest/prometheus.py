@@ -113,7 +113,8 @@ def ingest_prometheus_text(
             host_chain=host_chain(cluster),
         )
     except (PrometheusParseError, PrometheusMappingError) as exc:
-        raise IngestionError(exc.message, row=exc.line, field="body") from exc
+        reason = "no_host" if isinstance(exc, PrometheusMappingError) else "invalid_body"
+        raise IngestionError(exc.message, row=exc.line, field="body", reason=reason) from exc
     return ingest_mapping_report(report, cluster=cluster, provenance=provenance)
 
 
@@ -139,7 +140,9 @@ def cluster_for_ingest(cluster_name: str) -> Cluster:
     check_text(cluster_name, field="cluster", max_chars=MAX_CLUSTER_CHARS)
     cluster = Cluster.objects.filter(name=cluster_name).first()
     if cluster is None:
-        raise IngestionError(f"unknown cluster {cluster_name!r}", field="cluster")
+        raise IngestionError(
+            f"unknown cluster {cluster_name!r}", field="cluster", reason="unknown_cluster"
+        )
     return cluster
 
 
@@ -151,6 +154,7 @@ def mapping_report_check(report: MappingReport, *, max_samples: int | None = Non
         raise IngestionError(
             f"at most {max_samples:,} samples per request, got {len(report.samples):,}",
             field="body",
+            reason="too_many_samples",
         )
     # The same time-window, value and text checks as JSON batches (``telemetry.ingest.limits``).
     window = time_window()

@@ -33,8 +33,9 @@ from telemetry.catalogue import CORE_METRICS, catalogue_sync
 from telemetry.errors import IngestionError
 from telemetry.ingest.prometheus import MAX_BODY_BYTES, ingest_prometheus_text
 from telemetry.ingest.registry import entities_resolve, metrics_by_name
-from telemetry.models import EntityKind, ExporterTarget, MetricDefinition
+from telemetry.models import EntityKind, ExporterTarget, IngestRefusal, MetricDefinition
 from telemetry.read.local.exporters import due_before
+from telemetry.services.refusals import refusal_record_error, refusals_record_reply
 from telemetry.store.provenance import source_exporter
 from telemetry.store.samples import samples_write
 
@@ -91,6 +92,9 @@ def exporter_scrape(*, target: ExporterTarget, now: float | None = None) -> dict
         error = str(exc)
     except IngestionError as exc:
         error = f"line {exc.row}: {exc.message}" if exc.row is not None else exc.message
+        refusal_record_error(
+            cluster_name=target.cluster.name, path=IngestRefusal.Path.SCRAPE, error=exc
+        )
     except Exception as exc:
         # A bug or a database error, not the exporter's fault: still show it on the target
         # (best effort), then let the caller see the traceback.
@@ -101,6 +105,10 @@ def exporter_scrape(*, target: ExporterTarget, now: float | None = None) -> dict
             logger.exception("could not record the failed scrape of %s", target.name)
         raise
     duration = time.monotonic() - started
+    if counts:
+        refusals_record_reply(
+            cluster_name=target.cluster.name, path=IngestRefusal.Path.SCRAPE, reply=counts
+        )
     if error:
         _record_failure(target, at=at, error=error, started=started)
         logger.info("scrape of %s failed: %s", target.name, target.last_error)

@@ -6,6 +6,7 @@ from telemetry.models.exporters import ExporterTarget
 from telemetry.models.frames import Frame, FrameLayout
 from telemetry.models.heartbeats import Heartbeat
 from telemetry.models.provenance import SampleSource
+from telemetry.models.refusals import IngestRefusal
 from telemetry.models.samples import (
     Entity,
     EntityKind,
@@ -23,6 +24,7 @@ __all__ = [
     "Frame",
     "FrameLayout",
     "Heartbeat",
+    "IngestRefusal",
     "IngestionBatch",
     "MetricDefinition",
     "PromQLDataSource",

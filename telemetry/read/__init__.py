@@ -66,6 +66,7 @@ from telemetry.read.local.latest import (
     kind_series,
     kind_series_many,
 )
+from telemetry.read.local.presence import ABSENCE_METRIC, absence_window, accelerators_absent_q
 from telemetry.read.local.scoping import entities_visible_to
 from telemetry.read.local.series import Series, SeriesPoint, aggregate_by
 from telemetry.read.local.windows import (
@@ -89,6 +90,9 @@ from telemetry.store.provenance import (
 )
 
 __all__ = [
+    "ABSENCE_METRIC",
+    "absence_window",
+    "accelerators_absent_q",
     "CLUSTER_KEY",
     "DEFAULT_TRUST",
     "DataSourceUnavailable",

@@ -30,6 +30,7 @@ from django.utils import timezone
 from inventory.models import Cluster
 from telemetry.errors import IngestionError
 from telemetry.ingest.exposition import EntityRef, MappingReport, map_samples
+from telemetry.ingest.identity import Refusal
 from telemetry.ingest.json_batch import MAX_BATCH_SAMPLES
 from telemetry.ingest.known import KNOWN
 from telemetry.ingest.limits import MAX_ENTITY_KEY_CHARS, limit, text_problem, time_window
@@ -46,7 +47,8 @@ from telemetry.ingest.remote_write.decode import (
     RemoteWriteError,
     decode_write_request,
 )
-from telemetry.models import EntityKind, RemoteWriteStatus
+from telemetry.models import EntityKind, IngestRefusal, RemoteWriteStatus
+from telemetry.services.refusals import refusals_record, refusals_record_reply
 
 MAX_SAMPLES = MAX_BATCH_SAMPLES
 
@@ -66,7 +68,8 @@ class RemoteWriteRejected(IngestionError):
     """A 4xx whose status is chosen by the check that failed (400, 413, 415)."""
 
     def __init__(self, message: str, *, status: int = 400, field: str | None = "body"):
-        super().__init__(message, field=field)
+        reason = {413: "too_large"}.get(status, "invalid_body")
+        super().__init__(message, field=field, reason=reason)
         self.status_code = status
         self.code = {413: "too_large", 415: "unsupported_media_type"}.get(status, "invalid")
 
@@ -204,10 +207,27 @@ def ingest_remote_write(
 
 
 def remote_write_record(
-    *, cluster_name: str, result: dict | None = None, error: str | None = None
+    *,
+    cluster_name: str,
+    result: dict | None = None,
+    error: str | None = None,
+    reason: str | None = None,
 ) -> None:
     """Add one request to the cluster's receive counters (after the samples committed, so
-    concurrent shards do not serialise on this row while writing)."""
+    concurrent shards do not serialise on this row while writing) and its refusals to the
+    per-reason counters (``telemetry.services.refusals``; an unknown cluster's too; a
+    request that refused nothing costs no query there)."""
+    path = IngestRefusal.Path.REMOTE_WRITE
+    if error is not None:
+        refusals_record(
+            cluster_name=cluster_name,
+            path=path,
+            counts={reason or Refusal.INVALID_BODY: 1},
+            unit=IngestRefusal.Unit.REQUESTS,
+            message=error,
+        )
+    elif result:
+        refusals_record_reply(cluster_name=cluster_name, path=path, reply=result)
     now = timezone.now()
     updates: dict = {"requests": F("requests") + 1, "last_seen_at": now}
     if error is not None:
@@ -228,6 +248,6 @@ def remote_write_record(
         return
     cluster_id = Cluster.objects.filter(name=cluster_name).values_list("id", flat=True).first()
     if cluster_id is None:
-        return  # unknown cluster: nothing to count against
+        return  # unknown cluster: counted as a refusal above, no receive counters
     RemoteWriteStatus.objects.get_or_create(cluster_id=cluster_id)
     RemoteWriteStatus.objects.filter(cluster_id=cluster_id).update(**updates)

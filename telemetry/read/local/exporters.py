@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from telemetry.models import ExporterTarget
+from telemetry.models import ExporterTarget, IngestRefusal
 
 # Beat checks every 5 s and the claim happens a moment after the check, so a 15 s target
 # would drift to 20 s if "due" meant "at least 15 s ago" exactly. One second of slack keeps
@@ -82,3 +82,17 @@ def exporter_target_rows(*, now: datetime | None = None) -> list[ExporterTargetR
             )
         )
     return rows
+
+
+@dataclass(frozen=True)
+class RefusalSummary:
+    """Refused pushes for the exporters page: every counter, and the newest refusal."""
+
+    rows: list
+    last: object | None
+
+
+def ingest_refusal_summary() -> RefusalSummary:
+    """Counters per cluster, path, reason and unit (``IngestRefusal``), newest first."""
+    rows = list(IngestRefusal.objects.order_by("-last_at", "cluster_name", "reason"))
+    return RefusalSummary(rows=rows, last=rows[0] if rows else None)
