@@ -10,6 +10,7 @@ from telemetry.models import (
     MetricDefinition,
     PromQLDataSource,
     RemoteWriteStatus,
+    ServingBinding,
 )
 from telemetry.read.promql.client import DataSourceUnavailable
 from telemetry.read.promql.reads import promql_inventory_sync
@@ -121,3 +122,12 @@ class RemoteWriteStatusAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False
+
+
+@admin.register(ServingBinding)
+class ServingBindingAdmin(admin.ModelAdmin):
+    """Which serving endpoints (model, instance or pod) a workload is, for gates and pages."""
+
+    list_display = ("workload", "model_name", "instance")
+    search_fields = ("workload__name", "model_name", "instance")
+    raw_id_fields = ("workload",)

@@ -26,6 +26,36 @@ CORE_METRICS: tuple[tuple[str, str, str, str, str], ...] = (
         "gauge",
         "1 healthy, 0 unhealthy, -1 unknown.",
     ),
+    # Serving endpoints (telemetry.ingest.serving): histograms stored per bucket, read as
+    # quantiles over a window; the derived figures are computed, never stored.
+    (
+        "serving_ttft_seconds",
+        "seconds",
+        "serving_endpoint",
+        "gauge",
+        "Time to first token: a histogram; p50/p99 over a window from its bucket increases.",
+    ),
+    (
+        "serving_tpot_seconds",
+        "seconds",
+        "serving_endpoint",
+        "gauge",
+        "Time per output token: a histogram; p50/p99 over a window from its bucket increases.",
+    ),
+    (
+        "serving_error_ratio",
+        "ratio",
+        "serving_endpoint",
+        "gauge",
+        "Failed ÷ finished requests over a window (increases of the request counters).",
+    ),
+    (
+        "serving_requests_per_second",
+        "requests_per_second",
+        "serving_endpoint",
+        "gauge",
+        "Finished requests per second over a window.",
+    ),
     # Written by scrape mode (telemetry.ingest.scrape) once per scrape of a target, so
     # alert rules and dashboards can see a failing exporter like any other metric.
     (

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from telemetry.ingest import nvidia
+from telemetry.ingest import nvidia, serving
 from telemetry.ingest.identity import (
     DEFAULT_HOST_LABELS,
     TARGET_LABELS,
@@ -271,7 +271,12 @@ def map_samples(
     pending = _Pending()
     chain_labels = frozenset(host_chain)
 
+    served = serving.ServingBatch()
     for sample in samples:
+        if source == "auto" and _serving_add(
+            served, sample, host_chain, default_host, scrape_time, report
+        ):
+            continue
         kind = _source_of(sample, source)
         reason = "not_exporter_metric" if exporter_only and kind == "other" else None
         reason = reason or _drop_reason(sample, kind)
@@ -297,6 +302,7 @@ def map_samples(
 
     ambiguous = pending.ambiguous()
     report.samples = []
+    _serving_rows(served, results)
     for mapped in pending.resolve(results):
         if mapped is None:
             continue
@@ -311,6 +317,54 @@ def map_samples(
     report.unmapped_kept = report.accepted - report.mapped
     report.derived = sum(1 for s in report.samples if s.source_name == nvidia.HEALTH_SOURCE)
     return report
+
+
+def _serving_add(
+    served: serving.ServingBatch,
+    sample: ParsedSample,
+    host_chain: tuple[str, ...],
+    default_host: str | None,
+    scrape_time: float,
+    report: MappingReport,
+) -> bool:
+    """Take a serving-engine sample (``telemetry.ingest.serving``); False if it is not one."""
+    name = serving.serving_name(sample.name, sample.labels)
+    if name is None:
+        return False
+    reason = "nan_value" if math.isnan(sample.value) else None
+    if reason is None and math.isinf(sample.value):
+        reason = "infinite_value"
+    host = host_of(sample.labels, host_chain, default_host)
+    key = serving.endpoint_key(sample.labels, host)
+    if reason is None and key is None:
+        reason = str(Refusal.NO_ENTITY)
+    if reason is not None:
+        report.dropped[reason] = report.dropped.get(reason, 0) + 1
+        return True
+    timestamp = sample.timestamp_ms / 1000 if sample.timestamp_ms is not None else scrape_time
+    served.add(name, key, host, sample.name, sample.labels, timestamp, sample.value, sample.line)
+    return True
+
+
+def _serving_rows(served: serving.ServingBatch, results: list[MappedSample | None]) -> None:
+    for metric, key, host, model, ts, value, line, name, labels in served.rows():
+        attributes = {
+            k: labels[k] for k in ("instance", "job", *serving.POD_LABELS) if labels.get(k)
+        }
+        entity = EntityRef(serving.SERVING_KIND, key, host, None, model, attributes)
+        results.append(
+            MappedSample(
+                metric=metric,
+                unit=serving.unit_of(metric),
+                entity=entity,
+                timestamp=ts,
+                value=value,
+                mapped=True,
+                source_name=name,
+                line=line,
+                attribution=_attribution(labels),
+            )
+        )
 
 
 class _Pending:
@@ -386,6 +440,8 @@ class _Pending:
 def source_families(metric: str) -> tuple[str, ...]:
     """The exporter metric names that map onto catalogue ``metric`` (what to ask a PromQL
     server for; its answers go back through :func:`map_samples`). Empty for unmapped names."""
+    if serving.is_serving_metric(metric):
+        return serving.source_families(metric)
     names = [name for name, rule in _RULES.items() if rule.metric == metric]
     if metric == "accelerator_hbm_total_bytes":
         names += [_FB_USED, _FB_FREE]  # dcgm's total is used + free of the same scrape

@@ -43,6 +43,8 @@ from telemetry.ingest.registry import (
     metrics_by_name,
     metrics_register_unmapped,
 )
+from telemetry.ingest.serving import SERVING_KIND
+from telemetry.ingest.serving_registry import endpoints_register, serving_catalogue_ensure
 from telemetry.models import Entity, EntityKind, MetricDefinition
 from telemetry.services.entities import entities_save, entity_build
 from telemetry.store.samples import StoreResult, samples_write
@@ -197,6 +199,7 @@ def ingest_mapping_report(
         )
     devices: dict[tuple, DeviceRef] = {}
     hosts: set[str] = set()
+    endpoints: set[str] = set()  # serving endpoints (telemetry.ingest.serving)
     # The labels a host's series carry, for the cluster's topology mapping (a ``rack`` label
     # Prometheus relabels onto every series of a target): a host's first series is enough.
     host_labels: dict[str, dict[str, str]] = {}
@@ -216,17 +219,23 @@ def ingest_mapping_report(
                     field="UUID",
                 )
             devices[ident] = device
+        elif entity.kind == SERVING_KIND:
+            endpoints.add(entity.vendor_id)
         else:
             hosts.add(entity.host)
     try:
         with transaction.atomic():
-            rows, result = _report_store(report, cluster, devices, hosts, host_labels, provenance)
+            rows, result = _report_store(
+                report, cluster, devices, hosts, host_labels, provenance, endpoints
+            )
     except IntegrityError as exc:
         if not isinstance(exc.__cause__, ForeignKeyViolation):
             raise
         KNOWN.clear()  # a memo entry named a row deleted since: resolve everything again
         with transaction.atomic():
-            rows, result = _report_store(report, cluster, devices, hosts, host_labels, provenance)
+            rows, result = _report_store(
+                report, cluster, devices, hosts, host_labels, provenance, endpoints
+            )
     body = report.as_dict()
     # Series that differ only in labels we do not key on (histogram bucket, XID err_code, the
     # pod of a time-sliced GPU) land on the same point; the last one wins. Say so.
@@ -250,6 +259,7 @@ def _report_metric_ids(report: MappingReport) -> dict[str, int]:
     missing = names - metric_ids.keys()
     if missing:
         _catalogue_ensure_mapped()
+        serving_catalogue_ensure(missing)
         unmapped = {
             s.metric: (s.entity.kind, s.source_name)
             for s in report.samples
@@ -269,6 +279,7 @@ def _report_store(
     hosts: set[str],
     host_labels: dict[str, dict[str, str]],
     provenance: int | None,
+    endpoints: set[str] = frozenset(),
 ) -> tuple[list, StoreResult]:
     """Resolve (registering what is new) and write; the caller owns the transaction."""
     cluster_id = cluster.id
@@ -284,10 +295,18 @@ def _report_store(
     }
     new_devices = {ident: d for ident, d in devices.items() if ident not in device_ids}
     new_hosts = hosts - node_ids.keys()
-    if new_devices or new_hosts:
+    endpoint_ids = {
+        k[2]: v
+        for k, v in KNOWN.get_many(
+            "entity", [(cluster_id, SERVING_KIND, key) for key in endpoints]
+        ).items()
+    }
+    new_endpoints = endpoints - endpoint_ids.keys()
+    if new_devices or new_hosts or new_endpoints:
         new_refs = {(EntityKind.ACCELERATOR, d.key) for d in new_devices.values()} | {
             (EntityKind.NODE, host) for host in new_hosts
         }
+        new_refs |= {(SERVING_KIND, key) for key in new_endpoints}
         entities_check_new({cluster: new_refs}, field="body")
     metric_ids = _report_metric_ids(report)
     newest = max((s.timestamp for s in report.samples), default=None)
@@ -313,6 +332,13 @@ def _report_store(
         KNOWN.put_many(
             "entity", {(cluster_id, EntityKind.NODE, h): v for h, v in registered_nodes.items()}
         )
+    if new_endpoints:
+        registered_endpoints = endpoints_register(cluster, new_endpoints)
+        endpoint_ids.update(registered_endpoints)
+        KNOWN.put_many(
+            "entity",
+            {(cluster_id, SERVING_KIND, k): v for k, v in registered_endpoints.items()},
+        )
     rows = []
     health: dict[int, int] = {}
     append = rows.append
@@ -320,6 +346,8 @@ def _report_store(
         entity = sample.entity
         if entity.kind == "accelerator":
             entity_id = device_ids[(entity.host, entity.index, entity.vendor_id, entity.model_name)]
+        elif entity.kind == SERVING_KIND:
+            entity_id = endpoint_ids[entity.vendor_id]
         else:
             entity_id = node_ids[entity.host]
         append((metric_ids[sample.metric], entity_id, sample.timestamp, sample.value))

@@ -16,6 +16,7 @@ from telemetry.models.samples import (
     RollupWatermark,
     Sample,
 )
+from telemetry.models.serving import ServingBinding
 
 __all__ = [
     "Entity",
@@ -33,4 +34,5 @@ __all__ = [
     "RollupWatermark",
     "Sample",
     "SampleSource",
+    "ServingBinding",
 ]

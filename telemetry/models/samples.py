@@ -21,6 +21,8 @@ class EntityKind(models.TextChoices):
     WORKLOAD = "workload", _("workload")
     CLUSTER = "cluster", _("cluster")
     EXPORTER = "exporter", _("exporter target")
+    # A serving engine's endpoint (vLLM, SGLang, MindIE): cluster + model + instance or pod.
+    SERVING_ENDPOINT = "serving_endpoint", _("serving endpoint")
 
 
 class MetricDefinition(models.Model):

@@ -23,6 +23,17 @@ three rollup tiers; a reader never cares which one answered.
   window aggregates, latest values, top-N and heatmaps; an unreachable or slow server raises
   ``DataSourceUnavailable`` (pages say so, gates measure Inconclusive, alert rules leave that
   cluster's alerts unchanged).
+- **serving endpoints** (vLLM, SGLang, MindIE and the twin, ``telemetry.ingest.serving``):
+  ``serving_window`` — one workload's (or endpoints') TTFT/TPOT p50/p95/p99/mean from
+  bucket-aware histograms (Prometheus ``histogram_quantile`` semantics, counter resets
+  handled), finished and failed requests, error ratio, requests per second and the requests
+  per endpoint, over ``[start, end]``; ``serving_canary_comparison`` — canary vs baseline
+  (``ServingComparison``: both windows over the same span and the request split between
+  them, what the plan page shows side by side). ``window_aggregate`` answers the catalogue
+  names ``serving_ttft_seconds`` / ``serving_tpot_seconds`` (p50/p95/p99/mean),
+  ``serving_error_ratio`` and ``serving_requests_per_second`` through the same function, so a
+  gate evaluates twin and real engines by one code path. On a PromQL cluster the quantile is
+  ``histogram_quantile(q, sum by (le) (rate(…_bucket{…}[w])))`` on the server.
 - **identities and status**: ``metrics_by_name``, ``cluster_entity``, ``entities_visible_to``,
   ``entity_labels``, ``heartbeat_statuses``, ``recent_data_gaps``, ``exporter_target_rows``.
 """
@@ -37,6 +48,7 @@ from django.db.models import QuerySet
 
 from cluster_portal.web.timerange import TimeRange
 from telemetry.ingest.registry import metrics_by_name
+from telemetry.ingest.serving import GATE_METRICS as SERVING_GATE_METRICS
 from telemetry.models import Entity, MetricDefinition
 from telemetry.read.local import entity_windows as _entity_windows
 from telemetry.read.local import kind_windows as _kind_windows
@@ -69,6 +81,7 @@ from telemetry.read.local.latest import (
 from telemetry.read.local.presence import ABSENCE_METRIC, absence_window, accelerators_absent_q
 from telemetry.read.local.scoping import entities_visible_to
 from telemetry.read.local.series import Series, SeriesPoint, aggregate_by
+from telemetry.read.local.serving import ServingWindow
 from telemetry.read.local.windows import (
     CLUSTER_KEY,
     WindowStat,
@@ -82,6 +95,12 @@ from telemetry.read.local.windows import (
 )
 from telemetry.read.promql import reads as promql
 from telemetry.read.promql.client import DataSourceUnavailable
+from telemetry.read.serving import (
+    ServingComparison,
+    serving_canary_comparison,
+    serving_window,
+    serving_window_aggregate,
+)
 from telemetry.store.provenance import (
     DATASOURCE_LABEL,
     DEFAULT_TRUST,
@@ -108,6 +127,8 @@ __all__ = [
     "ProcessStatus",
     "Series",
     "SeriesPoint",
+    "ServingComparison",
+    "ServingWindow",
     "WindowAggregate",
     "WindowStat",
     "WindowValues",
@@ -140,6 +161,8 @@ __all__ = [
     "series_points_many",
     "series_read",
     "series_read_many",
+    "serving_canary_comparison",
+    "serving_window",
     "stat_of_series",
     "top_entities",
     "trust_selector_problems",
@@ -220,6 +243,8 @@ def window_aggregate(
         "start": start,
         "end": end,
     }
+    if metric in SERVING_GATE_METRICS:  # histograms and derived serving figures
+        return serving_window_aggregate(cluster_id=cluster_id, trusted=trusted, **where)
     source = promql.source_for(cluster_id)
     if source is not None:
         if not MetricDefinition.objects.filter(name=metric).exists():

@@ -111,6 +111,8 @@ def _ref(sample) -> tuple[str, str]:
     entity = sample.entity
     if entity.kind == "accelerator":
         return (EntityKind.ACCELERATOR, entity.vendor_id)  # the chip id (DeviceRef.key)
+    if entity.kind == EntityKind.SERVING_ENDPOINT:
+        return (EntityKind.SERVING_ENDPOINT, entity.vendor_id)  # model@instance
     return (EntityKind.NODE, entity.host)
 
 

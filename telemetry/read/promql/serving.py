@@ -1,0 +1,131 @@
+"""Serving figures from a PromQL data source: the same :class:`ServingWindow` as the store.
+
+Quantiles are Prometheus' own: ``histogram_quantile(q, sum by (le) (rate(<family>_bucket{…}[w])))``
+at the window's end, ``w`` the window; requests ``sum(increase(…[w]))``. The series are
+chosen by the workload's ``ServingBinding`` rows as label matchers (``model_name``, and
+``instance`` or ``namespace``/``pod``), several bindings joined with ``or``.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+from telemetry.ingest.serving import source_families
+from telemetry.models import PromQLDataSource, ServingBinding
+from telemetry.read.local.serving import QUANTILES, ServingWindow
+from telemetry.read.promql.reads import _Reader, _window
+from telemetry.read.promql.translate import quote
+from telemetry.store.provenance import DATASOURCE_LABEL
+
+
+def binding_matchers(binding: ServingBinding) -> str:
+    """Label matchers naming a binding's series (without braces)."""
+    matchers = [f"model_name={quote(binding.model_name)}"]
+    if binding.instance and "/" in binding.instance:
+        namespace, pod = binding.instance.split("/", 1)
+        matchers += [f"namespace={quote(namespace)}", f"pod={quote(pod)}"]
+    elif binding.instance:
+        matchers.append(f"instance={quote(binding.instance)}")
+    return ",".join(matchers)
+
+
+def _selector(families: tuple[str, ...], matchers: str, extra: str) -> str:
+    parts = [f"__name__=~{quote('|'.join(families))}", matchers]
+    if extra.strip():
+        parts.append(extra.strip().strip(","))
+    return "{" + ",".join(p for p in parts if p) + "}"
+
+
+def _vector(
+    func: str,
+    metric: str | tuple[str, ...],
+    bindings: list[ServingBinding],
+    window: str,
+    extra: str,
+    labels: str = "",
+) -> str:
+    """``func(sel_1[w]) or func(sel_2[w]) …`` over the bindings (``metric``: a catalogue
+    name, or the engines' family names themselves)."""
+    families = source_families(metric) if isinstance(metric, str) else metric
+    parts = []
+    for binding in bindings:
+        matchers = ",".join(filter(None, [binding_matchers(binding), labels]))
+        parts.append(f"{func}({_selector(families, matchers, extra)}[{window}])")
+    return " or ".join(parts)
+
+
+# vLLM counts aborted requests in request_success_total{finished_reason="abort"}; MindIE and
+# SGLang have counters of their own (no finished_reason label, so != "abort" keeps them).
+_SUCCESS = (("vllm:request_success_total", "request_success_total"), 'finished_reason!="abort"')
+_FAILED = (
+    (("request_failed_total", "sglang:num_aborted_requests_total"), ""),
+    (("vllm:request_success_total",), 'finished_reason="abort"'),
+)
+
+
+def serving_window(
+    source: PromQLDataSource, *, bindings: list[ServingBinding], start: datetime, end: datetime
+) -> ServingWindow:
+    reader = _Reader(source)
+    window = _window((end - start).total_seconds())
+    extra = source.selector or ""
+
+    def scalar(expr: str) -> float | None:
+        found = reader._run(lambda: reader.client.query(expr, at=end))
+        values = [v for s in found for _, v in s.points[-1:] if math.isfinite(v)]
+        return values[0] if values else None
+
+    figures: dict[str, dict[str, float | None]] = {}
+    for histogram in ("serving_ttft_seconds", "serving_tpot_seconds"):
+        rates = _vector("rate", f'{histogram}_bucket{{le="+Inf"}}', bindings, window, extra)
+        figures[histogram] = {
+            label: scalar(f"histogram_quantile({q}, sum by (le) ({rates}))")
+            for label, q in QUANTILES.items()
+        }
+        total = _vector("rate", f"{histogram}_sum", bindings, window, extra)
+        count = _vector("rate", f"{histogram}_count", bindings, window, extra)
+        figures[histogram]["mean"] = scalar(f"sum({total}) / sum({count})")
+    per_endpoint: dict[str, float] = {}
+    requests = failed = 0.0
+    queries = [("success", _vector("increase", _SUCCESS[0], bindings, window, extra, _SUCCESS[1]))]
+    queries += [
+        ("failed", _vector("increase", names, bindings, window, extra, labels))
+        for names, labels in _FAILED
+    ]
+    for what, expr in queries:
+        by = f"sum by (model_name, instance, namespace, pod) ({expr})"
+        found = reader._run(lambda e=by: reader.client.query(e, at=end))
+        for series in found:
+            value = series.points[-1][1] if series.points else 0.0
+            if not math.isfinite(value):
+                continue
+            labels = series.labels
+            pod = labels.get("pod")
+            where = (
+                (f"{labels['namespace']}/{pod}" if labels.get("namespace") else pod)
+                if pod
+                else labels.get("instance", "")
+            )
+            key = f"{labels.get('model_name', '')}@{where}"
+            per_endpoint[key] = per_endpoint.get(key, 0.0) + value
+            requests += value
+            if what == "failed":
+                failed += value
+    scrapes = scalar(
+        "max("
+        + _vector("count_over_time", "serving_ttft_seconds_count", bindings, window, extra)
+        + ")"
+    )
+    return ServingWindow(
+        start=start,
+        end=end,
+        endpoints=tuple(b.key_prefix for b in bindings),
+        ttft=figures["serving_ttft_seconds"],
+        tpot=figures["serving_tpot_seconds"],
+        requests=requests,
+        failed=failed,
+        scrapes=int(scrapes or 0),
+        per_endpoint=per_endpoint,
+        sources={DATASOURCE_LABEL: int(scrapes or 0)} if scrapes else {},
+    )
