@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('inventory', '0005_topology_mapping_and_node_inventory'),
-        ('telemetry', '0008_accelerator_keys_are_chip_ids'),
+        ('telemetry', '0009_framelayout_coarse_until'),
     ]
 
     operations = [
