@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('inventory', '0005_topology_mapping_and_node_inventory'),
-        ('telemetry', '0009_framelayout_coarse_until'),
+        ('telemetry', '0010_ingest_refusals'),
     ]
 
     operations = [
