@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from inventory.models import DEFAULT_SUPERNODE, Accelerator, Cluster, HardwareModel, Node, Rack
-from inventory.services.topology import Placement, nodes_ensure
+from inventory.services.topology import Placement, nodes_ensure, nodes_update_grouped
 
 COLUMNS = ("hostname", "rack", "supernode", "card_model", "card_count")
 FORMATS = ("auto", "csv", "yaml")
@@ -305,7 +305,13 @@ def _apply(cluster: Cluster, rows: list[_Row], *, dry_run: bool) -> ImportReport
         if dirty:
             changed.append(node)
     if changed:
-        Node.objects.bulk_update(changed, ["hardware_model", "cards_expected"], batch_size=2000)
+        nodes_update_grouped(
+            nodes=changed,
+            values=lambda n: {
+                "hardware_model": n.hardware_model,
+                "cards_expected": n.cards_expected,
+            },
+        )
     by_model: dict[int, list[int]] = {}
     for row in rows:
         if row.model is not None:

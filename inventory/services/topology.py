@@ -10,7 +10,7 @@ batch, never one per card.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -147,7 +147,9 @@ def nodes_ensure(
     for node in moved:
         node.rack = racks[placements[node.hostname]]
     if moved:
-        Node.objects.bulk_update(moved, ["rack"], batch_size=BATCH_SIZE)
+        # One UPDATE per rack: a rack holds many nodes, and Django's bulk_update builds a CASE
+        # term per row (seconds for a fleet).
+        nodes_update_grouped(nodes=moved, values=lambda n: {"rack": n.rack})
         nodes_placed.send(sender=Node, cluster=cluster, node_ids=[n.pk for n in moved])
     return _nodes(cluster, hosts) if missing or moved else nodes
 
@@ -160,12 +162,19 @@ def accelerators_ensure(
     :func:`nodes_ensure`); return every card of those nodes by ``(hostname, vendor_id)``,
     with ``node__rack`` selected. A card already registered is kept as it is. GPUs are created
     before their MIG slices, which point at them (``parent``)."""
-    devices = list(devices)
+    found = _cards(cluster, nodes)
+    # A fleet already registered (a restarted receiver's first push) costs one read, not a
+    # bulk insert of every card that conflicts row by row.
+    devices = [d for d in devices if (d.host, d.vendor_id) not in found]
+    if not devices:
+        return found
     reported = {d.vendor_id for d in devices}
     parents = {
         d.parent_vendor_id: DeviceSpec(d.host, d.index, d.parent_vendor_id, d.model_name)
         for d in devices
-        if d.parent_vendor_id and d.parent_vendor_id not in reported
+        if d.parent_vendor_id
+        and d.parent_vendor_id not in reported
+        and (d.host, d.parent_vendor_id) not in found
     }
     tops = [*parents.values(), *(d for d in devices if not d.parent_vendor_id)]
     Accelerator.objects.bulk_create(
@@ -185,13 +194,19 @@ def accelerators_ensure(
             ignore_conflicts=True,
             batch_size=BATCH_SIZE,
         )
-    node_ids = [n.pk for n in nodes.values() if n.cluster_id == cluster.pk]
+    return _cards(cluster, nodes)
+
+
+def _cards(cluster: Cluster, nodes: Mapping[str, Node]) -> dict[tuple[str, str], Accelerator]:
+    """Every card of ``nodes`` by ``(hostname, vendor_id)``, each holding its node object from
+    ``nodes`` (with its rack), so no join is read again."""
+    by_id = {n.pk: n for n in nodes.values() if n.cluster_id == cluster.pk}
+    node_ids = list(by_id)
     found: dict[tuple[str, str], Accelerator] = {}
     for start in range(0, len(node_ids), BATCH_SIZE):
-        cards = Accelerator.objects.filter(
-            node_id__in=node_ids[start : start + BATCH_SIZE]
-        ).select_related("node__rack")
-        found.update({(a.node.hostname, a.vendor_id): a for a in cards})
+        for card in Accelerator.objects.filter(node_id__in=node_ids[start : start + BATCH_SIZE]):
+            card.node = by_id[card.node_id]
+            found[(card.node.hostname, card.vendor_id)] = card
     return found
 
 
@@ -323,6 +338,18 @@ def _mapped(
         if place is not None:
             found[host] = Placement(*place)
     return found
+
+
+def nodes_update_grouped(*, nodes: list[Node], values: Callable[[Node], dict]) -> None:
+    """Write ``values(node)`` (a dict of fields) with one UPDATE per distinct value set."""
+    groups: dict[tuple, tuple[dict, list[int]]] = {}
+    for node in nodes:
+        fields = values(node)
+        key = tuple((k, getattr(v, "pk", v)) for k, v in sorted(fields.items()))
+        groups.setdefault(key, (fields, []))[1].append(node.pk)
+    for fields, ids in groups.values():
+        for start in range(0, len(ids), BATCH_SIZE):
+            Node.objects.filter(pk__in=ids[start : start + BATCH_SIZE]).update(**fields)
 
 
 def _nodes(cluster: Cluster, hosts: set[str]) -> dict[str, Node]:
