@@ -223,12 +223,21 @@ def _link_workload_entities(workloads: list[Workload]) -> None:
 
 
 def accelerator_health_apply(updates: dict[int, int]) -> None:
-    """Copy the latest health sample per accelerator entity onto the inventory row."""
+    """Copy the latest health sample per accelerator entity onto the inventory row (only
+    rows whose health changes are written). A MIG slice's health is its GPU's too: XIDs and
+    ECC are device faults, so the GPU shows the worst health its reporting slices show."""
     by_value: dict[int, list[int]] = {}
     for entity_id, health in updates.items():
         by_value.setdefault(health, []).append(entity_id)
     for health, entity_ids in by_value.items():
-        Accelerator.objects.filter(entity__id__in=entity_ids).update(health=health)
+        Accelerator.objects.filter(entity__id__in=entity_ids).exclude(health=health).update(
+            health=health
+        )
+    for health in (Accelerator.Health.HEALTHY, Accelerator.Health.UNHEALTHY):  # worst last
+        if health in by_value:
+            Accelerator.objects.filter(slices__entity__id__in=by_value[health]).exclude(
+                health=health
+            ).update(health=health)
 
 
 def payload_digest(body: bytes, extra: str = "") -> str:

@@ -199,6 +199,7 @@ def test_nvidia_health_comes_from_xid_errors(ingest, cluster, xid, health):
 
     slices = Accelerator.objects.filter(parent__isnull=False)
     assert set(slices.values_list("health", flat=True)) == {health}
+    assert Accelerator.objects.get(vendor_id=A100).health == health  # the GPU: worst slice
     stored = Sample.objects.filter(metric__name="accelerator_health_status")
     assert set(stored.values_list("value", flat=True)) == {health}
 
