@@ -59,7 +59,8 @@ def inputs_of(row: CostAssumptions) -> cm.CostInputs:
 
 
 def card_count(cluster: Cluster) -> int:
-    return Accelerator.objects.filter(node__cluster=cluster).count()
+    # A MIG slice is part of its GPU's card, not another card (docs/architecture.md §5).
+    return Accelerator.objects.filter(node__cluster=cluster, parent__isnull=True).count()
 
 
 @dataclass

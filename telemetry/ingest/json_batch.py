@@ -222,10 +222,11 @@ def _link_workload_entities(workloads: list[Workload]) -> None:
         workload_entity_ensure(workload)
 
 
-def accelerator_health_apply(updates: dict[int, int]) -> None:
+def accelerator_health_apply(updates: dict[int, int], *, slices: set[int] = frozenset()) -> None:
     """Copy the latest health sample per accelerator entity onto the inventory row (only
-    rows whose health changes are written). A MIG slice's health is its GPU's too: XIDs and
-    ECC are device faults, so the GPU shows the worst health its reporting slices show."""
+    rows whose health changes are written). A MIG slice's health (``slices``: the entity ids
+    that are slices) is its GPU's too: XIDs and ECC are device faults, so the GPU shows the
+    worst health its reporting slices show."""
     by_value: dict[int, list[int]] = {}
     for entity_id, health in updates.items():
         by_value.setdefault(health, []).append(entity_id)
@@ -234,8 +235,9 @@ def accelerator_health_apply(updates: dict[int, int]) -> None:
             health=health
         )
     for health in (Accelerator.Health.HEALTHY, Accelerator.Health.UNHEALTHY):  # worst last
-        if health in by_value:
-            Accelerator.objects.filter(slices__entity__id__in=by_value[health]).exclude(
+        reported = [e for e in by_value.get(health, ()) if e in slices]
+        if reported:
+            Accelerator.objects.filter(slices__entity__id__in=reported).exclude(
                 health=health
             ).update(health=health)
 

@@ -341,6 +341,7 @@ def _report_store(
         )
     rows = []
     health: dict[int, int] = {}
+    slices: set[int] = set()  # entity ids of MIG slices with a health sample
     append = rows.append
     for sample in report.samples:
         entity = sample.entity
@@ -353,8 +354,10 @@ def _report_store(
         append((metric_ids[sample.metric], entity_id, sample.timestamp, sample.value))
         if sample.metric == "accelerator_health_status":
             health[entity_id] = int(sample.value)
+            if entity.parent_vendor_id:
+                slices.add(entity_id)
     result = samples_write(rows, provenance=provenance, check_now=True)
-    accelerator_health_apply(health)
+    accelerator_health_apply(health, slices=slices)
     if seen_at is not None and device_ids:
         accelerators_seen_by_entity(  # one UPDATE, of the cards not marked seen just now
             set(device_ids.values()),
