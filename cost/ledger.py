@@ -26,7 +26,7 @@ exact share.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -97,6 +97,11 @@ class Ledger:
     cost_cents: int
     workloads: list[WorkloadLine]
     hours: list[HourLine]
+    # What each workload's card-seconds come from (``cost.allocation.Basis``), and on real
+    # clusters the attributed time no workload claimed or several did (billed to none).
+    basis: dict[Hashable, str] = field(default_factory=dict)
+    unbound_card_seconds: float = 0.0
+    ambiguous_intervals: int = 0
 
     @property
     def billed_cents(self) -> int:

@@ -54,6 +54,7 @@ class WorkloadUse:
     card_seconds: float = 0.0  # held over the window's covered time (``cost.ledger``)
     covered_seconds: float = 0.0  # the cluster's covered time in the window
     billed_cents: int = 0
+    basis: str = ""  # measured / scheduler / requested (``cost.allocation.Basis``)
 
     @property
     def cards_held_mean(self) -> float | None:

@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.utils.translation import gettext_lazy
+
 from cluster_portal.web.caching import shared_read
 from cluster_portal.web.rows import plain_rows
 from cost import model as cm
-from cost.allocation import cluster_ledger
+from cost.allocation import Basis, Billable, cluster_ledger
 from cost.ledger import Ledger
 from cost.models import CostAssumptions
 from inventory.models import Accelerator, Cluster, Workload
@@ -61,6 +63,13 @@ def inputs_of(row: CostAssumptions) -> cm.CostInputs:
 def card_count(cluster: Cluster) -> int:
     # A MIG slice is part of its GPU's card, not another card (docs/architecture.md §5).
     return Accelerator.objects.filter(node__cluster=cluster, parent__isnull=True).count()
+
+
+BASIS_LABELS = {
+    Basis.MEASURED: gettext_lazy("measured: cards attributed from exporter pod labels"),
+    Basis.SCHEDULER: gettext_lazy("scheduler: cards the scheduler granted"),
+    Basis.REQUESTED: gettext_lazy("estimate: cards requested (no series selector yet)"),
+}
 
 
 @dataclass
@@ -120,6 +129,7 @@ class Roster:
     workloads: list[tuple[int, str, int, str, str, float]]
     entity_of: dict[int, int]
     cards: int
+    selector_of: dict[int, str] = field(default_factory=dict)
 
 
 def roster(cluster: Cluster) -> Roster:
@@ -127,12 +137,25 @@ def roster(cluster: Cluster) -> Roster:
         # One query for the workloads with their telemetry entity, as plain rows.
         rows = plain_rows(
             Workload.objects.filter(cluster=cluster).values_list(
-                "pk", "name", "tenant_id", "tenant__slug", "kind", "cards_requested", "entity__pk"
+                "pk",
+                "name",
+                "tenant_id",
+                "tenant__slug",
+                "kind",
+                "cards_requested",
+                "entity__pk",
+                "series_selector",
             )
         )
-        workloads = [(pk, n, t, slug, k, float(c)) for pk, n, t, slug, k, c, _e in rows]
+        workloads = [(pk, n, t, slug, k, float(c)) for pk, n, t, slug, k, c, _e, _s in rows]
         entity_of = {row[0]: row[6] for row in rows if row[6] is not None}
-        return Roster(workloads=workloads, entity_of=entity_of, cards=card_count(cluster))
+        selector_of = {row[0]: row[7] for row in rows if row[7]}
+        return Roster(
+            workloads=workloads,
+            entity_of=entity_of,
+            cards=card_count(cluster),
+            selector_of=selector_of,
+        )
 
     return shared_read("cost-roster", cluster.pk, read)
 
@@ -161,6 +184,7 @@ def workload_uses(
                 card_seconds=line.card_seconds if line else 0.0,
                 covered_seconds=covered,
                 billed_cents=line.billed_cents if line else 0,
+                basis=ledger.basis.get(pk, "") if ledger else "",
             )
         )
     return uses
@@ -176,7 +200,15 @@ def _ledger(cluster: Cluster, start, end, found: Roster, asset, inputs) -> Ledge
         per_hour=asset.per_hour,
         cards=found.cards,
         currency=inputs.currency,
-        workloads=[(row[0], found.entity_of.get(row[0])) for row in found.workloads],
+        workloads=[
+            Billable(
+                pk=row[0],
+                entity=found.entity_of.get(row[0]),
+                selector=found.selector_of.get(row[0], ""),
+                cards_requested=row[5],
+            )
+            for row in found.workloads
+        ],
     )
 
 
@@ -323,6 +355,11 @@ class ShowbackRow:
     currency: str
     covered_hours: float = 0.0  # hours of the window the cluster's telemetry covers
     window_hours: float = 0.0
+    basis: str = ""  # measured / scheduler / requested (``cost.allocation.Basis``)
+
+    @property
+    def basis_label(self) -> str:
+        return str(BASIS_LABELS.get(self.basis, self.basis))
 
     @property
     def kind_label(self) -> str:
@@ -357,6 +394,7 @@ def tenant_showback(tenant_id: int, start: datetime, end: datetime) -> list[Show
                     currency=cost.inputs.currency,
                     covered_hours=hours,
                     window_hours=window_hours,
+                    basis=use.basis,
                 )
             )
     return rows

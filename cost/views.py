@@ -318,7 +318,7 @@ def ledger_csv(costs: list[ClusterCost]) -> HttpResponse:
 
 SHOWBACK_COLUMNS = (
     "cluster", "workload", "kind", "cards_requested", "cards_held_mean", "card_hours",
-    "cost_per_hour", "cost_window", "currency", "covered_hours", "window_hours",
+    "cost_per_hour", "cost_window", "currency", "covered_hours", "window_hours", "basis",
 )  # fmt: skip
 
 
@@ -339,6 +339,7 @@ def showback_csv(rows) -> HttpResponse:
                 r.currency,
                 _num(r.covered_hours),
                 _num(r.window_hours),
+                r.basis,
             ]
             for r in rows
         ],

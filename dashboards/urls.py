@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboards.views import dashboards, pages
+from dashboards.views import attribution, dashboards, pages
 from dashboards.views import report as report_views
 
 urlpatterns = [
@@ -20,4 +20,9 @@ urlpatterns = [
     path("dashboards/network/", dashboards.network_page, name="dashboard-network"),
     path("workloads/", dashboards.workload_list_page, name="workloads"),
     path("workloads/<int:pk>/", dashboards.workload_detail_page, name="workload-detail"),
+    path(
+        "workloads/<int:pk>/series-selector/",
+        attribution.workload_selector_save,
+        name="workload-series-selector",
+    ),
 ]

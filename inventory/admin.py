@@ -15,7 +15,11 @@ from inventory.models import (
     TopologyMapping,
     Workload,
 )
-from inventory.services import cluster_default_set, topology_mapping_apply
+from inventory.services import (
+    cluster_default_set,
+    topology_mapping_apply,
+    workload_selector_set,
+)
 from inventory.signals import nodes_placed
 
 
@@ -157,4 +161,10 @@ class WorkloadAdmin(admin.ModelAdmin):
         "slo_p99_ms",
     )
     list_filter = ("cluster", "tenant", "kind", "criticality")
-    search_fields = ("name",)
+    search_fields = ("name", "series_selector")
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        if "series_selector" in form.changed_data:
+            # The one code path for the selector (validated by the model's clean()).
+            workload_selector_set(workload_id=obj.pk, selector=obj.series_selector)

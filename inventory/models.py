@@ -15,6 +15,8 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from inventory.label_selectors import SelectorError, parse_selector
+
 
 class Confidence(models.TextChoices):
     HIGH = "high", _("high (datasheet)")
@@ -479,6 +481,20 @@ class Workload(models.Model):
         validators=[MinValueValidator(0.001)],
         help_text=_("Operator target, e.g. 100 ms for chat, 50 ms for code completion."),
     )
+    # How a real cluster's cards are attributed to this workload: the exporters' pod labels
+    # it matches (inventory.label_selectors). Empty: the workload is the twin's, or billed by
+    # the cards it requested (labelled as such).
+    series_selector = models.CharField(
+        _("series selector"),
+        max_length=500,
+        blank=True,
+        default="",
+        help_text=_(
+            "Exporter labels of the cards this workload runs on, as in PromQL: "
+            'namespace="acme-bank", pod=~"llama-70b-.*". Labels: namespace, pod, container, '
+            "hpc_job, host."
+        ),
+    )
 
     class Meta:
         db_table = "monitoring_workload"  # kept from before the app split
@@ -515,5 +531,10 @@ class Workload(models.Model):
             for name in slos
             if getattr(self, name) is not None and getattr(self, name) <= 0
         }
+        if self.series_selector:
+            try:
+                parse_selector(self.series_selector)
+            except SelectorError as exc:
+                errors["series_selector"] = str(exc)
         if errors:
             raise ValidationError(errors)

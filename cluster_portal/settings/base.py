@@ -375,6 +375,8 @@ TWIN_RESIDENT_RUNS = env_int("TWIN_RESIDENT_RUNS", 8)
 # waits two telemetry intervals, and at least one twin tick, after the step's traffic took
 # effect before the first measurement.
 TELEMETRY_INTERVAL_SECONDS = env_int("TELEMETRY_INTERVAL_SECONDS", TWIN_TICK_SECONDS)
+# Attribution (who held a card): a holder not reported for longer than this ends its interval.
+ATTRIBUTION_MAX_GAP_SECONDS = env_int("ATTRIBUTION_MAX_GAP_SECONDS", 300)
 ROLLOUT_INITIAL_DELAY_SECONDS = env_int(
     "ROLLOUT_INITIAL_DELAY_SECONDS", max(2 * TELEMETRY_INTERVAL_SECONDS, TWIN_TICK_SECONDS)
 )

@@ -22,6 +22,7 @@ from dashboards.selectors.common import cluster_pick, clusters
 from dashboards.selectors.hardware import node_detail, rack_detail
 from dashboards.selectors.workload_list import STATE_LABELS, workload_list
 from dashboards.selectors.workloads import workloads_visible_to
+from dashboards.views.attribution import attribution_context
 from inventory.models import Accelerator, Node, Rack, Workload
 
 
@@ -180,4 +181,5 @@ def workload_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
         "dashboards/workload_detail.html",
         reverse("api:dashboard-workload", args=[pk]),
         workload=workload,
+        **attribution_context(request, workload),
     )

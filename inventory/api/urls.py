@@ -11,4 +11,9 @@ urlpatterns = [
     ),
     path("workloads/", views.WorkloadListView.as_view(), name="workloads"),
     path("workloads/<int:pk>/", views.WorkloadDetailView.as_view(), name="workload"),
+    path(
+        "workloads/<int:pk>/series-selector/",
+        views.WorkloadSelectorView.as_view(),
+        name="workload-series-selector",
+    ),
 ]

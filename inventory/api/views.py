@@ -1,12 +1,15 @@
-"""Inventory reads: clusters (staff) and workloads (tenant-scoped); the inventory import
-(operators)."""
+"""Inventory: clusters (staff), workloads (tenant-scoped) and their series selectors
+(operators); the inventory import (operators)."""
 
 from __future__ import annotations
 
 import django_filters
+from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext_lazy as _
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.generics import ListAPIView, RetrieveAPIView
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
@@ -17,7 +20,7 @@ from rest_framework.views import APIView
 from accounts.api.permissions import HasRequiredScope
 from accounts.api.scoping import StaffOnlyMixin, TenantScopedMixin
 from inventory.models import Cluster, Workload
-from inventory.services import InventoryImportError, inventory_import
+from inventory.services import InventoryImportError, inventory_import, workload_selector_set
 from inventory.services.imports import FORMATS, format_of
 
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
@@ -49,7 +52,8 @@ class WorkloadSerializer(serializers.ModelSerializer):
     class Meta:
         model = Workload
         fields = ["id", "name", "tenant", "cluster", "kind", "criticality", "cards_requested",
-                  "slo_ttft_ms", "slo_tpot_ms", "slo_p99_ms"]  # fmt: skip
+                  "slo_ttft_ms", "slo_tpot_ms", "slo_p99_ms", "series_selector"]  # fmt: skip
+        read_only_fields = ["series_selector"]
 
 
 class WorkloadFilter(django_filters.FilterSet):
@@ -154,3 +158,34 @@ class InventoryImportView(StaffOnlyMixin, APIView):
             )
         body = report.as_dict()
         return Response(body, status=status.HTTP_200_OK if report.dry_run else 201)
+
+
+class WorkloadSelectorSerializer(serializers.Serializer):
+    series_selector = serializers.CharField(
+        allow_blank=True,
+        max_length=500,
+        trim_whitespace=True,
+        help_text=_('PromQL-style label matchers, e.g. namespace="acme-bank", pod=~"llama-.*".'),
+    )
+
+
+class WorkloadSelectorView(_WorkloadBase, APIView):
+    """Set a workload's series selector (operators): which exporter-labelled cards it holds.
+    A bad selector is a 400 naming the problem; nothing changes."""
+
+    @extend_schema(request=WorkloadSelectorSerializer, responses={200: WorkloadSerializer})
+    def put(self, request: Request, pk: int) -> Response:
+        workload = get_object_or_404(self.get_queryset(), pk=pk)
+        if not request.user.has_perm("monitoring.operate_cluster"):
+            raise PermissionDenied(
+                _("Binding workloads to exporter series needs the operator role.")
+            )
+        payload = WorkloadSelectorSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        try:
+            workload = workload_selector_set(
+                workload_id=workload.pk, selector=payload.validated_data["series_selector"]
+            )
+        except ValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict) from None
+        return Response(WorkloadSerializer(workload).data)

@@ -1,6 +1,7 @@
 """Inventory writes: which cluster pages open on (``clusters``) and the one service that
-creates supernodes, racks, nodes, cards and links for everyone (``topology``), and the
-inventory import from a CSV or YAML file (``imports``)."""
+creates supernodes, racks, nodes, cards and links for everyone (``topology``), the
+inventory import from a CSV or YAML file (``imports``) and a workload's series selector
+(``workloads``)."""
 
 from inventory.services.clusters import cluster_default_set
 from inventory.services.imports import (
@@ -22,6 +23,7 @@ from inventory.services.topology import (
     supernodes_ensure,
     topology_mapping_apply,
 )
+from inventory.services.workloads import workload_selector_set
 
 __all__ = [
     "DeviceSpec",
@@ -40,4 +42,5 @@ __all__ = [
     "racks_ensure",
     "supernodes_ensure",
     "topology_mapping_apply",
+    "workload_selector_set",
 ]

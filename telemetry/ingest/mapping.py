@@ -108,7 +108,7 @@ _ATTRIBUTION_LABELS = {
     "namespace": ("namespace", "pod_namespace"),
     "pod": ("pod", "pod_name"),
     "container": ("container", "container_name"),
-    "hpc_job": ("hpc_job",),
+    "hpc_job": ("hpc_job",),  # dcgm-exporter's Slurm job mapping (--hpc-job-mapping-dir)
 }
 _MIG_LABELS = frozenset({"GPU_I_PROFILE", "GPU_I_ID", "GPU_CI_ID"})
 _DCGM_LABELS = (

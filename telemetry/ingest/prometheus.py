@@ -16,6 +16,7 @@ from psycopg.errors import ForeignKeyViolation
 from inventory.models import Cluster
 from inventory.services import nodes_ensure
 from telemetry.errors import IngestionError
+from telemetry.ingest.attribution import Holder, Observation, attribution_record
 from telemetry.ingest.exposition import (
     MAPPED_METRICS,
     MappingReport,
@@ -342,11 +343,14 @@ def _report_store(
     rows = []
     health: dict[int, int] = {}
     slices: set[int] = set()  # entity ids of MIG slices with a health sample
+    # (card, time) -> the holder labels of its series and its host
+    held: dict[tuple[int, float], tuple[dict[str, str], str | None]] = {}
     append = rows.append
     for sample in report.samples:
         entity = sample.entity
         if entity.kind == "accelerator":
             entity_id = device_ids[(entity.host, entity.index, entity.vendor_id, entity.model_name)]
+            held[(entity_id, sample.timestamp)] = (sample.attribution, entity.host)
         elif entity.kind == SERVING_KIND:
             entity_id = endpoint_ids[entity.vendor_id]
         else:
@@ -358,6 +362,15 @@ def _report_store(
                 slices.add(entity_id)
     result = samples_write(rows, provenance=provenance, check_now=True)
     accelerator_health_apply(health, slices=slices)
+    # Who held each card (pod / Slurm job labels) as intervals, in the same transaction.
+    attribution_record(
+        cluster_id=cluster_id,
+        observations=(
+            Observation(card, ts, Holder.from_labels(labels, host=host))
+            for (card, ts), (labels, host) in held.items()
+        ),
+        source=provenance,
+    )
     if seen_at is not None and device_ids:
         accelerators_seen_by_entity(  # one UPDATE, of the cards not marked seen just now
             set(device_ids.values()),

@@ -1,6 +1,7 @@
 """Telemetry: the metric catalogue, entities, the store (samples, frames, rollups), exporter
 targets and process heartbeats. Only the ``telemetry`` app imports the store's models."""
 
+from telemetry.models.attribution import AttributionInterval
 from telemetry.models.datasources import PromQLDataSource, RemoteWriteStatus
 from telemetry.models.exporters import ExporterTarget
 from telemetry.models.frames import Frame, FrameLayout
@@ -19,6 +20,7 @@ from telemetry.models.samples import (
 from telemetry.models.serving import ServingBinding
 
 __all__ = [
+    "AttributionInterval",
     "Entity",
     "EntityKind",
     "ExporterTarget",

@@ -34,6 +34,8 @@ three rollup tiers; a reader never cares which one answered.
   ``serving_error_ratio`` and ``serving_requests_per_second`` through the same function, so a
   gate evaluates twin and real engines by one code path. On a PromQL cluster the quantile is
   ``histogram_quantile(q, sum by (le) (rate(…_bucket{…}[w])))`` on the server.
+- **attribution** (real clusters): ``attribution_held_by_hour`` (card-seconds per workload
+  selector per hour: what showback bills), ``attribution_bound_intervals`` (what bound).
 - **identities and status**: ``metrics_by_name``, ``cluster_entity``, ``entities_visible_to``,
   ``entity_labels``, ``heartbeat_statuses``, ``recent_data_gaps``, ``exporter_target_rows``.
 """
@@ -54,6 +56,9 @@ from telemetry.read.local import entity_windows as _entity_windows
 from telemetry.read.local import kind_windows as _kind_windows
 from telemetry.read.local import latest as _latest
 from telemetry.read.local import series as _series
+from telemetry.read.local.attribution import BoundInterval, HeldByHour
+from telemetry.read.local.attribution import bound_intervals as attribution_bound_intervals
+from telemetry.read.local.attribution import held_by_hour as attribution_held_by_hour
 from telemetry.read.local.buckets import (
     HourlySums,
     entity_hourly_sums,
@@ -112,6 +117,10 @@ __all__ = [
     "ABSENCE_METRIC",
     "absence_window",
     "accelerators_absent_q",
+    "BoundInterval",
+    "HeldByHour",
+    "attribution_bound_intervals",
+    "attribution_held_by_hour",
     "CLUSTER_KEY",
     "DEFAULT_TRUST",
     "DataSourceUnavailable",
