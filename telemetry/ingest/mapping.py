@@ -10,19 +10,18 @@ sanitised name) or counted under a drop reason; nothing disappears silently.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from telemetry.ingest import nvidia, serving
 from telemetry.ingest.identity import (
     DEFAULT_HOST_LABELS,
-    TARGET_LABELS,
     Refusal,
     chip_id,
     host_of,
 )
+from telemetry.ingest.mapping_pass import FB_FREE, FB_USED, MIB, UNSAFE, ExpositionPass
 from telemetry.ingest.parse import NO_LIMITS, ParsedSample, ParseLimits, iter_text
 
 __all__ = [
@@ -36,7 +35,6 @@ __all__ = [
     "source_families",
 ]
 
-MIB = 2**20
 # DCGM's "blank" values (DCGM_INT64_BLANK = 0x7ffffffffffffff0 and the NOT_FOUND/NOT_SUPPORTED
 # codes above it) mean "no value". As floats they all round to 2**63, so one comparison
 # catches every code without inspecting the digits.
@@ -96,7 +94,7 @@ _RULES: dict[str, _Rule] = {
 }
 # dcgm has no total-memory field: total = FB_USED + FB_FREE of the same GPU and scrape.
 # (Newer drivers also report FB_RESERVED; it stays unmapped so the sum matches the spec.)
-_FB_USED, _FB_FREE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"
+_FB_USED, _FB_FREE = FB_USED, FB_FREE
 _NODE_METRICS = frozenset({"machine_npu_nums"})
 _NPU_HEALTH = "npu_chip_info_health_status"  # the one npu metric where -1 is a real value
 # Families that describe one chip: a sample of theirs without chip labels cannot be attributed.
@@ -124,7 +122,7 @@ _ENTITY_LABELS = {
     "npu": _NPU_LABELS | _ATTRIBUTION_LABEL_NAMES,
 }
 _SOURCES = ("auto", "dcgm", "npu")
-_UNSAFE = re.compile(r"[^a-z0-9_]")
+_UNSAFE = UNSAFE
 
 
 class PrometheusMappingError(ValueError):
@@ -268,7 +266,7 @@ def map_samples(
         raise ValueError(f"source must be one of {', '.join(_SOURCES)}, not {source!r}")
     report = MappingReport()
     results: list[MappedSample | None] = []
-    pending = _Pending()
+    pending = ExpositionPass()
     chain_labels = frozenset(host_chain)
 
     served = serving.ServingBatch()
@@ -365,76 +363,6 @@ def _serving_rows(served: serving.ServingBatch, results: list[MappedSample | Non
                 attribution=_attribution(labels),
             )
         )
-
-
-class _Pending:
-    """Decisions that need the whole exposition: dcgm's total memory (FB_USED + FB_FREE of
-    one scrape), the utilisation field that wins (PROF over DEV), NVIDIA health from XID and
-    DCGM health fields, and index-plus-host chips reported by two Prometheus targets."""
-
-    def __init__(self) -> None:
-        self.fb_used: dict[tuple, float] = {}
-        self.fb_free: list[tuple[int, tuple, ParsedSample]] = []
-        self.prof: set[tuple] = set()
-        self.dev_util: list[tuple[int, tuple, float]] = []
-        self.health: dict[tuple, tuple[bool, MappedSample]] = {}
-        self.targets: dict[str, set[tuple]] = {}
-
-    def add(self, position: int, sample: ParsedSample, mapped: MappedSample) -> MappedSample:
-        entity = mapped.entity
-        key = (entity, mapped.timestamp, frozenset(mapped.extra_labels.items()))
-        point = (entity, mapped.timestamp)
-        if entity.kind == "accelerator" and entity.host_derived:
-            target = tuple(sample.labels.get(name) for name in TARGET_LABELS)
-            self.targets.setdefault(entity.vendor_id, set()).add(target)
-        if sample.name == _FB_USED:
-            self.fb_used[key] = sample.value
-        elif sample.name == _FB_FREE:
-            self.fb_free.append((position, key, sample))
-        elif sample.name == nvidia.PROF_UTIL:
-            self.prof.add(point)
-        elif sample.name == nvidia.DEV_UTIL:
-            self.dev_util.append((position, point, sample.value))
-        if sample.name in nvidia.HEALTH_INPUTS and entity.kind == "accelerator":
-            failing = nvidia.health_failing(sample.name, sample.value, sample.labels)
-            before = self.health.get(point)
-            self.health[point] = ((before[0] if before else False) or failing, mapped)
-        return mapped
-
-    def resolve(self, results: list[MappedSample | None]) -> list[MappedSample | None]:
-        for position, key, sample in self.fb_free:
-            free = results[position]
-            if key in self.fb_used:
-                results[position] = replace(
-                    free,
-                    metric="accelerator_hbm_total_bytes",
-                    unit="bytes",
-                    value=(self.fb_used[key] + sample.value) * MIB,
-                    mapped=True,
-                    source_name=f"{_FB_USED}+{_FB_FREE}",
-                )
-        for position, point, raw in self.dev_util:
-            if point in self.prof:  # kept under its own name: the PROF field is the figure
-                dev = results[position]
-                name = _UNSAFE.sub("_", dev.source_name.lower())
-                results[position] = replace(dev, metric=name, unit="", value=raw, mapped=False)
-        for failing, first in self.health.values():
-            results.append(
-                replace(
-                    first,
-                    metric="accelerator_health_status",
-                    unit="status",
-                    value=0.0 if failing else 1.0,
-                    mapped=True,
-                    source_name=nvidia.HEALTH_SOURCE,
-                    extra_labels={},
-                )
-            )
-        return results
-
-    def ambiguous(self) -> set[str]:
-        """Index-plus-host chips that two Prometheus targets report."""
-        return {chip for chip, targets in self.targets.items() if len(targets) > 1}
 
 
 def source_families(metric: str) -> tuple[str, ...]:
