@@ -54,10 +54,10 @@ ROLE_MODEL_PERMISSIONS: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {
             "delete": ("topologymapping",),
         },
         "telemetry": {
-            "view": ("exportertarget", "metricdefinition"),
-            "add": ("exportertarget",),
-            "change": ("exportertarget",),
-            "delete": ("exportertarget",),
+            "view": ("exportertarget", "metricdefinition", "promqldatasource"),
+            "add": ("exportertarget", "promqldatasource"),
+            "change": ("exportertarget", "promqldatasource"),
+            "delete": ("exportertarget", "promqldatasource"),
         },
         "alerts": {
             "view": ("alertrule", "alert"),

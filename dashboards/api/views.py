@@ -44,7 +44,7 @@ from cluster_portal.web.schema import (
 )
 from cluster_portal.web.timerange import TimeRange, TimeRangeError, parse_timerange
 from dashboards.forms import WORKLOAD_LIST_EXTRA_PARAMS, WorkloadListForm
-from dashboards.payloads.common import mark_data_start
+from dashboards.payloads.common import mark_data_start, source_text
 from dashboards.payloads.hardware import (
     entity_series_payload,
     hardware_payload,
@@ -63,6 +63,7 @@ from dashboards.selectors.hardware import (
     entity_series,
     hardware,
     node_detail,
+    node_series,
     rack_detail,
 )
 from dashboards.selectors.memory import memory
@@ -249,11 +250,12 @@ class RackDataView(DashboardView):
 class NodeDataView(DashboardView):
     def build(self, request: Request, tr: TimeRange, pk: int) -> dict:
         node = get_object_or_404(Node.objects.select_related("cluster"), pk=pk)
-        entity = Entity.objects.filter(kind="node", node=node).first()
-        payload = entity_series_payload(
-            entity_series(entity, ("node_utilization_ratio", "node_power_watts"), tr),
-            node.hostname,
+        curves, source = node_series(node, tr)
+        title = (
+            node.hostname if source in ("", "twin") else f"{node.hostname} ({source_text(source)})"
         )
+        payload = entity_series_payload(curves, title)
+        payload["source"] = source
         payload["tables"]["cards"] = members_table(node_detail(node), cards=True)
         payload["cluster"] = node.cluster.name
         return payload

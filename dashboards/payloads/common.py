@@ -21,6 +21,18 @@ def fmt(value: float | None, unit: str) -> str:
     return format_value(value, unit)
 
 
+def source_text(source: str | None) -> str:
+    """Where a figure came from, in words (``telemetry.read.fleet.SOURCE_*``)."""
+    return str(
+        {
+            "twin": _("from the twin"),
+            "exporters": _("from exporters"),
+            "derived": _("derived from card samples"),
+            "promql": _("derived from the PromQL source's card series"),
+        }.get(source or "", "")
+    )
+
+
 def kpi(key: str, label: str, value: float | None, unit: str, *, hint: str = "") -> dict:
     return {
         "key": key,
@@ -29,6 +41,7 @@ def kpi(key: str, label: str, value: float | None, unit: str, *, hint: str = "")
         "unit": unit,
         "display": fmt(value, unit),
         "hint": str(hint),
+        "source": "",  # where the figure came from, when a page says so (see source_text)
     }
 
 

@@ -143,7 +143,7 @@ def hardware_payload(
         "kpis": kpis,
         "figures": figures,
         "tables": tables,
-        "links": {str(c.rack_id): rack_url(c.rack_id) for c in data.racks},
+        "links": {str(c.rack_id): rack_url(c.rack_id) for c in data.racks if c.rack_id},
     }
 
 

@@ -108,7 +108,22 @@ def network_payload(data: NetworkData, rack_url: Callable[[int], str] | None = N
             }
         ),
     }
+    notice = ""
+    if not data.links_total:
+        # Exporters (dcgm-exporter, npu-exporter) report cards, not fabric links: say so
+        # instead of showing zero links as if the fabric were empty.
+        notice = str(_("No link data from this source."))
+        for item in kpis:
+            item["hint"] = notice
+        for figure in figures.values():
+            layout = figure.setdefault("layout", {})
+            title = layout.get("title")
+            if isinstance(title, dict):
+                title["text"] = f"{title.get('text', '')} ({notice})"
+            else:
+                layout["title"] = f"{title or ''} ({notice})"
     return {
+        "notice": notice,
         "kpis": kpis,
         "figures": figures,
         "tables": tables,

@@ -6,7 +6,7 @@ from django.utils.translation import gettext as _
 
 from cluster_portal.web.units import duration, format_value, integer
 from dashboards import charts
-from dashboards.payloads.common import kpi, series_table, table
+from dashboards.payloads.common import kpi, series_table, source_text, table
 from dashboards.payloads.simclock import add_simulated_clock, clock_text
 from dashboards.selectors.overview import OverviewData
 from dashboards.selectors.service_slo import LATENCIES, ServiceSlo, Worst
@@ -39,8 +39,40 @@ def _serving(key: str, label: str, slo: ServiceSlo | None, worst: Worst | None, 
     return kpi(key, label, worst.value, unit, hint=hint)
 
 
+# The cluster figure behind each tile (its source is shown next to it).
+KPI_METRICS = {
+    "cards_healthy": "cluster_cards_healthy",
+    "utilization_busy": "cluster_utilization_busy_ratio",
+    "utilization_allocated": "cluster_utilization_allocated_ratio",
+    "mfu": "cluster_mfu_ratio",
+    "training_samples": "cluster_training_samples_per_second",
+    "inference_tokens": "cluster_inference_tokens_per_second",
+    "queue_backlog": "cluster_inference_queue_backlog_requests",
+    "timeouts": "cluster_inference_timeouts_total",
+    "hbm_live": "cluster_hbm_live_ratio",
+    "hbm_reserved": "cluster_hbm_reserved_ratio",
+    "twin_lag": "twin_tick_lag_seconds",
+}
+
+
+def _source_note(item: dict, source: str | None) -> None:
+    if not source or item["value"] is None:
+        return
+    item["source"] = source
+    item["hint"] = " · ".join(part for part in (item["hint"], source_text(source)) if part)
+
+
+def _titled(title: str, sources: dict[str, str], name: str) -> str:
+    """A chart's title with where its curve came from, when that is not the twin."""
+    source = sources.get(f"series:{name}")
+    if not source or source == "twin":
+        return str(title)
+    return f"{title} ({source_text(source)})"
+
+
 def overview_payload(data: OverviewData) -> dict:
     k, s = data.kpis, data.series
+    src = data.sources
     slo = data.slo
     latency = slo.latency if slo else {}
     healthy, total = k.get("cluster_cards_healthy"), k.get("cluster_cards_total")
@@ -105,11 +137,28 @@ def overview_payload(data: OverviewData) -> dict:
             slo.attainment if slo else None,
             "ratio",
         ),
-        kpi("hbm_live", _("HBM live"), k.get("cluster_hbm_live_ratio"), "ratio"),
-        kpi("hbm_reserved", _("HBM reserved"), k.get("cluster_hbm_reserved_ratio"), "ratio"),
+        kpi(
+            "hbm_live",
+            _("HBM live"),
+            k.get("cluster_hbm_live_ratio"),
+            "ratio",
+        ),
+        kpi(
+            "hbm_reserved",
+            _("HBM reserved"),
+            k.get("cluster_hbm_reserved_ratio"),
+            "ratio",
+        ),
         kpi("open_alerts", _("Open alerts"), float(data.open_alerts), "count"),
-        kpi("twin_lag", _("Twin tick lag"), k.get("twin_tick_lag_seconds"), "seconds"),
+        kpi(
+            "twin_lag",
+            _("Twin tick lag"),
+            k.get("twin_tick_lag_seconds"),
+            "seconds",
+        ),
     ]
+    for item in kpis:
+        _source_note(item, src.get(KPI_METRICS.get(item["key"], "")))
     hour = k.get("twin_simulated_hour_of_day")
     if hour is not None:
         night = (k.get("twin_night_window_active") or 0) >= 0.5
@@ -134,12 +183,19 @@ def overview_payload(data: OverviewData) -> dict:
     cards_lines = {_("healthy cards"): s["cluster_cards_healthy"]}
     figures = {
         "utilization": charts.timeseries(
-            util, title=_("Utilization: allocated vs busy"), y_title=_("share"), y_format=".0%"
+            util,
+            title=_titled(
+                _("Utilization: allocated vs busy"), src, "cluster_utilization_busy_ratio"
+            ),
+            y_title=_("share"),
+            y_format=".0%",
         ),
         "cards": charts.utilization_area(
             cards_stacked,
             lines=cards_lines,
-            title=_("Cards allocated to training and inference"),
+            title=_titled(
+                _("Cards allocated to training and inference"), src, "cluster_cards_healthy"
+            ),
             y_title=_("cards"),
         ),
         "training_throughput": charts.timeseries(

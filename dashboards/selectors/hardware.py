@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from django.db.models import Count
+from django.utils.translation import gettext as _
 
 from cluster_portal.web.sorting import natural_key
 from cluster_portal.web.timerange import TimeRange
@@ -25,6 +26,9 @@ CARD_METRICS = (
     "accelerator_health_status",
 )
 CARD_SERIES = CARD_METRICS[:3] + ("accelerator_power_watts",)
+
+
+UNASSIGNED = 0  # the rack id of the row of cards without a rack (no drill-down page)
 
 
 @dataclass
@@ -117,6 +121,20 @@ def hardware(cluster: Cluster) -> HardwareData:
         )
     # The racks table reads r0, r1, r2, … r10 (the database orders by primary key).
     data.racks.sort(key=lambda c: (natural_key(c.supernode), natural_key(c.rack)))
+    if cards_per_rack[size - 1]:
+        # Cards with no rack (exporters know none until a label mapping or an inventory
+        # import places their nodes) are one row of their own, not left off the heatmap.
+        data.racks.append(
+            RackCell(
+                UNASSIGNED,
+                str(_("unassigned")),
+                str(_("no rack")),
+                int(cards_per_rack[size - 1]),
+                finite(util[size - 1]),
+                finite(temp[size - 1]),
+                finite(hbm[size - 1]),
+            )
+        )
     health = snap.get("accelerator_health_status")
     if np.isfinite(health).any():
         data.health = {
@@ -201,3 +219,36 @@ def entity_series(
     metrics = metric_defs(names)
     points = series_points_many([metrics.get(name) for name in names], entity, tr)
     return {name: points.get(name, []) for name in names}
+
+
+# A node's curves where no node-level series exists (exporters report cards only): the mean
+# of its cards' utilization and the sum of their power, per plotted time.
+NODE_FROM_CARDS = {
+    "node_utilization_ratio": ("accelerator_utilization_ratio", "mean"),
+    "node_power_watts": ("accelerator_power_watts", "sum"),
+}
+
+
+def node_series(node: Node, tr: TimeRange) -> tuple[dict[str, Points], str]:
+    """``(curves, source)`` of a node's page: its own series, else derived from its cards
+    (``"derived"``); one grouped read per card (a node has a handful)."""
+    entity = Entity.objects.filter(kind="node", node=node).first()
+    curves = entity_series(entity, tuple(NODE_FROM_CARDS), tr)
+    if any(curves.values()):
+        return curves, "twin"
+    cards = Entity.objects.filter(kind="accelerator", node=node)
+    metrics = metric_defs(card_metric for card_metric, _how in NODE_FROM_CARDS.values())
+    per_time: dict[str, dict] = {name: {} for name in NODE_FROM_CARDS}
+    for card in cards:
+        points = series_points_many(list(metrics.values()), card, tr)
+        for name, (card_metric, _how) in NODE_FROM_CARDS.items():
+            for ts, value in points.get(card_metric, []):
+                per_time[name].setdefault(ts, []).append(value)
+    derived = {
+        name: [
+            (ts, sum(values) / len(values) if how == "mean" else sum(values))
+            for ts, values in sorted(per_time[name].items())
+        ]
+        for name, (_card_metric, how) in NODE_FROM_CARDS.items()
+    }
+    return derived, "derived" if any(derived.values()) else ""

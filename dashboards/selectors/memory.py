@@ -11,6 +11,7 @@ from inventory.models import Cluster
 from telemetry.models import Entity, MetricDefinition
 from telemetry.read import (
     Points,
+    cluster_curves,
     cluster_entity,
     kind_series_many,
     series_points_many,
@@ -44,6 +45,7 @@ class MemoryData:
     series: dict[str, Points] = field(default_factory=dict)
     lru_baseline_reported: bool = False
     offload_per_simulated_second: bool = False
+    sources: dict[str, str] = field(default_factory=dict)  # curve name → where it came from
 
 
 SIM_SECONDS = "twin_simulated_seconds_total"
@@ -111,8 +113,9 @@ def memory(cluster: Cluster, tr: TimeRange) -> MemoryData:
         entity,
         tr,
     )
-    for name in CLUSTER_SERIES:
-        data.series[name] = curves.get(name, [])
+    # HBM in use is derived from the cards where the cluster has no scalar (exporters).
+    derived, data.sources = cluster_curves(cluster, list(CLUSTER_SERIES), tr.start, tr.end, curves)
+    data.series.update(derived)
     data.offload_per_simulated_second = bool(curves.get(SIM_SECONDS))
     data.series["offload_bytes_per_second"] = offload_rate(
         curves.get("cluster_kv_offload_bytes_total", []), curves.get(SIM_SECONDS)

@@ -14,9 +14,10 @@ from inventory.models import Cluster, Workload
 from telemetry.models import Entity
 from telemetry.read import (
     Points,
+    cluster_curves,
     cluster_entity,
+    cluster_figures_latest,
     kind_series,
-    latest_scalars,
     series_points_many,
 )
 
@@ -63,6 +64,9 @@ class OverviewData:
     kpis: dict[str, float | None] = field(default_factory=dict)
     open_alerts: int = 0
     series: dict[str, Points] = field(default_factory=dict)
+    # Where each KPI and curve came from ("twin", "exporters", "derived", "promql"): an
+    # exporter-fed cluster's fleet figures are derived from its card samples.
+    sources: dict[str, str] = field(default_factory=dict)
     slo: ServiceSlo | None = None  # the serving tiles: one window, one set of services
 
 
@@ -84,7 +88,7 @@ def overview(cluster: Cluster, tr: TimeRange) -> OverviewData:
     """
     data = OverviewData(cluster=cluster)
     entity = cluster_entity(cluster)
-    scalars = latest_scalars(entity, CLUSTER_KPIS)
+    scalars, sources = cluster_figures_latest(cluster, list(CLUSTER_KPIS))
     data.kpis = {name: scalars.get(name) for name in CLUSTER_KPIS}
     data.slo = service_slo(cluster, datetime.now(tz=UTC))
     data.open_alerts = Alert.objects.filter(
@@ -98,8 +102,9 @@ def overview(cluster: Cluster, tr: TimeRange) -> OverviewData:
         entity,
         tr,
     )
-    for name in SERIES:
-        data.series[name] = curves.get(name, [])
+    derived, curve_sources = cluster_curves(cluster, list(SERIES), tr.start, tr.end, curves)
+    data.series.update(derived)
+    data.sources = {**sources, **{f"series:{k}": v for k, v in curve_sources.items()}}
     by_kind = None
     for key, (scalar, workload_kind) in SPLIT.items():
         points = curves.get(scalar, [])

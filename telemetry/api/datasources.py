@@ -5,14 +5,22 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
-from rest_framework.generics import ListCreateAPIView, RetrieveUpdateDestroyAPIView
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.generics import (
+    GenericAPIView,
+    ListCreateAPIView,
+    RetrieveUpdateDestroyAPIView,
+)
+from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.validators import UniqueValidator
 
+from accounts.api.authentication import IntegrationPrincipal
 from accounts.api.permissions import HasRequiredScope
 from accounts.api.scoping import StaffOnlyMixin
 from inventory.models import Cluster
 from telemetry.models import PromQLDataSource
+from telemetry.read.promql.reads import promql_inventory_sync
 
 DUPLICATE = _("This cluster already has a PromQL data source; edit that one.")
 
@@ -60,7 +68,15 @@ class PromQLDataSourceSerializer(serializers.ModelSerializer):
 
 class _Operators(StaffOnlyMixin):
     permission_classes = [IsAuthenticated, HasRequiredScope]
-    required_scope = "ingest"  # operators: the scope that may change where telemetry comes from
+
+    @property
+    def required_scope(self) -> str:
+        # A token reads where telemetry comes from with ``read`` (a dashboard or a Grafana
+        # provisioning script); changing it, and any use by a signed-in person, is an
+        # operator's (``ingest``: the role that may change what the portal stores).
+        token = isinstance(self.request.user, IntegrationPrincipal)
+        return "read" if token and self.request.method in SAFE_METHODS else "ingest"
+
     serializer_class = PromQLDataSourceSerializer
     queryset = PromQLDataSource.objects.select_related("cluster").order_by("cluster__name")
     staff_only_message = _("Data sources are managed by cluster operators only.")
@@ -72,3 +88,12 @@ class PromQLDataSourceListView(_Operators, ListCreateAPIView):
 
 class PromQLDataSourceDetailView(_Operators, RetrieveUpdateDestroyAPIView):
     """One PromQL data source; ``bearer_token`` is write-only."""
+
+
+class PromQLDataSourceSyncView(_Operators, GenericAPIView):
+    """``POST``: register the nodes and cards the source's server reports (no samples are
+    copied); answers how many cards it named. A server that is down is a 503."""
+
+    def post(self, request: Request, pk: int) -> Response:
+        source = self.get_object()
+        return Response({"cluster": source.cluster.name, "cards": promql_inventory_sync(source)})

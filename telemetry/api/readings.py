@@ -37,6 +37,10 @@ class AcceleratorSerializer(serializers.ModelSerializer):
         slug_field="vendor_id", read_only=True, help_text="A MIG slice's GPU (its vendor_id)."
     )
     latest = serializers.SerializerMethodField()
+    latest_status = serializers.SerializerMethodField(
+        help_text='"ok", or "unavailable" when the cluster\'s PromQL data source is down '
+        "(``latest`` is then empty; the rest of the row is the portal's inventory)."
+    )
 
     class Meta:
         model = Accelerator
@@ -55,6 +59,7 @@ class AcceleratorSerializer(serializers.ModelSerializer):
             "gpu_instance_id",
             "compute_instance_id",
             "latest",
+            "latest_status",
         ]
 
     def get_entity(self, obj: Accelerator) -> str | None:
@@ -66,6 +71,10 @@ class AcceleratorSerializer(serializers.ModelSerializer):
     def get_latest(self, obj: Accelerator) -> dict[str, float]:
         entity_id = self.context["entity_ids"].get(obj.pk)
         return self.context["latest"].get(entity_id, {})
+
+    def get_latest_status(self, obj: Accelerator) -> str:
+        entity_id = self.context["entity_ids"].get(obj.pk)
+        return "unavailable" if entity_id in self.context["unavailable"] else "ok"
 
 
 @extend_schema(
@@ -102,12 +111,13 @@ class AcceleratorListView(ListAPIView):
         context["entity_ids"] = {}
         context["entity_keys"] = {}
         context["latest"] = {}
+        context["unavailable"] = set()
         if page:
             entities = Entity.objects.filter(accelerator__in=page)
             rows = list(entities.values_list("accelerator_id", "id", "key"))
             context["entity_ids"] = {acc: entity_id for acc, entity_id, _ in rows}
             context["entity_keys"] = {acc: key for acc, _, key in rows}
-            context["latest"] = latest_values(entities)
+            context["latest"] = latest_values(entities, unavailable=context["unavailable"])
         return context
 
     def paginate_queryset(self, queryset):

@@ -28,5 +28,10 @@ urlpatterns = [
         datasources.PromQLDataSourceDetailView.as_view(),
         name="promql-source",
     ),
+    path(
+        "promql-sources/<int:pk>/sync/",
+        datasources.PromQLDataSourceSyncView.as_view(),
+        name="promql-source-sync",
+    ),
     path("exporters/", exporters.ExporterTargetListView.as_view(), name="exporters"),
 ]

@@ -36,6 +36,10 @@ three rollup tiers; a reader never cares which one answered.
   ``histogram_quantile(q, sum by (le) (rate(…_bucket{…}[w])))`` on the server.
 - **attribution** (real clusters): ``attribution_held_by_hour`` (card-seconds per workload
   selector per hour: what showback bills), ``attribution_bound_intervals`` (what bound).
+- **cluster figures for every kind of cluster**: ``cluster_figures_latest`` and
+  ``cluster_curves`` (value and source of each fleet figure: the twin's scalars, or derived
+  from card samples — ``telemetry.read.fleet`` — for exporter-fed and PromQL clusters);
+  ``cluster_series``, ``cluster_stat(s)``, ``data_span`` fall back to the same derivation.
 - **identities and status**: ``metrics_by_name``, ``cluster_entity``, ``entities_visible_to``,
   ``entity_labels``, ``heartbeat_statuses``, ``recent_data_gaps``, ``exporter_target_rows``.
 """
@@ -52,6 +56,18 @@ from cluster_portal.web.timerange import TimeRange
 from telemetry.ingest.registry import metrics_by_name
 from telemetry.ingest.serving import GATE_METRICS as SERVING_GATE_METRICS
 from telemetry.models import Entity, MetricDefinition
+from telemetry.read.figures import (
+    aggregate_by,
+    cluster_curves,
+    cluster_figures_latest,
+    cluster_series,
+    cluster_stat,
+    cluster_stats,
+    data_span,
+    derived_series,
+    entity_sums,
+)
+from telemetry.read.fleet import DERIVED as DERIVED_FIGURES
 from telemetry.read.local import entity_windows as _entity_windows
 from telemetry.read.local import kind_windows as _kind_windows
 from telemetry.read.local import latest as _latest
@@ -85,17 +101,12 @@ from telemetry.read.local.latest import (
 )
 from telemetry.read.local.presence import ABSENCE_METRIC, absence_window, accelerators_absent_q
 from telemetry.read.local.scoping import entities_visible_to
-from telemetry.read.local.series import Series, SeriesPoint, aggregate_by
+from telemetry.read.local.series import Series, SeriesPoint
 from telemetry.read.local.serving import ServingWindow
 from telemetry.read.local.windows import (
     CLUSTER_KEY,
     WindowStat,
     cluster_entity,
-    cluster_series,
-    cluster_stat,
-    cluster_stats,
-    data_span,
-    entity_sums,
     stat_of_series,
 )
 from telemetry.read.promql import reads as promql
@@ -122,6 +133,10 @@ __all__ = [
     "attribution_bound_intervals",
     "attribution_held_by_hour",
     "CLUSTER_KEY",
+    "DERIVED_FIGURES",
+    "cluster_curves",
+    "cluster_figures_latest",
+    "derived_series",
     "DEFAULT_TRUST",
     "DataSourceUnavailable",
     "LATEST_WINDOW",
@@ -309,8 +324,14 @@ def latest_kind(cluster_id: int, kind: str, names: Iterable[str]) -> KindSnapsho
 
 
 def latest_values(
-    entities: Iterable[Entity] | QuerySet, *, since: timedelta = timedelta(hours=1)
+    entities: Iterable[Entity] | QuerySet,
+    *,
+    since: timedelta = timedelta(hours=1),
+    unavailable: set[int] | None = None,
 ) -> dict[int, dict[str, float]]:
+    """``{entity_id: {metric: newest value}}``. With ``unavailable`` (a set the caller
+    passes), a PromQL source that is down does not fail the read: its entities are added to
+    the set and left out, so a list still answers (and says "unavailable" for them)."""
     entities = list(entities)
     remote: dict[int, list[Entity]] = {}
     for source in promql.sources():
@@ -323,7 +344,12 @@ def latest_values(
     result = _latest.latest_values([e for e in entities if e.pk not in routed], since=since)
     for source in promql.sources():
         if source.pk in remote:
-            result.update(promql.latest_values(source, remote[source.pk]))
+            try:
+                result.update(promql.latest_values(source, remote[source.pk]))
+            except DataSourceUnavailable:
+                if unavailable is None:
+                    raise
+                unavailable.update(e.pk for e in remote[source.pk])
     return result
 
 

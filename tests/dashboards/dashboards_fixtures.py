@@ -52,3 +52,36 @@ class WithInventory:
                 workload=workload,
                 tenant=workload.tenant,
             )
+
+
+# The real captures (dcgm-exporter: two H100s on dgx-01; npu-exporter: two 910Bs, whose host
+# comes from the push) ingested through the real ingestion service at these ages (seconds).
+EXPORTER_AGES = (240, 180, 120, 60, 0)
+
+
+@pytest.fixture
+def exporter_cluster(db, users) -> Cluster:
+    """A cluster fed only by its exporters: cards registered by ingestion, sample rows, no
+    twin frames, no cluster scalars, no racks."""
+    import re
+    import time
+
+    from django.db import transaction
+
+    from telemetry.ingest.prometheus import ingest_prometheus_text
+    from tests.telemetry.prometheus_fixtures import DCGM_TEXT, NpuExporter
+
+    cluster = Cluster.objects.create(name="real-a", kind=Cluster.Kind.LEGACY)
+    npu_text = NpuExporter()()
+    now = time.time()
+    for age in EXPORTER_AGES:
+        at = now - age
+        stamped = re.sub(r" \d{13}$", f" {int(at * 1000)}", npu_text, flags=re.M)
+        with transaction.atomic():
+            ingest_prometheus_text(
+                text=DCGM_TEXT, cluster_name="real-a", node=None, source="dcgm", scrape_time=at
+            )
+            ingest_prometheus_text(
+                text=stamped, cluster_name="real-a", node="atlas-01", source="npu", scrape_time=at
+            )
+    return cluster

@@ -170,3 +170,54 @@ def test_a_down_slow_or_failing_server_is_data_source_unavailable(
     finally:
         if sock is not None:
             sock.close()
+
+
+def _capture_utilization() -> list[float]:
+    import re
+
+    from tests.telemetry.prometheus_fixtures import DCGM_TEXT, NpuExporter
+
+    text = DCGM_TEXT + NpuExporter()()
+    found = re.findall(
+        r"^(?:DCGM_FI_DEV_GPU_UTIL|npu_chip_info_utilization){[^}]*} (\d+)", text, flags=re.M
+    )
+    return [float(v) / 100 for v in found]
+
+
+def test_window_reads_and_fleet_figures_come_from_the_promql_server(promql_cluster):
+    cluster = promql_cluster
+    util = _capture_utilization()
+    busy = sum(util) / len(util)
+    end = datetime.now(tz=UTC)
+    start = end - timedelta(minutes=1)
+
+    values, sources = read.cluster_figures_latest(
+        cluster, ["cluster_cards_total", "cluster_utilization_busy_ratio"]
+    )
+    assert values["cluster_cards_total"] == len(util)
+    assert values["cluster_utilization_busy_ratio"] == pytest.approx(busy)
+    assert set(sources.values()) == {"promql"}
+
+    series = read.cluster_series(cluster, "cluster_utilization_busy_ratio", start, end)
+    assert series is not None and series.source == "promql" and series.points
+    assert all(p.mean == pytest.approx(busy) for p in series.points)
+    stat = read.cluster_stat(cluster, "cluster_utilization_busy_ratio", start, end)
+    assert stat is not None and stat.mean == pytest.approx(busy)
+    first, last = read.data_span(cluster, start, end)
+    assert start <= first <= last <= end
+
+    sums = read.entity_sums(
+        cluster=cluster, metric_name=UTIL, kind="accelerator", start=start, end=end
+    )
+    cards = dict(
+        Entity.objects.filter(cluster=cluster, kind="accelerator").values_list("id", "key")
+    )
+    assert set(sums) == set(cards)
+    assert sum(total / n for total, n in sums.values()) == pytest.approx(sum(util))
+
+    metric = MetricDefinition.objects.get(name=UTIL)
+    by_cluster = read.aggregate_by(
+        metric=metric, cluster_id=cluster.pk, since=start, group="cluster"
+    )
+    assert by_cluster == {cluster.name: pytest.approx(busy)}
+    assert not Sample.objects.filter(entity__cluster=cluster).exists()  # nothing copied
