@@ -15,12 +15,14 @@ from django.conf import settings
 from inventory.models import Cluster
 from simulation.engine import METRICS, Engine
 from simulation.services.runs import engine_catalogue_sync
+from simulation.services.serving_export import serving_rows
 from telemetry.ingest.twin import (
     entities_resolve,
     frames_write_many,
     layout_for_keys,
     metrics_by_name,
     samples_write,
+    serving_catalogue_ensure,
 )
 
 # Every kind with one value per entity goes to frames; only cluster-wide scalars stay rows.
@@ -35,6 +37,7 @@ class StepData:
 
     ts: float
     rows: list[Row] = field(default_factory=list)
+    dt: float = 0.0  # simulated seconds the step covers
     # kind -> (entity keys, {metric name: values aligned with the keys})
     dense: dict[str, tuple[list[str], dict[str, np.ndarray]]] = field(default_factory=dict)
 
@@ -56,7 +59,10 @@ def engine_steps(engine: Engine, steps: int, tick_time: float) -> list[StepData]
     out = []
     for i in range(steps):
         snapshot = engine.step()
-        data = StepData(ts=tick_time - (steps - 1 - i) * settings.TWIN_TICK_SECONDS / steps)
+        data = StepData(
+            ts=tick_time - (steps - 1 - i) * settings.TWIN_TICK_SECONDS / steps,
+            dt=float(engine.scenario.step_seconds),
+        )
         data.rows = list(snapshot.rows(kinds=SPARSE_KINDS))
         for kind in DENSE_KINDS:
             arrays = {
@@ -71,20 +77,26 @@ def engine_steps(engine: Engine, steps: int, tick_time: float) -> list[StepData]
 
 def step_data_write(cluster: Cluster, steps: list[StepData]) -> int:
     """Write the steps' rows and frames (caller holds the transaction); returns values."""
+    # Serving histograms as real engines export them (one gate path for twin and real).
+    served = serving_rows(cluster, steps)
     names = {row[0] for data in steps for row in data.rows} | {
         name for data in steps for _, arrays in data.dense.values() for name in arrays
     }
+    names |= {row[0] for _, row in served}
     metrics = metrics_by_name(names)
     if len(metrics) < len(names):
         engine_catalogue_sync()
+        serving_catalogue_ensure(names)
         metrics = metrics_by_name(names)
     entity_refs = {(row[1], row[2]) for data in steps for row in data.rows}
+    entity_refs |= {(row[1], row[2]) for _, row in served}
     entities = entities_resolve(cluster, entity_refs)
     rows = [
         (metrics[m].id, entities[(kind, key)], data.ts, float(v))
         for data in steps
         for m, kind, key, v in data.rows
     ]
+    rows += [(metrics[m].id, entities[(kind, key)], ts, v) for ts, (m, kind, key, v) in served]
     samples_write(rows)
     by_kind: dict[str, list] = {}
     for data in steps:
@@ -93,4 +105,4 @@ def step_data_write(cluster: Cluster, steps: list[StepData]) -> int:
             by_kind.setdefault(kind, [keys, []])[1].append((data.ts, values))
     for kind, (keys, batches) in by_kind.items():
         frames_write_many(layout=layout_for_keys(cluster, kind, keys), batches=batches)
-    return sum(data.size for data in steps)
+    return sum(data.size for data in steps) + len(served)

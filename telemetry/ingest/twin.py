@@ -14,6 +14,7 @@ import numpy as np
 
 from telemetry.catalogue import catalogue_sync
 from telemetry.ingest.registry import entities_resolve, metrics_by_name
+from telemetry.ingest.serving_registry import serving_catalogue_ensure
 from telemetry.models import FrameLayout
 from telemetry.store.frames import frames_write_many as _frames_write_many
 from telemetry.store.frames import layout_for_keys
@@ -28,6 +29,7 @@ __all__ = [
     "layout_for_keys",
     "metrics_by_name",
     "samples_write",
+    "serving_catalogue_ensure",
 ]
 
 

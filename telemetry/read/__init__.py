@@ -34,6 +34,8 @@ three rollup tiers; a reader never cares which one answered.
   ``serving_error_ratio`` and ``serving_requests_per_second`` through the same function, so a
   gate evaluates twin and real engines by one code path. On a PromQL cluster the quantile is
   ``histogram_quantile(q, sum by (le) (rate(…_bucket{…}[w])))`` on the server.
+  ``serving_counters_latest``: the newest stored serving counters of workloads (the twin
+  adds each step's histogram increments to them).
 - **attribution** (real clusters): ``attribution_held_by_hour`` (card-seconds per workload
   selector per hour: what showback bills), ``attribution_bound_intervals`` (what bound).
 - **cluster figures for every kind of cluster**: ``cluster_figures_latest`` and
@@ -102,7 +104,7 @@ from telemetry.read.local.latest import (
 from telemetry.read.local.presence import ABSENCE_METRIC, absence_window, accelerators_absent_q
 from telemetry.read.local.scoping import entities_visible_to
 from telemetry.read.local.series import Series, SeriesPoint
-from telemetry.read.local.serving import ServingWindow
+from telemetry.read.local.serving import ServingWindow, serving_counters_latest
 from telemetry.read.local.windows import (
     CLUSTER_KEY,
     WindowStat,
@@ -186,6 +188,7 @@ __all__ = [
     "series_read",
     "series_read_many",
     "serving_canary_comparison",
+    "serving_counters_latest",
     "serving_window",
     "stat_of_series",
     "top_entities",

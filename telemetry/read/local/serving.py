@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db.models import Q
+from django.utils import timezone
 
 from telemetry.ingest.serving import HISTOGRAMS, SERVING_KIND, bucket_le, bucket_prefix
 from telemetry.models import Entity, EntityKind, MetricDefinition, Sample, ServingBinding
@@ -164,3 +165,24 @@ def _figures(histogram: str, increases: dict[str, float]) -> dict[str, float | N
     total = increases.get(f"{histogram}_sum")
     out["mean"] = total / count if count > 0 and total is not None else None
     return out
+
+
+def serving_counters_latest(
+    *, cluster_id: int, entity_keys: list[str], names: list[str], kind: str = EntityKind.WORKLOAD
+) -> dict[tuple[str, str], float]:
+    """``{(entity key, metric): newest stored value}`` of serving counters from the last two
+    hours (what the twin adds its next step's increments to)."""
+    since = timezone.now() - timedelta(hours=2)
+    rows = (
+        Sample.objects.filter(
+            entity__cluster_id=cluster_id,
+            entity__kind=kind,
+            entity__key__in=entity_keys,
+            metric__name__in=names,
+            ts__gte=since,
+        )
+        .order_by("entity_id", "metric_id", "-ts")
+        .distinct("entity_id", "metric_id")
+        .values_list("entity__key", "metric__name", "value")
+    )
+    return {(key, name): value for key, name, value in rows}

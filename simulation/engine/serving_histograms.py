@@ -1,0 +1,116 @@
+"""The twin's serving latencies in a real engine's form: histogram bucket increments.
+
+Gates read TTFT/TPOT quantiles from bucket-aware histograms, the way vLLM, SGLang and MindIE
+export them (``telemetry.ingest.serving``). So that one code path evaluates the twin and real
+engines, each step's requests of a service are spread over vLLM's bucket bounds as a
+log-normal fitted to the step's P50 and P99 (σ = ln(P99/P50) / z₀.₉₉) — the twin computes
+those two quantiles, not the whole distribution. The caller adds the increments to the
+service's cumulative counters (the Django glue keeps them in the store).
+
+Bucket metric names are ``<histogram>_bucket{le="<bound>"}`` with the bound spelled as
+Python's ``repr(float)`` (``+Inf`` for infinity), exactly as the ingestion names them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+# vLLM's bucket bounds (vllm/v1/metrics/loggers.py).
+TTFT_BOUNDS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+)
+TPOT_BOUNDS = (
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+)
+Z99 = 2.3263478740408408  # standard normal quantile at 0.99
+_SOURCES = {
+    "serving_ttft_seconds": (
+        "inference_ttft_p50_seconds",
+        "inference_ttft_p99_seconds",
+        TTFT_BOUNDS,
+    ),
+    "serving_tpot_seconds": (
+        "inference_tpot_p50_seconds",
+        "inference_tpot_p99_seconds",
+        TPOT_BOUNDS,
+    ),
+}
+RATE = "inference_request_rate_per_second"
+
+
+def bucket_name(histogram: str, bound: float) -> str:
+    le = "+Inf" if math.isinf(bound) else repr(float(bound))
+    return f'{histogram}_bucket{{le="{le}"}}'
+
+
+def _cdf(x: np.ndarray) -> np.ndarray:
+    erf = np.vectorize(math.erf, otypes=[float])
+    return 0.5 * (1.0 + erf(x / math.sqrt(2.0)))
+
+
+def step_increments(values: dict[str, np.ndarray], dt: float) -> dict[str, np.ndarray]:
+    """``{metric: per-workload increment}`` for one step of ``dt`` seconds: each histogram's
+    buckets (cumulative in ``le``), ``_count`` and ``_sum``, and the finished requests
+    (``serving_requests_success_total``). NaN for workloads that serve nothing (training)."""
+    rate = np.asarray(values.get(RATE, []), dtype=float)
+    out: dict[str, np.ndarray] = {}
+    if rate.size == 0:
+        return out
+    requests = np.where(np.isfinite(rate), np.maximum(rate, 0.0) * dt, np.nan)
+    for histogram, (p50_name, p99_name, bounds) in _SOURCES.items():
+        p50 = np.asarray(values.get(p50_name, np.full(rate.size, np.nan)), dtype=float)
+        p99 = np.asarray(values.get(p99_name, np.full(rate.size, np.nan)), dtype=float)
+        ok = np.isfinite(p50) & np.isfinite(p99) & (p50 > 0) & np.isfinite(requests)
+        mu = np.log(np.where(ok, p50, 1.0))
+        spread = np.log(np.where(ok, np.maximum(p99, p50), 1.0)) - mu
+        sigma = np.where(ok, np.maximum(spread, 1e-6) / Z99, 1.0)
+        n = np.where(ok, requests, np.nan)
+        for bound in bounds:
+            share = _cdf((math.log(bound) - mu) / sigma)
+            out[bucket_name(histogram, bound)] = n * share
+        out[bucket_name(histogram, math.inf)] = n
+        out[f"{histogram}_count"] = n
+        out[f"{histogram}_sum"] = n * np.exp(mu + sigma**2 / 2)  # the log-normal's mean
+    out["serving_requests_success_total"] = requests
+    return out

@@ -1,0 +1,61 @@
+"""The twin's serving metrics as real engines export them: cumulative histogram counters.
+
+``simulation.engine.serving_histograms`` turns each step's per-service P50/P99 and request
+rate into bucket increments; this adds them to each workload's counters as last stored (the
+store is the counters' memory, so any worker process can write the next tick and a run
+that lost its rows just looks like a restarted engine — a counter reset, which the readers
+handle). The rows go on the workload's own entity, where ``telemetry.read.serving_window``
+reads the twin's histograms with the same code as a vLLM endpoint's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from inventory.models import Cluster
+from simulation.engine.serving_histograms import step_increments
+from telemetry.read import serving_counters_latest
+
+Row = tuple[str, str, str, float]
+TIMEOUTS = "inference_timeouts_total"
+
+
+def serving_rows(cluster: Cluster, steps: list) -> list[tuple[float, Row]]:
+    """``(ts, (metric, "workload", key, value))`` rows of the steps' serving counters."""
+    increments = []
+    for data in steps:
+        keys, arrays = data.dense.get("workload", ([], {}))
+        if keys:
+            increments.append((data, keys, step_increments(arrays, data.dt), arrays))
+    if not increments:
+        return []
+    serving_keys = sorted(
+        {
+            key
+            for _, keys, inc, _ in increments
+            for name, values in inc.items()
+            for key, v in zip(keys, values, strict=True)
+            if np.isfinite(v)
+        }
+    )
+    if not serving_keys:
+        return []
+    names = sorted({name for _, _, inc, _ in increments for name in inc})
+    totals = serving_counters_latest(cluster_id=cluster.pk, entity_keys=serving_keys, names=names)
+    out: list[tuple[float, Row]] = []
+    for data, keys, inc, arrays in increments:
+        for name, values in inc.items():
+            for key, value in zip(keys, values, strict=True):
+                if not np.isfinite(value):
+                    continue
+                total = totals.get((key, name), 0.0) + float(value)
+                totals[(key, name)] = total
+                out.append((data.ts, (name, "workload", key, total)))
+        timeouts = arrays.get(TIMEOUTS)
+        if timeouts is not None:  # the engine's own cumulative counter: failed requests
+            for key, value in zip(keys, timeouts, strict=True):
+                if np.isfinite(value):
+                    out.append(
+                        (data.ts, ("serving_requests_failed_total", "workload", key, float(value)))
+                    )
+    return out
