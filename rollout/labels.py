@@ -123,6 +123,17 @@ REASONS = {
         "%(criterion)s: not a source it trusts"
     ),
 }
+# A router call's outcome inside an audit reason (``rollout.models.RouterOutcome``'s codes).
+ROUTER_OUTCOMES = {
+    "confirmed": gettext_lazy("confirmed"),
+    "pending": gettext_lazy("awaiting the router's callback"),
+    "refused": gettext_lazy("refused by the router"),
+    "timeout": gettext_lazy("no answer in time"),
+    "unreachable": gettext_lazy("router unreachable"),
+    "mismatch": gettext_lazy("router confirmed another share"),
+    "garbage": gettext_lazy("router answered garbage"),
+    "unknown_name": gettext_lazy("unknown backend or server"),
+}
 # The kinds of telemetry source (``kind:name`` labels from telemetry.store.provenance).
 SOURCE_KINDS = {
     "twin": gettext_lazy("digital twin"),
@@ -184,6 +195,8 @@ def reason_text(data: dict | None, fallback: str, *, outcomes: dict | None = Non
                 "phase": label,
                 "criterion": params["criterion"],
             }
+        if code in ("router_call", "router_failed"):
+            params["outcome"] = str(ROUTER_OUTCOMES.get(params["outcome"], params["outcome"]))
         if code in ("evidence_counted", "evidence_ignored"):
             params["sources"] = ", ".join(f"{source_label(s)} {n}" for s, n in params["sources"])
         elif code == "evidence_ignored_audit":

@@ -78,9 +78,11 @@ ROLE_MODEL_PERMISSIONS: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {
                 "deniedattemptcount",
                 "webhooksubscription",
                 "webhookdelivery",
+                "trafficrouter",
+                "routercall",
             ),
-            "add": ("migrationplan", "planworkload", "criterion"),
-            "change": ("migrationplan", "phase", "planworkload", "criterion"),
+            "add": ("migrationplan", "planworkload", "criterion", "trafficrouter"),
+            "change": ("migrationplan", "phase", "planworkload", "criterion", "trafficrouter"),
             "delete": ("planworkload", "criterion"),
         },
         "simulation": {

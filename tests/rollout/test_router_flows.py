@@ -190,3 +190,21 @@ def test_a_router_with_bad_settings_is_refused_naming_the_field(db, fields, fiel
     with pytest.raises(ValidationError) as caught:
         router.full_clean()
     assert field in caught.value.message_dict
+
+
+def test_a_router_failure_reads_in_the_readers_language():
+    from django.utils import translation
+
+    from rollout.labels import reason_data, reason_text
+
+    data = reason_data(
+        "router_failed",
+        router="edge",
+        outcome="unreachable",
+        workload="chat",
+        share="5",
+        answer="x",
+    )
+    with translation.override("zh-hans"):
+        text = reason_text(data, "fallback")
+    assert "路由器不可达" in text and "edge" in text and "fallback" not in text

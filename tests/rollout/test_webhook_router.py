@@ -196,3 +196,23 @@ def test_a_callback_that_never_comes_times_out_and_pauses(plan_factory, users, t
     assert plan.state == PlanState.PAUSED
     assert plan.current_gate.state == GateState.TRAFFIC_UNCONFIRMED
     assert plan.audit_entries.filter(action="router_failed").exists()
+
+
+def test_a_restore_answered_202_is_unconfirmed_until_the_callback_confirms_it(
+    plan_factory, users, tool, client
+):
+    from rollout.services.transitions import plan_abort
+
+    server = tool([confirm, confirm, (202, "")])
+    plan, router = webhook_plan(plan_factory, server.url)
+    plan = to_gray(plan, users)
+    plan_abort(plan_id=plan.pk, actor=Actor(users["operator"]), reason="stop")
+    plan.refresh_from_db()
+    assert plan.state == PlanState.ROLLBACK_UNCONFIRMED
+    call = RouterCall.objects.get(operation="restore", outcome="pending")
+    assert json.loads(server.requests[-1][1])["operation"] == "restore"
+    body = {"idempotency_key": call.idempotency_key, "status": "confirmed", "share": 0}
+    assert _callback(client, router, body).status_code == 200
+    plan.refresh_from_db()
+    assert plan.state == PlanState.ABORTED
+    assert plan.audit_entries.filter(action="router_confirmed", to_state="aborted").exists()
