@@ -32,6 +32,25 @@ def stored_values(cluster) -> int:
     return Sample.objects.filter(entity__cluster=cluster).count() + dense
 
 
+def frame_values(cluster, resolution: int) -> int:
+    """Values the cluster's frames hold at ``resolution``: non-missing raw values (0) or the
+    rollups' per-entity counts, which must add up to the same number when nothing is lost or
+    counted twice."""
+    import numpy as np
+
+    from telemetry.models import Frame
+
+    frames = Frame.objects.filter(layout__cluster=cluster, resolution=resolution)
+    if resolution == 0:
+        arrays = frames.values_list("values", flat=True)
+        return sum(
+            int(np.count_nonzero(~np.isnan(np.frombuffer(bytes(v), np.float32)))) for v in arrays
+        )
+    return sum(
+        int(np.frombuffer(bytes(c), np.int32).sum()) for c in frames.values_list("count", flat=True)
+    )
+
+
 def telemetry(cluster) -> list[tuple]:
     """Everything stored for ``cluster``, comparable across clusters (keys, not ids)."""
     from telemetry.models import Frame, Sample

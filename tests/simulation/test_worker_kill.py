@@ -14,7 +14,8 @@ from simulation.engine import default_scenario
 from simulation.models import TwinRun, TwinTick
 from simulation.services import twin_run_create
 from simulation.tasks import advance_run
-from tests.simulation.conftest import stored_values
+from telemetry.store.frame_close import frames_rollups_close
+from tests.simulation.conftest import frame_values, stored_values
 from tests.workers import Worker, redis_broker_url, wait_for
 
 
@@ -56,3 +57,9 @@ def test_a_worker_killed_mid_tick_leaves_nothing_and_the_tick_completes_exactly_
     tick = TwinTick.objects.get(run=run)
     assert stored_values(cluster) == tick.samples > 0
     assert TwinRun.objects.get(pk=run.pk).sim_time == 60.0
+    # Every tier of the frames holds the committed tick's values once: the minute tier as
+    # written, the coarser ones once compaction has folded the closed minute.
+    frames_rollups_close(now=time.time() + 120)
+    raw = frame_values(cluster, 0)
+    assert raw > 0
+    assert [frame_values(cluster, r) for r in (60, 900, 3600, 86400)] == [raw] * 4
