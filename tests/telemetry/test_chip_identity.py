@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 from accounts.services.tokens import token_create
 from inventory.models import Accelerator, AcceleratorMove, Node
 from telemetry.models import Entity, Sample
+from telemetry.read.promql.translate import selector
 from tests.telemetry.exporter_captures import A100, MIG_SLICES, dcgm_mig_text
 from tests.telemetry.remote_write_helpers import write_request
 
@@ -216,3 +217,12 @@ def test_a_dcgm_failure_field_makes_the_card_unhealthy(ingest, cluster):
 
     health = dict(Accelerator.objects.values_list("vendor_id", "health"))
     assert health == {"GPU-aaa": 0, "GPU-bbb": 1}
+
+
+def test_a_mig_slice_is_asked_of_a_promql_server_by_its_uuid_and_gpu_instance():
+    assert selector("DCGM_FI_DEV_FB_USED", label_map={}, vendor_id=f"{A100}/gi2") == (
+        f'{{__name__=~"DCGM_FI_DEV_FB_USED",UUID="{A100}",GPU_I_ID="2"}}'
+    )
+    assert selector("DCGM_FI_DEV_FB_USED", label_map={}, vendor_id=A100) == (
+        f'{{__name__=~"DCGM_FI_DEV_FB_USED",UUID="{A100}"}}'
+    )

@@ -43,8 +43,19 @@ def selector(
     if vendor_id:
         for prefix, label in _VENDOR_LABEL.items():
             if family.startswith(prefix):
-                matchers.append(f"{label_map.get(label, label)}={quote(vendor_id)}")
+                chip, instance = _mig_split(vendor_id) if prefix == "DCGM_" else (vendor_id, None)
+                matchers.append(f"{label_map.get(label, label)}={quote(chip)}")
+                if instance is not None:
+                    gi = label_map.get("GPU_I_ID", "GPU_I_ID")
+                    matchers.append(f"{gi}={quote(instance)}")
     return "{" + ",".join(matchers) + "}"
+
+
+def _mig_split(vendor_id: str) -> tuple[str, str | None]:
+    """A MIG slice's id is ``<UUID>/gi<GPU_I_ID>`` (docs/architecture.md §5): the server knows
+    it as two labels."""
+    chip, sep, instance = vendor_id.rpartition("/gi")
+    return (chip, instance) if sep and chip and instance.isdigit() else (vendor_id, None)
 
 
 def to_mapped(
