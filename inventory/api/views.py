@@ -7,7 +7,8 @@ import django_filters
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext_lazy as _
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.generics import ListAPIView, RetrieveAPIView
@@ -116,6 +117,22 @@ class InventoryImportSerializer(serializers.Serializer):
         return attrs
 
 
+@extend_schema(
+    request=InventoryImportSerializer,
+    parameters=[
+        OpenApiParameter("dry_run", bool, description="Validate and count; write nothing."),
+    ],
+    responses={
+        200: OpenApiResponse(OpenApiTypes.OBJECT, description="Dry run: what would change."),
+        201: OpenApiResponse(
+            OpenApiTypes.OBJECT, description="Imported: nodes created/updated/unchanged."
+        ),
+        400: OpenApiResponse(
+            OpenApiTypes.OBJECT, description="Refused: every problem with its line."
+        ),
+        404: OpenApiResponse(OpenApiTypes.OBJECT, description="No such cluster."),
+    },
+)
 class InventoryImportView(StaffOnlyMixin, APIView):
     """Import a cluster's nodes, racks, supernodes and card models from CSV or YAML (operators).
 

@@ -50,3 +50,8 @@ def test_the_page_reads_in_zh_hans_with_its_counts_and_problems(client_as, setti
     refused = post(client, cluster, "hostname,rack\n,r1\n")
     assert "第 2 行" in refused.content.decode()
     assert english_words(refused.content.decode()) == []
+
+
+def test_the_exporters_page_links_operators_to_the_import(client_as):
+    assert "/inventory/import/" in client_as("operator").get("/exporters/").content.decode()
+    assert "/inventory/import/" not in client_as("approver").get("/exporters/").content.decode()
