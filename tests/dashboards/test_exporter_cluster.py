@@ -101,3 +101,21 @@ def test_pages_of_an_exporter_fed_cluster_render(client_as, exporter_cluster):
     for url in ("/dashboards/", "/dashboards/hardware/", "/dashboards/memory/",
                 "/dashboards/network/"):  # fmt: skip
         assert client.get(f"{url}?cluster=real-a").status_code == 200, url
+
+
+@pytest.mark.django_db
+def test_the_cost_of_an_exporter_fed_cluster_cites_its_cards_measured_figures(exporter_cluster):
+    from datetime import UTC, datetime, timedelta
+
+    from cost.selectors import cluster_cost
+
+    end = datetime.now(tz=UTC)
+    cost = cluster_cost(exporter_cluster, start=end - timedelta(hours=1), end=end)
+    utilization = [v / 100 for v in _capture("DCGM_FI_DEV_GPU_UTIL")]
+    utilization += [v / 100 for v in _capture("npu_chip_info_utilization")]
+    assert cost.busy is not None
+    assert cost.busy.mean == pytest.approx(sum(utilization) / len(utilization))
+    # The captures hold no usable power (dcgm's one reading is DCGM's blank sentinel, the
+    # npu capture has none): measured power stays missing rather than invented.
+    assert cost.power is None
+    assert cost.cards == len(utilization)
