@@ -3,10 +3,12 @@ templates, in one transaction (the page and ``POST /api/v1/plans/`` both call th
 
 Default criteria per phase, for the workloads that phase moves (the full phase checks all):
 
-- inference: ``p99(inference_ttft_p99_seconds) ≤`` the workload's TTFT target and
-  ``p99(inference_tpot_p99_seconds) ≤`` its TPOT target (``slo_ttft_ms`` / ``slo_tpot_ms``;
-  a workload without a target gets none), and ``rate(inference_timeouts_total) ≤``
-  ``TIMEOUT_RATE_PER_S``;
+- inference: ``p99(serving_ttft_seconds) ≤`` the workload's TTFT target and
+  ``p99(serving_tpot_seconds) ≤`` its TPOT target (``slo_ttft_ms`` / ``slo_tpot_ms``;
+  a workload without a target gets none) — the P99 of the step's own requests, from the
+  serving histograms' bucket increases (a real engine's endpoints bound to the workload, or
+  the twin's) — and ``mean(serving_error_ratio) ≤ ERROR_RATIO_MAX`` (failed ÷ finished
+  requests over the window);
 - training: ``mean(training_samples_per_second) ≥ THROUGHPUT_FLOOR ×`` the same figure on the
   source cluster.
 
@@ -41,7 +43,7 @@ from rollout.models.gates import MAX_WINDOW_SECONDS
 from rollout.services.audit import Actor
 from rollout.services.plans import criterion_save, plan_create
 
-TIMEOUT_RATE_PER_S = 0.05
+ERROR_RATIO_MAX = 0.01  # at most 1 % of the step's requests failed (aborted, timed out)
 THROUGHPUT_FLOOR = 0.9
 DEFAULT_COUNT = 5
 MIN_VALUES = 3
@@ -150,8 +152,8 @@ def criteria_defaults(
                 )
                 continue
             for field, metric, short in (
-                ("slo_ttft_ms", "inference_ttft_p99_seconds", "ttft"),
-                ("slo_tpot_ms", "inference_tpot_p99_seconds", "tpot"),
+                ("slo_ttft_ms", "serving_ttft_seconds", "ttft"),
+                ("slo_tpot_ms", "serving_tpot_seconds", "tpot"),
             ):
                 target = getattr(w, field)
                 if target:
@@ -167,11 +169,11 @@ def criteria_defaults(
                     )
             drafts.append(
                 CriterionDraft(
-                    name=f"{slug}-timeouts"[:80],
-                    metric="inference_timeouts_total",
-                    aggregation="rate",
+                    name=f"{slug}-errors"[:80],
+                    metric="serving_error_ratio",
+                    aggregation="mean",
                     comparator="le",
-                    threshold=TIMEOUT_RATE_PER_S,
+                    threshold=ERROR_RATIO_MAX,
                     **common,
                 )
             )

@@ -41,7 +41,8 @@ def test_an_operator_posts_a_plan_and_every_gate_gets_template_criteria(client_a
     gray = {c.name: c for c in Criterion.objects.filter(phase__plan=plan, phase__kind="gray")}
     assert gray["acme-chat-ttft-p99"].threshold == pytest.approx(0.8)
     assert gray["acme-chat-tpot-p99"].threshold == pytest.approx(0.05)
-    assert gray["acme-chat-timeouts"].aggregation == "rate"
+    assert gray["acme-chat-ttft-p99"].metric == "serving_ttft_seconds"
+    assert gray["acme-chat-errors"].metric == "serving_error_ratio"
     assert {c.phase.kind for c in Criterion.objects.filter(phase__plan=plan)} == {
         "pilot",
         "gray",

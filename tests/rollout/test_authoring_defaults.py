@@ -9,6 +9,7 @@ jobs included.
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
 
@@ -20,11 +21,13 @@ from rollout.services.analysis import analysis_run_step
 from rollout.services.audit import Actor
 from rollout.services.authoring import analysis_defaults
 from rollout.services.transitions import plan_start
+from telemetry.ingest.serving import bucket_metric
+from telemetry.ingest.twin import serving_catalogue_ensure
 from telemetry.models import Entity, EntityKind, MetricDefinition
 from tests.rollout.conftest import write
 from tests.rollout.test_authoring import body
 
-TTFT = "inference_ttft_p99_seconds"
+TTFT = "serving_ttft_seconds"
 
 
 def offered(page: str) -> set[int]:
@@ -35,9 +38,6 @@ def offered(page: str) -> set[int]:
         if select:
             found |= {int(v) for v in re.findall(r'<option value="(\d+)"', select.group(0))}
     return found
-
-
-TIMEOUTS = "inference_timeouts_total"
 
 
 def test_defaults_follow_the_telemetry_interval(settings):
@@ -56,8 +56,6 @@ def test_the_first_measurement_of_a_healthy_step_passes_with_the_pages_defaults(
     client_as, workloads, clusters, settings
 ):
     settings.TELEMETRY_INTERVAL_SECONDS = 10
-    for metric in (TTFT, TIMEOUTS):
-        MetricDefinition.objects.get_or_create(name=metric, defaults={"entity_kind": "workload"})
     batch = workloads["legacy:acme-batch"]
     batch.slo_ttft_ms = 800
     batch.save()
@@ -69,16 +67,20 @@ def test_the_first_measurement_of_a_healthy_step_passes_with_the_pages_defaults(
     plan_start(plan_id=plan.pk, actor=Actor(plan.created_by))
     run = AnalysisRun.objects.get()
     t = run.traffic_at
-    # One value per telemetry interval, each stamped just before its tick ends.
+    # One scrape of the workload's serving counters per telemetry interval, each stamped just
+    # before its tick ends: 20 requests per interval, every TTFT in (0.25, 0.5], none failed.
+    names = [bucket_metric(TTFT, le) for le in (0.25, 0.5, math.inf)]
+    names += ["serving_requests_success_total", "serving_requests_failed_total"]
+    serving_catalogue_ensure(set(names))
     for k in range(1, 12):
         stamp = t + timedelta(seconds=10 * k - 1)
-        write(clusters["unified"], "acme-batch", stamp, 0.3, TTFT)
-        write(clusters["unified"], "acme-batch", stamp, 7.0, TIMEOUTS)
+        for name, value in zip(names, (0, 20 * k, 20 * k, 20 * k, 0), strict=True):
+            write(clusters["unified"], "acme-batch", stamp, value, name)
     first = min(run.metrics.values_list("next_at", flat=True))
     analysis_run_step(run_id=run.pk, now=first)
     run.refresh_from_db()
     outcomes = {m.name: m.measurements.get().outcome for m in run.metrics.all()}
-    assert outcomes == {"acme-batch-ttft-p99": "successful", "acme-batch-timeouts": "successful"}
+    assert outcomes == {"acme-batch-ttft-p99": "successful", "acme-batch-errors": "successful"}
     assert run.status == "running"  # count 5: more to come, no pause
     plan.refresh_from_db()
     assert plan.state == "running"
