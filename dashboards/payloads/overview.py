@@ -157,8 +157,14 @@ def overview_payload(data: OverviewData) -> dict:
             "seconds",
         ),
     ]
+    exporters_only = bool(src) and "twin" not in src.values()
     for item in kpis:
         _source_note(item, src.get(KPI_METRICS.get(item["key"], "")))
+        if exporters_only and item["value"] is None and item["key"] in KPI_METRICS:
+            # Card samples carry no allocation, throughput or twin clock: say why it is empty.
+            item["hint"] = " · ".join(
+                part for part in (item["hint"], str(_("not reported by card exporters"))) if part
+            )
     hour = k.get("twin_simulated_hour_of_day")
     if hour is not None:
         night = (k.get("twin_night_window_active") or 0) >= 0.5

@@ -42,6 +42,9 @@ def test_the_overview_of_an_exporter_fed_cluster_shows_figures_derived_from_its_
     assert f"of {len(utilization)}" in healthy["hint"]
     assert kpis["hbm_live"]["value"] is not None
     assert kpis["open_alerts"]["display"] != "—"
+    # What card samples cannot tell is empty and says why, not a bare dash.
+    assert kpis["mfu"]["value"] is None
+    assert "not reported by card exporters" in kpis["mfu"]["hint"]
 
 
 @pytest.mark.django_db
