@@ -25,6 +25,7 @@ emptied at the start (so a stuck ``DROP DATABASE`` elsewhere on a shared server 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import signal
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,6 +64,17 @@ def _prom_metrics(url: str) -> dict[str, float]:
             name = f"{name}:{le}"
         out[name] = out.get(name, 0.0) + float(value)
     return out
+
+
+def _targets_up(url: str) -> int | None:
+    """How many scrape targets were up at the last scrape (an overloaded exporter is not)."""
+    query = urllib.parse.urlencode({"query": "sum(up)"})
+    try:
+        with urllib.request.urlopen(f"{url}/api/v1/query?{query}", timeout=10) as response:
+            result = json.loads(response.read())["data"]["result"]
+    except OSError:
+        return None
+    return int(float(result[0]["value"][1])) if result else 0
 
 
 def _hist_p95(before: dict, after: dict, base: str) -> float | None:
@@ -299,12 +312,13 @@ def main() -> None:
             cpu0 = {k: _cpu_seconds(v) for k, v in cpu_pids.items()}
             log0 = _log_lines(access_log)
             p0, s0, t0 = _prom_metrics(prometheus.url), _status("bench"), time.time()
-            loads, max_shards, lags = [], 0.0, []
+            loads, max_shards, lags, ups = [], 0.0, [], []
             end = t0 + args.minutes * 60
             while time.time() < end:
                 time.sleep(min(15, max(end - time.time(), 0.1)))
                 m = _prom_metrics(prometheus.url)
                 loads.append(os.getloadavg()[0])
+                ups.append(_targets_up(prometheus.url))
                 max_shards = max(max_shards, m.get(f"{PROM}shards", 0))
                 lag = m.get(f"{PROM}highest_timestamp_in_seconds", 0) - m.get(
                     f"{PROM}queue_highest_sent_timestamp_seconds", 0
@@ -317,7 +331,7 @@ def main() -> None:
                     f"{elapsed:5.0f}s stored {stored:8,.0f}/s  shards {shards:.0f}"
                     f"  pending {m.get(f'{PROM}samples_pending', 0):,.0f}  lag {lag:.0f}s"
                     f"  failed {m.get(f'{PROM}samples_failed_total', 0):.0f}"
-                    f"  load {loads[-1]:.2f}",
+                    f"  up {ups[-1]}  load {loads[-1]:.2f}",
                     flush=True,
                 )
             p1, s1, t1 = _prom_metrics(prometheus.url), _status("bench"), time.time()
@@ -336,6 +350,15 @@ def main() -> None:
         return p1.get(f"{PROM}{name}", 0.0) - p0.get(f"{PROM}{name}", 0.0)
 
     rate = stored / seconds
+    appended = (
+        p1.get("prometheus_tsdb_head_samples_appended_total", 0.0)
+        - p0.get("prometheus_tsdb_head_samples_appended_total", 0.0)
+    ) / seconds
+    cores = {k: (cpu1[k] - cpu0[k]) / seconds for k in cpu0}
+    # CPU per stored sample, from the processes' own counters: what the receiver costs
+    # whatever else the shared machine runs, and what two idle cores would then sustain.
+    us_per_sample = {k: round(v / rate * 1e6, 1) for k, v in cores.items()} if rate else {}
+    own = cores["gunicorn"] + cores["prometheus"]
     result = {
         "minutes": round(seconds / 60, 2),
         "fleet": {
@@ -373,12 +396,18 @@ def main() -> None:
         },
         "portal_request_p95_s": p95_portal,
         "portal_requests_logged": requests,
+        "prometheus_appended_samples_per_s": round(appended),
+        "targets_up_min": min(ups) if ups else None,
+        "cpu_us_per_stored_sample": us_per_sample,
+        "projected_samples_per_s_on_2_idle_cores_without_postgres": (
+            round(2 / own * rate) if own else None
+        ),
         "raw_copy_samples_per_s": round(copy_rate),
         "ratio_receiver_to_copy": round(rate / copy_rate, 3),
         "load": {
             "loadavg_mean": round(sum(loads) / len(loads), 2) if loads else None,
             "loadavg_max": max(loads) if loads else None,
-            "cpu_cores_used": {k: round((cpu1[k] - cpu0[k]) / seconds, 2) for k in cpu0},
+            "cpu_cores_used": {k: round(v, 2) for k, v in cores.items()},
         },
     }
     for key, value in result.items():

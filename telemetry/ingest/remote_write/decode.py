@@ -184,17 +184,18 @@ def _series_problem(labels, limits: DecodeLimits) -> str | None:
     return None
 
 
-def _labels_fit(names: list[str], values: list[str], limits: DecodeLimits) -> bool:
-    """Whether a series certainly passes :func:`_series_problem` (the common case, checked
-    with one length scan and one search over the joined strings instead of one per label)."""
-    if len(names) - ("__name__" in names) > limits.max_labels:
+def _labels_fit(count: int, labels: dict[str, str], limits: DecodeLimits) -> bool:
+    """Whether a series (``count`` labels, ``labels`` by name) certainly passes
+    :func:`_series_problem` — the common case, checked with one length scan and one search
+    over the joined strings instead of one per label."""
+    if count - ("__name__" in labels) > limits.max_labels:
         return False
-    if max(map(len, values), default=0) > limits.max_label_value_chars:
+    if max(map(len, labels.values()), default=0) > limits.max_label_value_chars:
         return False
-    if max(map(len, names), default=0) > 200:
+    if max(map(len, labels), default=0) > 200:
         return False
     # A space is no control character, so the joined text holds one exactly when a part does.
-    return control_character_in(" ".join(names) + " " + " ".join(values)) is None
+    return control_character_in(" ".join(labels) + " " + " ".join(labels.values())) is None
 
 
 def decode_write_request(body: bytes, *, limits: DecodeLimits) -> Decoded:
@@ -227,9 +228,10 @@ def decode_write_request(body: bytes, *, limits: DecodeLimits) -> Decoded:
     append = decoded.samples.append
     for index, series in enumerate(request.timeseries, start=1):
         pairs = series.labels
-        names = [label.name for label in pairs]
-        values = [label.value for label in pairs]
-        if not _labels_fit(names, values, limits):
+        labels = {}
+        for label in pairs:  # one pass over the generated objects
+            labels[label.name] = label.value
+        if not _labels_fit(len(pairs), labels, limits):
             problem = _series_problem(pairs, limits)
             if problem is not None:
                 decoded.dropped_series[problem] = decoded.dropped_series.get(problem, 0) + 1
@@ -237,7 +239,6 @@ def decode_write_request(body: bytes, *, limits: DecodeLimits) -> Decoded:
                     series.samples
                 )
                 continue
-        labels = dict(zip(names, values, strict=True))
         name = labels.pop("__name__", "")
         if not name:
             raise RemoteWriteError(f"series {index}: no __name__ label", field="labels")

@@ -86,11 +86,13 @@ def _count(dropped: dict[str, int], reason: str, n: int = 1) -> None:
     dropped[reason] = dropped.get(reason, 0) + n
 
 
-def _sample_problem(sample, text_ok: dict[str, str | None]) -> str | None:
+def _sample_problem(
+    sample, text_ok: dict[str, str | None], max_abs: float | None = None
+) -> str | None:
     """What would make the text path refuse its whole push (``mapping_report_check``,
     ``ingest_mapping_report``), as a drop reason for this one sample. ``text_ok`` memoises
     the text checks per string within a request (a card's UUID recurs in all its series)."""
-    if abs(sample.value) > limit("TELEMETRY_MAX_ABS_VALUE"):
+    if abs(sample.value) > (limit("TELEMETRY_MAX_ABS_VALUE") if max_abs is None else max_abs):
         return "value_out_of_range"
     entity = sample.entity
     for value in (sample.metric, entity.host, entity.vendor_id, entity.model_name):
@@ -135,9 +137,10 @@ def report_screen(report: MappingReport, *, cluster: Cluster) -> None:
     kept = []
     refs = []
     text_ok: dict[str, str | None] = {}
+    max_abs = limit("TELEMETRY_MAX_ABS_VALUE")  # a settings lookup, once per request
     ref_of: dict[EntityRef, tuple[str, str]] = {}
     for sample in report.samples:
-        problem = _sample_problem(sample, text_ok)
+        problem = _sample_problem(sample, text_ok, max_abs)
         if problem is None:
             ref = ref_of.get(sample.entity)
             if ref is None:
