@@ -55,6 +55,22 @@ def rows() -> list[tuple[str, str, str, str, str]]:
                 ing["date"],
             )
         )
+    if rw := load("remote_write"):
+        rate = rw["stored_samples_per_s"]
+        lost = rw["prometheus_counters"]["samples_failed"] + rw["prometheus_counters"][
+            "samples_dropped"
+        ]
+        met = rate >= 15000 and lost == 0
+        out.append(
+            (
+                f"Remote-write from Prometheus 2.42, 10,240 cards, {rw['minutes']:.0f} min "
+                f"(load avg {rw['load']['loadavg_mean']})",
+                f"{rate:,} samples/s, {lost:.0f} failed/dropped",
+                "≥ 15,000/s, 0 lost",
+                "yes" if met else "no",
+                rw["date"],
+            )
+        )
     if dash := load("dashboards"):
         worst = max(dash["endpoints"], key=lambda r: r["p95_ms"])
         out.append(
