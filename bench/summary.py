@@ -57,9 +57,10 @@ def rows() -> list[tuple[str, str, str, str, str]]:
         )
     if rw := load("remote_write"):
         rate = rw["stored_samples_per_s"]
-        lost = rw["prometheus_counters"]["samples_failed"] + rw["prometheus_counters"][
-            "samples_dropped"
-        ]
+        lost = (
+            rw["prometheus_counters"]["samples_failed"]
+            + rw["prometheus_counters"]["samples_dropped"]
+        )
         met = rate >= 15000 and lost == 0
         out.append(
             (
