@@ -136,3 +136,37 @@ def test_remote_write_stores_the_same_buckets_as_the_text_push(cluster):
         entity=endpoint, metric__name='serving_ttft_seconds_bucket{le="0.04"}'
     )
     assert stored.value == 5  # 0.00, 0.01, 0.02, 0.03 and 0.04 itself (le is ≤)
+
+
+@pytest.mark.django_db
+def test_a_workloads_series_selector_binds_its_pods_endpoints_and_no_others(cluster, workloads):
+    now = time.time()
+    chat = workloads["chat"]
+    chat.series_selector = 'namespace="acme", pod=~"chat-.*"'
+    chat.save(update_fields=["series_selector"])
+    pods = (("acme", "chat-0"), ("acme", "chat-1"), ("panda", "chat-0"))
+    engines = [
+        EngineMetrics(labels={"namespace": ns, "pod": pod, "instance": f"10.1.0.{i}:8000"})
+        for i, (ns, pod) in enumerate(pods)
+    ]
+    for engine in engines:
+        _push(engine, now - 120)
+    for i, engine in enumerate(engines):
+        for _ in range(10 * (i + 1)):
+            engine.request(ttft=0.1, tpot=0.02)
+        _push(engine, now - 60)
+
+    found = serving_window(
+        cluster_id=cluster.pk, workload_id=chat.pk, start=_at(now - 130), end=_at(now)
+    )
+    assert set(found.per_endpoint) == {"llama-3-8b@acme/chat-0", "llama-3-8b@acme/chat-1"}
+    assert found.requests == 10 + 20  # panda's chat-0 (30 requests) is not acme's
+
+
+def test_a_series_selector_becomes_promql_matchers_with_host_on_the_instance():
+    from telemetry.read.promql.serving import selector_matchers
+
+    assert selector_matchers('namespace="acme", pod=~"chat-.*"') == (
+        'namespace="acme",pod=~"chat-.*"'
+    )
+    assert selector_matchers('host="gpu-01"') == 'instance=~"gpu\\\\-01(?::[0-9]+)?"'

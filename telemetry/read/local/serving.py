@@ -17,6 +17,8 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
+from inventory.label_selectors import SelectorError, parse_selector, selector_matches
+from inventory.models import Workload
 from telemetry.ingest.serving import HISTOGRAMS, SERVING_KIND, bucket_le, bucket_prefix
 from telemetry.models import Entity, EntityKind, MetricDefinition, Sample, ServingBinding
 from telemetry.read.local.histograms import counter_increase, histogram_quantile
@@ -63,16 +65,49 @@ class ServingWindow:
         return self.requests / span if span > 0 and self.scrapes else None
 
 
+def endpoint_labels(key: str) -> dict[str, str]:
+    """The selectable labels (``inventory.label_selectors``) an endpoint key carries:
+    ``model@namespace/pod`` gives ``namespace`` and ``pod``, ``model@host:port`` ``host``, and
+    a bare ``model@name`` (a pod without namespace, or a host) both ``pod`` and ``host``."""
+    where = key.partition("@")[2]
+    if "/" in where:
+        namespace, pod = where.split("/", 1)
+        return {"namespace": namespace, "pod": pod}
+    if where and ":" not in where and "." not in where:
+        return {"pod": where, "host": where}  # a bare pod name or host name
+    return {"host": where.rsplit(":", 1)[0] if ":" in where else where}
+
+
+def _selected(cluster_id: int, selector: str) -> list[int]:
+    """Endpoints of the cluster the workload's ``series_selector`` matches."""
+    try:
+        matchers = parse_selector(selector)
+    except SelectorError:
+        return []  # validated on the workload; an old bad value binds nothing
+    endpoints = Entity.objects.filter(cluster_id=cluster_id, kind=SERVING_KIND).values_list(
+        "pk", "key"
+    )
+    return [pk for pk, key in endpoints if selector_matches(matchers, endpoint_labels(key))]
+
+
 def bound_entities(
     *, cluster_id: int, workload_id: int | None = None, endpoint_keys: list[str] | None = None
 ) -> list[Entity]:
-    """The serving endpoints a workload is bound to (``ServingBinding``) plus its own entity
-    (where the twin writes), or the endpoints named by key."""
+    """The serving endpoints a workload is bound to — its ``ServingBinding`` rows and its
+    ``series_selector`` (namespace/pod/host of the endpoints) — plus its own entity (where the
+    twin writes), or the endpoints named by key."""
     where = Q(pk__in=[])
     if endpoint_keys:
         where |= Q(kind=SERVING_KIND, key__in=endpoint_keys)
     if workload_id is not None:
         where |= Q(kind=EntityKind.WORKLOAD, workload_id=workload_id)
+        selector = (
+            Workload.objects.filter(pk=workload_id)
+            .values_list("series_selector", flat=True)
+            .first()
+        )
+        if selector:
+            where |= Q(pk__in=_selected(cluster_id, selector))
         for binding in ServingBinding.objects.filter(workload_id=workload_id):
             if binding.instance:
                 where |= Q(kind=SERVING_KIND, key=binding.key_prefix)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
+from inventory.label_selectors import parse_selector
 from telemetry.ingest.serving import source_families
 from telemetry.models import PromQLDataSource, ServingBinding
 from telemetry.read.local.serving import QUANTILES, ServingWindow
@@ -28,6 +29,24 @@ def binding_matchers(binding: ServingBinding) -> str:
     elif binding.instance:
         matchers.append(f"instance={quote(binding.instance)}")
     return ",".join(matchers)
+
+
+def selector_matchers(selector: str) -> str:
+    """A workload's ``series_selector`` as matchers on serving series: its namespace/pod/
+    container/hpc_job terms as written; ``host`` becomes the ``instance`` address's host."""
+    import re
+
+    parts = []
+    for m in parse_selector(selector):
+        if m.name != "host":
+            parts.append(f"{m.name}{m.op}{quote(m.value)}")
+        elif m.op in ("=", "=~"):
+            value = re.escape(m.value) if m.op == "=" else f"(?:{m.value})"
+            parts.append(f"instance=~{quote(value + '(?::[0-9]+)?')}")
+        else:
+            value = re.escape(m.value) if m.op == "!=" else f"(?:{m.value})"
+            parts.append(f"instance!~{quote(value + '(?::[0-9]+)?')}")
+    return ",".join(parts)
 
 
 def _selector(families: tuple[str, ...], matchers: str, extra: str) -> str:
@@ -50,7 +69,8 @@ def _vector(
     families = source_families(metric) if isinstance(metric, str) else metric
     parts = []
     for binding in bindings:
-        matchers = ",".join(filter(None, [binding_matchers(binding), labels]))
+        own = binding if isinstance(binding, str) else binding_matchers(binding)
+        matchers = ",".join(filter(None, [own, labels]))
         parts.append(f"{func}({_selector(families, matchers, extra)}[{window}])")
     return " or ".join(parts)
 
@@ -107,7 +127,7 @@ def serving_window(
                 if pod
                 else labels.get("instance", "")
             )
-            key = f"{labels.get('model_name', '')}@{where}"
+            key = f"{labels.get('model_name', '')}@{where or ''}"
             per_endpoint[key] = per_endpoint.get(key, 0.0) + value
             requests += value
             if what == "failed":
@@ -120,7 +140,7 @@ def serving_window(
     return ServingWindow(
         start=start,
         end=end,
-        endpoints=tuple(b.key_prefix for b in bindings),
+        endpoints=tuple(b if isinstance(b, str) else b.key_prefix for b in bindings),
         ttft=figures["serving_ttft_seconds"],
         tpot=figures["serving_tpot_seconds"],
         requests=requests,
