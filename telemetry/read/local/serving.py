@@ -14,7 +14,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Q
+from django.db import connection
+from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
 from inventory.label_selectors import SelectorError, parse_selector, selector_matches
@@ -208,16 +209,23 @@ def serving_counters_latest(
     """``{(entity key, metric): newest stored value}`` of serving counters from the last two
     hours (what the twin adds its next step's increments to)."""
     since = timezone.now() - timedelta(hours=2)
-    rows = (
-        Sample.objects.filter(
-            entity__cluster_id=cluster_id,
-            entity__kind=kind,
-            entity__key__in=entity_keys,
-            metric__name__in=names,
-            ts__gte=since,
-        )
-        .order_by("entity_id", "metric_id", "-ts")
-        .distinct("entity_id", "metric_id")
-        .values_list("entity__key", "metric__name", "value")
+    samples = Sample.objects.filter(
+        entity__cluster_id=cluster_id,
+        entity__kind=kind,
+        entity__key__in=entity_keys,
+        metric__name__in=names,
+        ts__gte=since,
     )
+    if connection.vendor == "postgresql":
+        samples = samples.order_by("entity_id", "metric_id", "-ts").distinct(
+            "entity_id", "metric_id"
+        )
+    else:  # no DISTINCT ON (SQLite, the demo): keep each series' newest row
+        newest = (
+            Sample.objects.filter(entity_id=OuterRef("entity_id"), metric_id=OuterRef("metric_id"))
+            .order_by("-ts")
+            .values("ts")[:1]
+        )
+        samples = samples.filter(ts=Subquery(newest))
+    rows = samples.values_list("entity__key", "metric__name", "value")
     return {(key, name): value for key, name, value in rows}
