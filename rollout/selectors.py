@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db.models import Q, QuerySet
 
 from accounts.selectors.people import role_of, sees_people
 from accounts.selectors.scoping import scope_to_tenant
 from inventory.models import Workload
-from rollout.models import AuditEntry, MigrationPlan, PlanState, PlanWorkload
+from rollout.models import AuditEntry, MigrationPlan, PhaseKind, PlanState, PlanWorkload
 from rollout.services.guards import APPROVE_PERMISSION, people_still_holding
-from telemetry.models import Entity
-from telemetry.read import latest_values
+from telemetry.models import Entity, ServingBinding
+from telemetry.read import DataSourceUnavailable, latest_values, serving_canary_comparison
 
 # ``training_state`` of a job that has finished (the twin's 0 not submitted … 3 done).
 TRAINING_DONE = 3.0
@@ -165,3 +167,80 @@ def plan_routing(plan: MigrationPlan, *, staff: bool) -> dict:
         for call in calls:
             call.answer = ""
     return {"rows": rows, "calls": calls, "real": any(r["router"] for r in rows)}
+
+
+def _step_since(plan: MigrationPlan, item: PlanWorkload) -> datetime | None:
+    """When the current step's traffic started: the newest analysis run's router-confirmed
+    start (what its gate measures), else the workload's confirmation, else the gate's
+    creation (the twin: shares take effect at commit)."""
+    gate = plan.current_gate
+    run = gate.runs.order_by("-started_at", "-id").first() if gate else None
+    if run is not None and run.traffic_at is not None:
+        return run.traffic_at
+    if item.confirmed_at is not None:
+        return item.confirmed_at
+    return gate.created_at if gate else None
+
+
+def plan_serving(plan: MigrationPlan, *, now: datetime) -> list[dict]:
+    """The plan page's serving view for the current gray step: per gray workload the request
+    split (requests per serving endpoint) and canary (its counterpart on the target) vs
+    baseline (the workload on the source) TTFT/TPOT P50/P99 over one window, from the step's
+    traffic start to ``now`` (the comparison Argo's analysis view and Kayenta give). Each row
+    says why it has no figures: ``no_window``, ``no_counterpart``, ``unbound`` (no serving
+    endpoint bound on either side and no twin serving series), ``no_samples`` (bound, but no
+    scrape in the window) or ``unavailable`` (a PromQL source is down)."""
+    if plan.current_phase != PhaseKind.GRAY or plan.is_finished:
+        return []
+    rows = []
+    items = plan.workloads.filter(phase=PhaseKind.GRAY).select_related(
+        "workload", "target_workload"
+    )
+    for item in items.order_by("pk"):
+        row: dict = {"item": item, "problem": None}
+        rows.append(row)
+        since = _step_since(plan, item)
+        if since is None or since >= now:
+            row["problem"] = "no_window"
+            continue
+        row["start"], row["end"] = since, now
+        if item.target_workload_id is None:
+            row["problem"] = "no_counterpart"
+            continue
+        try:
+            found = serving_canary_comparison(
+                canary_cluster_id=plan.target_cluster_id,
+                canary_workload_id=item.target_workload_id,
+                baseline_cluster_id=plan.source_cluster_id,
+                baseline_workload_id=item.workload_id,
+                start=since,
+                end=now,
+            )
+        except DataSourceUnavailable:
+            row["problem"] = "unavailable"
+            continue
+        if not (found.canary.scrapes or found.baseline.scrapes):
+            bound = ServingBinding.objects.filter(
+                workload_id__in=[item.workload_id, item.target_workload_id]
+            ).exists()
+            row["problem"] = "no_samples" if bound else "unbound"
+            continue
+        row["comparison"] = found
+        row["figures"] = [
+            (
+                label,
+                metric,
+                getattr(found.canary, side).get(q),
+                getattr(found.baseline, side).get(q),
+            )
+            for label, metric, side, q in (
+                ("TTFT P50", "serving_ttft_seconds", "ttft", "p50"),
+                ("TTFT P99", "serving_ttft_seconds", "ttft", "p99"),
+                ("TPOT P50", "serving_tpot_seconds", "tpot", "p50"),
+                ("TPOT P99", "serving_tpot_seconds", "tpot", "p99"),
+            )
+        ]
+        row["endpoints"] = [
+            ("canary", key, requests) for key, requests in found.canary.per_endpoint.items()
+        ] + [("baseline", key, requests) for key, requests in found.baseline.per_endpoint.items()]
+    return rows

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import ValidationError
@@ -25,6 +26,7 @@ from rollout.selectors import (
     audit_visible_to,
     gate_choices,
     plan_routing,
+    plan_serving,
     plan_timeline,
     plans_visible_to,
     redact_people,
@@ -144,6 +146,7 @@ def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
     }
     context.update(criteria_context(plan, user))
     context["routing"] = plan_routing(plan, staff=user.is_staff)
+    context["serving"] = plan_serving(plan, now=timezone.now())
     context["can_choose_router"] = context["can_operate"] and plan.state in CHOOSABLE_IN
     if context["can_choose_router"]:
         context["routers"] = list(TrafficRouter.objects.order_by("name"))
