@@ -7,6 +7,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+MAX_WHATIF_SEEDS = 10  # a what-if runs split and unified once per seed: keep it bounded
+
 
 class TwinRun(models.Model):
     """A digital-twin run feeding one cluster's telemetry.
@@ -149,6 +151,14 @@ class WhatIfRun(models.Model):
         _("simulated hours"), default=6.0, validators=[MinValueValidator(1), MaxValueValidator(48)]
     )
     seed = models.PositiveIntegerField(_("random seed"), default=7)
+    # Issue 25 part 4: split and unified run on seeds seed..seed+seeds-1 so every figure has a
+    # spread; the ablation runs on the first seed only (it is five runs per seed).
+    seeds = models.PositiveSmallIntegerField(
+        _("seeds"),
+        default=3,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_WHATIF_SEEDS)],
+        help_text=_("Split and unified run on this many seeds; every figure shows its spread."),
+    )
     trace_kind = models.CharField(
         _("trace format"), max_length=10, choices=TraceKind.choices, blank=True, default=""
     )

@@ -106,6 +106,11 @@ def latest_whatif_ablation(*, cards: int | None = None, hardware: str | None = N
                 for other in by_name
                 if row["name"] in other and other[row["name"]].get(key) is not None
             ]
+            # A run's own further seeds (issue 25): the split and unified rows' spread.
+            for r in repeats:
+                st = ((r.result.get("spread") or {}).get(row["name"]) or {}).get(key)
+                if st and st.get("n", 1) > 1:
+                    seen += [st["min"], st["max"]]
             figures[key] = {
                 "value": value,
                 "delta": delta,
@@ -122,6 +127,6 @@ def latest_whatif_ablation(*, cards: int | None = None, hardware: str | None = N
         "trace": run.trace_name,
         "seed": run.seed,
         "runs": [r.pk for r in repeats],
-        "seeds": sorted({r.seed for r in repeats}),
+        "seeds": sorted({x for r in repeats for x in r.result.get("seeds") or [r.seed]}),
         "rows": rows,
     }

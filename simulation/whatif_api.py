@@ -24,8 +24,9 @@ from simulation.models import WhatIfRun
 from simulation.services.whatif import whatif_create
 from simulation.whatif_forms import WhatIfForm
 
-LIST_FIELDS = ["id", "status", "progress", "cards", "hardware", "hours", "seed", "trace_kind",
-               "trace_name", "serve_model", "error", "created_at", "finished_at"]  # fmt: skip
+LIST_FIELDS = ["id", "status", "progress", "cards", "hardware", "hours", "seed", "seeds",
+               "trace_kind", "trace_name", "serve_model", "error", "created_at",
+               "finished_at"]  # fmt: skip
 
 
 class WhatIfRunSerializer(serializers.ModelSerializer):
@@ -48,6 +49,7 @@ WhatIfCreateSerializer = inline_serializer(
         "hardware": serializers.CharField(),
         "hours": serializers.FloatField(min_value=1, max_value=48),
         "seed": serializers.IntegerField(min_value=0),
+        "seeds": serializers.IntegerField(min_value=1, max_value=10, required=False),
         "trace_kind": serializers.ChoiceField(
             choices=WhatIfRun.TraceKind.choices, required=False, allow_blank=True
         ),
@@ -90,6 +92,7 @@ class WhatIfListView(_StaffOnly, ListCreateAPIView):
             hardware=data["hardware"],
             hours=data["hours"],
             seed=data["seed"],
+            seeds=data["seeds"],
             trace_kind=data["trace_kind"],
             trace_name=data["trace_name"],
             trace_text=data["trace_text"],

@@ -9,7 +9,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.utils.translation import gettext_lazy as _
 
 from simulation.engine import HARDWARE, MODELS, TraceError
-from simulation.models import WhatIfRun
+from simulation.models import MAX_WHATIF_SEEDS, WhatIfRun
 from simulation.services.catalog import catalog_models_register
 from simulation.services.whatif_run import build_scenario
 
@@ -31,6 +31,17 @@ class WhatIfForm(forms.Form):
         validators=[MinValueValidator(1), MaxValueValidator(48)],
     )
     seed = forms.IntegerField(label=_("Random seed"), initial=7, min_value=0)
+    seeds = forms.IntegerField(
+        label=_("Seeds"),
+        initial=3,
+        required=False,
+        min_value=1,
+        max_value=MAX_WHATIF_SEEDS,
+        help_text=_(
+            "Split and unified run on seeds seed, seed+1, …: every figure shows its mean and "
+            "range over them (the ablation runs on the first seed)."
+        ),
+    )
     serve_model = forms.ChoiceField(
         label=_("Inference model"),
         required=False,
@@ -64,6 +75,8 @@ class WhatIfForm(forms.Form):
         data = super().clean()
         if self.errors:
             return data
+        if data.get("seeds") is None:  # omitted (an API client, an old form): the default
+            data["seeds"] = WhatIfRun._meta.get_field("seeds").default
         upload, kind = data.get("trace_file"), data.get("trace_kind") or ""
         data["trace_text"], data["trace_name"] = "", ""
         if upload and not kind:

@@ -75,6 +75,7 @@ def whatif_page(request: HttpRequest) -> HttpResponse:
                 hardware=data["hardware"],
                 hours=data["hours"],
                 seed=data["seed"],
+                seeds=data["seeds"],
                 trace_kind=data["trace_kind"],
                 trace_name=data["trace_name"],
                 trace_text=data["trace_text"],
@@ -115,10 +116,25 @@ def delta_display(delta: float, fmt: str) -> str:
     return sign + units.number(size)
 
 
+def _range(st: dict | None, fmt: str, signed: bool = False) -> str:
+    """``low – high`` over the seeds ("" for one seed or an older run without a spread)."""
+    if not st or st.get("n", 1) <= 1:
+        return ""
+    show = (lambda v: delta_display(v, fmt)) if signed else (lambda v: display(v, fmt))
+    return _("%(low)s – %(high)s") % {"low": show(st["min"]), "high": show(st["max"])}
+
+
 def _table(result: dict) -> list[dict]:
+    """Side-by-side rows: means over the run's seeds, each with its range, and the paired
+    unified − split difference with its range and 95% confidence interval."""
+    spread = result.get("spread") or {}
+    diff = spread.get("unified_minus_split", {})
     rows = []
     for key, label, fmt in ROWS:
         split, unified = (result["summary"][p].get(key) for p in POLICIES)
+        d = diff.get(key)
+        if d is None and split is not None and unified is not None:
+            d = {"mean": unified - split, "n": 1}
         rows.append(
             {
                 "key": key,
@@ -127,6 +143,11 @@ def _table(result: dict) -> list[dict]:
                 "unified": unified,
                 "split_display": display(split, fmt),
                 "unified_display": display(unified, fmt),
+                "split_range": _range(spread.get("split", {}).get(key), fmt),
+                "unified_range": _range(spread.get("unified", {}).get(key), fmt),
+                "diff": d,
+                "diff_display": "—" if d is None else delta_display(d["mean"], fmt),
+                "diff_range": _range(d, fmt, signed=True),
             }
         )
     return rows
@@ -165,13 +186,24 @@ def _ablation(result: dict) -> list[dict]:
     return rows
 
 
-def _stage(run: WhatIfRun) -> tuple[int, str] | None:
-    """Which ablation step a running run is in (progress is spread evenly over the steps)."""
+def _stage(run: WhatIfRun) -> dict | None:
+    """What a running run is doing: an ablation step (first seed), then split and unified on
+    each further seed (progress is spread evenly over the runs)."""
     if run.status != WhatIfRun.Status.RUNNING:
         return None
-    index = min(int(run.progress * len(ABLATION_STEPS)), len(ABLATION_STEPS) - 1)
-    name = ABLATION_STEPS[index][0]
-    return index + 1, str(ABLATION_NAMES.get(name, name))
+    steps = len(ABLATION_STEPS)
+    total = steps + 2 * (max(run.seeds, 1) - 1)
+    index = min(int(run.progress * total), total - 1)
+    if index < steps:
+        name = ABLATION_STEPS[index][0]
+        return {"ablation": index + 1, "name": str(ABLATION_NAMES.get(name, name))}
+    k = index - steps
+    return {
+        "seed": run.seed + 1 + k // 2,
+        "policy": str(POLICY_LABELS[POLICIES[k % 2]]),
+        "n": 2 + k // 2,
+        "seeds": run.seeds,
+    }
 
 
 def _figures(result: dict) -> list[tuple[str, dict]]:
@@ -208,6 +240,7 @@ def whatif_detail(request: HttpRequest, pk: int) -> HttpResponse:
         context["ablation_columns"] = [label for _k, label, _f in ABLATION_COLUMNS]
         context["figures"] = _figures(run.result)
         context["scenario"] = run.result.get("scenario", {})
+        context["seeds"] = run.result.get("seeds", [run.seed])
     template = (
         "simulation/_whatif_body.html"
         if request.GET.get("partial")
@@ -237,8 +270,33 @@ def _csv(run: WhatIfRun, table: str) -> HttpResponse:
             )
         return response
     response["Content-Disposition"] = f'attachment; filename="whatif-{run.pk}.csv"'
-    writer.writerow(("metric", "split", "unified"))
+    stat = ("min", "max", "ci95_low", "ci95_high")
+    writer.writerow(
+        (
+            "metric",
+            "split",
+            "unified",
+            *(f"{p}_{k}" for p in POLICIES for k in stat),
+            "unified_minus_split",
+            *(f"unified_minus_split_{k}" for k in stat),
+            "seeds",
+        )
+    )
     if run.result:
+        spread = run.result.get("spread") or {}
+        seeds = " ".join(str(x) for x in run.result.get("seeds", [run.seed]))
         for row in _table(run.result):
-            writer.writerow((row["key"], row["split"], row["unified"]))
+            per = [spread.get(p, {}).get(row["key"], {}) for p in POLICIES]
+            d = row["diff"] or {}
+            writer.writerow(
+                (
+                    row["key"],
+                    row["split"],
+                    row["unified"],
+                    *(st.get(k, "") for st in per for k in stat),
+                    d.get("mean", ""),
+                    *(d.get(k, "") for k in stat),
+                    seeds,
+                )
+            )
     return response

@@ -48,6 +48,10 @@ COMPARE_ROWS = (
     ("e2e_p99_ms", "end-to-end P99 (ms)", "{:,.0f}"),
     ("inference_requests", "inference requests", "{:,d}"),
     ("inference_timeouts", "inference timeouts", "{:,d}"),
+    # Fleet (issue 25 part 3): busy share of the cards held for inference; truncated prompts.
+    ("inference_duty_cycle", "inference duty cycle", "{:.1%}"),
+    ("inference_cards_mean", "inference cards held", "{:,.0f}"),
+    ("prompts_truncated", "prompts truncated", "{:,d}"),
 )
 
 
@@ -155,6 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=PROFILE_CHOICES,
         default="current",
         help="serving-stack constants of the perf model (current = the part's 2024+ stack)",
+    )
+    c.add_argument(
+        "--inference-demand",
+        choices=("fleet", "legacy"),
+        default="fleet",
+        help="inference fitted to public fleet duty cycles (default) or the legacy mix",
     )
     c.add_argument("--json", metavar="FILE", help="write JSON results ('-' = stdout)")
     c.add_argument("--serial", action="store_true", help="run the two policies one by one")
@@ -339,6 +349,7 @@ def main(argv: list[str] | None = None) -> int:
                 loop=args.loop,
                 trace_model=args.trace_model,
                 training_demand=args.training_demand,
+                inference_demand=args.inference_demand,
             )
             scen = dataclasses.replace(scen, perf_profile=args.perf_profile)
             trace_note = None
@@ -371,7 +382,9 @@ def main(argv: list[str] | None = None) -> int:
                 loop=args.loop,
                 trace_model=args.trace_model,
                 training_demand=args.training_demand,
+                inference_demand=args.inference_demand,
             )
+            other = dataclasses.replace(other, perf_profile=args.perf_profile)
             runs[seed] = run_compare(
                 other, args.hours, _Bar(f"seed {seed}"), parallel=False if args.serial else None
             )

@@ -18,20 +18,21 @@ _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
         2.060, 2.056, 2.052, 2.048, 2.045)  # fmt: skip
 
 
-def stats(values: list[float]) -> dict[str, float]:
-    """Mean, min, max, standard deviation and 95 % CI half-width of ``values``."""
+def stats(values: list[float]) -> dict[str, float | None]:
+    """Mean, min, max, standard deviation and 95 % CI bounds of ``values`` (None for one)."""
     n = len(values)
     mean = sum(values) / n
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
     t = _T95[n - 2] if 2 <= n <= 30 else 1.96
-    half = t * sd / math.sqrt(n) if n > 1 else float("nan")
+    # One value has no interval: None (JSON null; NaN is not valid JSON nor storable).
+    half = t * sd / math.sqrt(n) if n > 1 else None
     return {
         "mean": mean,
         "min": min(values),
         "max": max(values),
         "sd": sd,
-        "ci95_low": mean - half,
-        "ci95_high": mean + half,
+        "ci95_low": None if half is None else mean - half,
+        "ci95_high": None if half is None else mean + half,
         "n": n,
     }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import summary_training
+from .sched.policy import shared_pool
 from .serving.requests import pooled_quantile
 
 if TYPE_CHECKING:  # annotations only
@@ -71,6 +72,15 @@ class Summary:
             acc.get("train_flops", 0.0)
             + float((train["mfu"] * train["busy"] * train["cards"]).sum()) * world.hw.peak_flops
         )
+        # Inference duty cycle (issue 25 part 3): busy share of the cards held for inference;
+        # a split partition's cards count whether or not a replica sits on them.
+        scards = snap.values["workload"]["workload_allocated_cards"][world.jobs.n :]
+        busy_cards = float((lat["busy"] * scards).sum())
+        held = float(scards.sum())
+        if not shared_pool(world.scenario.policy):
+            held = max(held, float(world.infer_pool.sum()))
+        acc["inf_busy_cards"] = acc.get("inf_busy_cards", 0.0) + busy_cards
+        acc["inf_held_cards"] = acc.get("inf_held_cards", 0.0) + held
         summary_training.update(acc, train)
 
     @staticmethod
@@ -129,6 +139,9 @@ class Summary:
             if v is not None:
                 out[name] = v * 1e3
         out["latency_sample_requests"] = int(acc.get("req_sampled", 0.0))
+        held = acc.get("inf_held_cards", 0.0)
+        out["inference_duty_cycle"] = acc.get("inf_busy_cards", 0.0) / held if held else 0.0
+        out["inference_cards_mean"] = held / n
         rp = w.scenario.replay or {}
         out["prompts_truncated"] = int(
             round(c.get("prompts_truncated", 0.0) + rp.get("prompts_truncated", 0))

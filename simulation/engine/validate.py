@@ -16,6 +16,7 @@ import dataclasses
 
 import numpy as np
 
+from . import validation_demand
 from .calibration import splitwise
 from .catalog import get_hardware, get_model
 from .perf.inference import CALIBRATION as DESIGN_POINT
@@ -259,6 +260,8 @@ def run(refit: bool = False, tails: bool = True, out=print) -> dict:
 
     res["current"] = validate_current.run(out, refit=refit)
     res["training_demand"] = demand_check(out)
+    res["inference_demand"] = validation_demand.inference_fleet_check(out)
+    res["context"] = validation_demand.context_check(out)
     if tails:
         out("Tail check: analytic G/G/c P99 vs per-request DES (300k requests, s0=0.2, s1=1.0)")
         t = tail_check()

@@ -48,8 +48,9 @@ class World:
             size = int(round(pol.inference_pool_fraction * n))
         else:
             # Size for the peak of each service's day (or replayed curve) at full traffic share.
+            # Capacity a tenant reserved for its peak counts too (it is held in the partition).
             peak = (
-                1.0 + self.svc.amplitude
+                self.svc.peak_multiplier
                 if self.curve is None
                 else np.full(self.svc.n, self.curve.max())
             )
@@ -57,6 +58,7 @@ class World:
             reps = self.svc.target_replicas(
                 lam, np.zeros(self.svc.n), np.full(self.svc.n, pol.target_utilization)
             )
+            reps = np.maximum(reps, self.svc.reserved)
             size = int((reps * self.svc.tp).sum())
         size = min(size, n)
         mask = np.zeros(n, dtype=bool)

@@ -7,6 +7,11 @@ count. The rows are the engine's ablation (``ablation.ablation_scenarios``, the 
 presets), so the side-by-side table and the ablation come from the same five runs. The runs
 step the engine themselves so they can record a down-sampled per-step series for the charts
 and report progress to the database as they go.
+
+Honest comparisons (issue 25 part 4): split and unified also run on ``run.seeds - 1`` further
+seeds (the same trace and model), so the side-by-side figures are means over the seeds with
+their range and a 95% confidence interval, and the paired unified - split difference has its
+own spread. The ablation and the charts are the first seed's.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from simulation.engine.compare import apply_inference_trace, apply_training_trac
 from simulation.engine.perf.inference import decode_seconds_per_token
 from simulation.engine.scenario.defaults import size_services
 from simulation.engine.scenario.features import Features
+from simulation.engine.spread import combine
 from simulation.models import WhatIfRun
 from simulation.services.catalog import catalog_models_register
 
@@ -113,6 +119,19 @@ def build_scenario(
         return apply_training_trace(scen, path, hours * 3600.0)
 
 
+def _build(run: WhatIfRun, seed: int) -> Scenario:
+    """The run's scenario on ``seed`` (the same trace and model on every seed)."""
+    return build_scenario(
+        cards=run.cards,
+        hardware=run.hardware,
+        hours=run.hours,
+        seed=seed,
+        trace_kind=run.trace_kind,
+        trace_text=run.trace_text,
+        serve_model=run.serve_model,
+    )
+
+
 def run_series(
     scen: Scenario, hours: float, progress: Callable[[int, int], None]
 ) -> tuple[dict, dict[str, list[float]], list[float]]:
@@ -189,35 +208,44 @@ def whatif_execute(*, run_id: int, task_id: str = "") -> WhatIfRun:
             WhatIfRun.objects.filter(pk=run_id).update(progress=min(done, 0.99))
 
     try:
-        scen = build_scenario(
-            cards=run.cards,
-            hardware=run.hardware,
-            hours=run.hours,
-            seed=run.seed,
-            trace_kind=run.trace_kind,
-            trace_text=run.trace_text,
-            serve_model=run.serve_model,
-        )
+        scen = _build(run, run.seed)
         steps = ablation_scenarios(scen)
+        seeds = list(range(run.seed, run.seed + max(run.seeds, 1)))
+        total = len(steps) + 2 * (len(seeds) - 1)  # runs, for the progress bar
         ablation, runs = [], []
         for k, (name, step_scen) in enumerate(steps):
             summary, step_series, t_hours = run_series(
                 step_scen,
                 run.hours,
-                lambda i, n, k=k: report((k + i / n) / len(steps)),
+                lambda i, n, k=k: report((k + i / n) / total),
             )
             ablation.append(ablation_row(name, step_scen, summary))
             runs.append((summary, step_series))
         # The first and last ablation rows are the split and unified policies.
-        summaries = {"split": runs[0][0], "unified": runs[-1][0]}
+        per_seed = {seeds[0]: {"split": runs[0][0], "unified": runs[-1][0]}}
         series = {"split": runs[0][1], "unified": runs[-1][1]}
+        done = len(steps)
+        for seed in seeds[1:]:
+            other = ablation_scenarios(_build(run, seed))
+            per_seed[seed] = {}
+            for pol, (_name, pol_scen) in (("split", other[0]), ("unified", other[-1])):
+                per_seed[seed][pol], _s, _t = run_series(
+                    pol_scen, run.hours, lambda i, n, k=done: report((k + i / n) / total)
+                )
+                done += 1
+        combined = combine(per_seed)
+        summaries = {p: combined[p] for p in POLICIES}
     except Exception as exc:  # noqa: BLE001 - any engine error is the run's outcome
         WhatIfRun.objects.filter(pk=run_id).update(
             status=WhatIfRun.Status.FAILED, error=str(exc)[:2000], finished_at=timezone.now()
         )
         return WhatIfRun.objects.get(pk=run_id)
     result = {
+        # Means over the seeds; ``spread`` holds mean/min/max/95% CI per policy and for the
+        # paired unified - split difference (engine.spread), ``seeds`` the seeds run.
         "summary": summaries,
+        "spread": combined["spread"],
+        "seeds": seeds,
         "ablation": ablation,
         "series": {"t_hours": t_hours, **series},
         "scenario": {
@@ -225,6 +253,7 @@ def whatif_execute(*, run_id: int, task_id: str = "") -> WhatIfRun:
             "hardware": scen.topology.hardware,
             "hours": run.hours,
             "seed": run.seed,
+            "seeds": seeds,
             "training_jobs": len(scen.training_jobs),
             "services": len(scen.services),
             "trace": run.trace_name,

@@ -71,7 +71,13 @@ def test_prefix_hit_ratio_is_learned_from_the_sampled_cache(pools):
 def test_kv_allocation_failures_appear_only_when_replicas_are_starved():
     def failures(pool_fraction):
         s = default_scenario(
-            768, seed=5, n_training_jobs=20, n_services=8, policy="split", step_seconds=300.0
+            768,
+            seed=5,
+            n_training_jobs=20,
+            n_services=8,
+            policy="split",
+            step_seconds=300.0,
+            inference_demand="legacy",  # services loaded to their budget: a pool can starve
         )
         s.policy.inference_pool_fraction = pool_fraction
         eng = Engine(s)

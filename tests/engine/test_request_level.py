@@ -35,8 +35,12 @@ def test_ttft_tail_of_a_replica_rises_with_load_and_with_burstiness():
     assert all(b > a for a, b in zip(bursts, bursts[1:], strict=False))
 
 
-def test_a_default_run_has_a_tail_and_states_its_sample_size(small_scenario):
-    eng = Engine(small_scenario)
+def test_a_default_run_has_a_tail_and_states_its_sample_size():
+    # Legacy demand: every service loaded enough to fill its sample (a fleet's are mostly idle).
+    scen = default_scenario(
+        768, seed=3, n_training_jobs=24, n_services=8, inference_demand="legacy"
+    )
+    eng = Engine(scen)
     eng.run_until(3 * 3600.0)
     lat = eng.last_latency
     busy = lat["lam"] > 0

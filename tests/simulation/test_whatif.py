@@ -29,9 +29,58 @@ class TestWhatIfApiAccess(ApiAccessCases):
 
 @pytest.fixture
 def small_run(users) -> WhatIfRun:
+    """One seed: the side-by-side columns are exactly the ablation's ends."""
     return WhatIfRun.objects.create(
-        cards=64, hardware="h100-sxm", hours=1, seed=3, created_by=users["operator"]
+        cards=64, hardware="h100-sxm", hours=1, seed=3, seeds=1, created_by=users["operator"]
     )
+
+
+@pytest.fixture
+def seeded_run(users) -> WhatIfRun:
+    return WhatIfRun.objects.create(
+        cards=64, hardware="h100-sxm", hours=1, seed=3, seeds=3, created_by=users["operator"]
+    )
+
+
+@pytest.mark.django_db
+def test_a_run_over_seeds_shows_each_figure_with_its_spread(seeded_run, client_as):
+    from simulation.engine import default_scenario
+    from simulation.engine.compare import run_policy
+
+    run = whatif_service.whatif_execute(run_id=seeded_run.pk)
+    assert run.status == "done", run.error
+    assert run.result["seeds"] == [3, 4, 5]
+    spread = run.result["spread"]
+    # Each seed's own split run, as ``compare`` runs it: the mean and range are theirs.
+    own = [
+        run_policy(default_scenario(64, s, hardware="h100-sxm", hours=1), "split", 1)
+        for s in (3, 4, 5)
+    ]
+    st = spread["split"]["ttft_p99_ms"]
+    values = [o["ttft_p99_ms"] for o in own]
+    assert st["n"] == 3 and st["min"] == pytest.approx(min(values))
+    assert st["max"] == pytest.approx(max(values))
+    assert run.result["summary"]["split"]["ttft_p99_ms"] == pytest.approx(sum(values) / 3)
+    d = spread["unified_minus_split"]["utilization_busy_mean"]
+    assert d["min"] <= d["mean"] <= d["max"] and d["ci95_low"] <= d["mean"] <= d["ci95_high"]
+    client = client_as("operator")
+    page = client.get(f"/whatif/{run.pk}/").content.decode()
+    assert "mean over 3 seeds" in page and "unified − split" in page
+    assert page.count('class="hint spread"') >= 3 * 10
+    rows = list(
+        csv.DictReader(io.StringIO(client.get(f"/whatif/{run.pk}/?format=csv").content.decode()))
+    )
+    busy = next(r for r in rows if r["metric"] == "utilization_busy_mean")
+    assert float(busy["unified_minus_split_min"]) <= float(busy["unified_minus_split"])
+    assert busy["seeds"] == "3 4 5"
+
+
+@pytest.mark.django_db
+def test_a_running_run_says_which_seed_and_policy_it_is_on(seeded_run, client_as):
+    WhatIfRun.objects.filter(pk=seeded_run.pk).update(status="running", progress=0.8)
+    page = client_as("operator").get(f"/whatif/{seeded_run.pk}/?partial=1").content.decode()
+    # 5 ablation runs then 2 per further seed: 80% of 9 runs is the 8th, seed 5's split.
+    assert "seed 3 of 3 (5): running split" in page
 
 
 @pytest.mark.django_db

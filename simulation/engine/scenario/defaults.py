@@ -19,6 +19,7 @@ import numpy as np
 from ..catalog import HardwareSpec, get_hardware, get_model, min_tensor_parallel
 from ..serving.requests import OUTPUT_SIGMA, PROMPT_SIGMA
 from . import demand as trace_demand
+from . import inference_demand as fleet
 from .training_demand import draw_jobs
 from .types import Faults, InferenceService, Policy, Scenario, Topology, TrainingJob
 
@@ -146,7 +147,9 @@ def default_scenario(
     faults: bool = True,
     night_window: tuple[float, float] | None = (22.0, 6.0),
     training_load: float = 0.8,
-    training_demand: str = "legacy",
+    training_demand: str = "cluster-traces",
+    inference_demand: str = "fleet",
+    fleet_params=None,
 ) -> Scenario:
     """Build the default mix for ``cards`` cards; deterministic for a given ``seed``.
 
@@ -154,14 +157,19 @@ def default_scenario(
     ``training_load`` x the cards outside the inference peak share; ``night_window`` is the
     time-sharing window (used where the ``time_sharing`` feature is on).
     ``training_demand`` picks the arrival model: ``cluster-traces`` (:mod:`.demand`, fitted to
-    public cluster traces: daily rhythm, sweeps, mostly single-card short jobs; what
-    ``compare`` uses) or ``legacy`` (:mod:`.training_demand`, Poisson arrivals of mostly
-    multi-card hour-long jobs; still the default here, so the portal's twin runs and what-ifs
-    keep their job counts until they are moved over).
+    public cluster traces: daily rhythm, sweeps, mostly single-card short jobs; the default)
+    or ``legacy`` (:mod:`.training_demand`, Poisson arrivals of mostly multi-card hour-long
+    jobs). ``inference_demand``: ``fleet`` (:mod:`.inference_demand`, fitted to public
+    inference duty-cycle traces: capacity reserved for peaks, on/off services; the default)
+    or ``legacy`` (every service's peak fills its budget at the target occupancy).
     """
     if training_demand not in ("cluster-traces", "legacy"):
         raise ValueError(
             f"training_demand: must be 'cluster-traces' or 'legacy' (got {training_demand!r})"
+        )
+    if inference_demand not in ("fleet", "legacy"):
+        raise ValueError(
+            f"inference_demand: must be 'fleet' or 'legacy' (got {inference_demand!r})"
         )
     if not isinstance(cards, int) or cards < 64:
         raise ValueError(f"cards: must be an int >= 64 (got {cards!r})")
@@ -208,8 +216,11 @@ def default_scenario(
     # Request rates from the perf model: peak replicas fill the requested share of the cluster.
     weights = np.array([rnd.uniform(0.5, 1.5) for _ in services])
     budget = inference_peak_fraction * cards * weights / weights.sum()
-    amplitude = np.array([(s.peak_to_trough - 1) / (s.peak_to_trough + 1) for s in services])
-    size_services(services, hw, pol, budget, 1.0 + amplitude)
+    if inference_demand == "fleet":
+        fleet.apply_fleet(services, hw, pol, budget, seed, fleet_params or fleet.PARAMS)
+    else:
+        amplitude = np.array([(s.peak_to_trough - 1) / (s.peak_to_trough + 1) for s in services])
+        size_services(services, hw, pol, budget, 1.0 + amplitude)
 
     demand_kw = {
         "train_cards": cards * (1.0 - inference_peak_fraction),

@@ -133,13 +133,15 @@ def draw_jobs(
     training_load: float,
     max_gang: int,
     start_hour: float = 0.0,
-    warm_hours: float = 24.0,
+    warm_hours: float = MAX_RUN_S / 3600.0,
     p: DemandParams = PARAMS,
 ) -> list[dict]:
     """Arrivals over ``[-warm_hours, horizon)``: dicts with cards, params, submit, duration.
 
     Jobs that arrived before t = 0 and would still run start at t = 0 with their remaining
-    run time (warm start), as in :func:`.training_demand.draw_jobs`.
+    run time (warm start), as in :func:`.training_demand.draw_jobs`. The warm-up spans the
+    longest run (7 days): with sigma 2 most card-time is in multi-day jobs, and a one-day
+    warm-up offered only ~0.3 of the asked load on the first day.
     """
     from .training_demand import JOB_SIZE_MIX
 

@@ -220,7 +220,8 @@ class InferenceService:
     """An inference service: model, replica size (TP cards), SLOs and a diurnal arrival curve.
 
     ``mean_rate_rps`` is the daily mean request rate; the curve is a cosine with the given
-    peak-to-trough ratio peaking at ``peak_hour``. ``traffic_share`` (0..1) is the share of the
+    peak-to-trough ratio peaking at ``peak_hour``, switched off outside the service's daily
+    on-window for an on/off service. ``traffic_share`` (0..1) is the share of the
     service's demand routed to this cluster (gray migration).
     """
 
@@ -246,9 +247,37 @@ class InferenceService:
     ep: int = 1
     weight_dtype: str = "bf16"
     timeout_s: float = 300.0
+    # Real fleets (issue 25 part 3, scenario/inference_demand.py): an on/off service takes
+    # requests only ``on_hours`` a day from ``on_start_hour`` (24 = always on); the daily mean
+    # rate stays ``mean_rate_rps``. ``reserved_replicas`` is the capacity its tenant provisioned
+    # for its peak: a static partition (``split``) keeps them up, idle or not.
+    on_hours: float = 24.0
+    on_start_hour: float = 0.0
+    reserved_replicas: int = 0
 
     def __post_init__(self) -> None:
         w = f"InferenceService {self.name!r}"
+        _check(
+            isinstance(self.on_hours, (int, float)) and 0.5 <= self.on_hours <= 24.0,
+            w,
+            "on_hours",
+            "must be a number of hours in [0.5, 24]",
+            self.on_hours,
+        )
+        _check(
+            isinstance(self.on_start_hour, (int, float)) and 0 <= self.on_start_hour < 24,
+            w,
+            "on_start_hour",
+            "must be in [0, 24)",
+            self.on_start_hour,
+        )
+        _check(
+            isinstance(self.reserved_replicas, int) and self.reserved_replicas >= 0,
+            w,
+            "reserved_replicas",
+            "must be int >= 0",
+            self.reserved_replicas,
+        )
         _check(isinstance(self.ep, int) and self.ep > 0, w, "ep", "must be int > 0", self.ep)
         _check(
             self.ep == 1 or self.ep % self.tp == 0,

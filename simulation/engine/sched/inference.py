@@ -82,6 +82,19 @@ class ServiceTable:
         r = f([s.peak_to_trough for s in services], dtype=float)
         self.amplitude = (r - 1.0) / (r + 1.0)  # cosine amplitude giving that peak/trough
         self.peak_hour = f([s.peak_hour for s in services], dtype=float)
+        # On/off services (issue 25): requests only inside a daily window; the cosine is
+        # rescaled there so the daily mean rate stays ``mean_rate`` (always-on: factor 1).
+        self.on_hours = f([getattr(s, "on_hours", 24.0) for s in services], dtype=float)
+        self.on_start = f([getattr(s, "on_start_hour", 0.0) for s in services], dtype=float)
+        self.reserved = f([getattr(s, "reserved_replicas", 0) for s in services], dtype=np.int64)
+        self.on_norm = np.ones(self.n)
+        grid = (np.arange(1440) + 0.5) / 60.0
+        day = self._shape(grid[:, None])  # (1440, n) before normalisation
+        onoff = self.on_hours < 24.0
+        self.on_norm[onoff] = 1.0 / np.maximum(day[:, onoff].mean(axis=0), 1e-12)
+        self.peak_multiplier = np.where(
+            onoff, (day * self.on_norm).max(axis=0), 1.0 + self.amplitude
+        )
         self.ca2 = f([s.arrival_cv for s in services], dtype=float) ** 2
         self.prompt = f([s.prompt_tokens_mean for s in services], dtype=float)
         self.output = f([s.output_tokens_mean for s in services], dtype=float)
@@ -126,9 +139,15 @@ class ServiceTable:
         self.context[:] = self.prompt + 0.5 * self.output
 
     # -- demand ---------------------------------------------------------------------
+    def _shape(self, hour_of_day: float) -> np.ndarray:
+        cos = 1.0 + self.amplitude * np.cos(2.0 * np.pi * (hour_of_day - self.peak_hour) / 24.0)
+        on = ((hour_of_day - self.on_start) % 24.0 < self.on_hours) | (self.on_hours >= 24.0)
+        return np.where(on, cos, 0.0)
+
     def diurnal(self, hour_of_day: float) -> np.ndarray:
-        """Cosine day curve per service, mean 1 over a day."""
-        return 1.0 + self.amplitude * np.cos(2.0 * np.pi * (hour_of_day - self.peak_hour) / 24.0)
+        """Day curve per service, mean 1 over a day: a cosine, zero outside an on/off
+        service's window."""
+        return self._shape(hour_of_day) * self.on_norm
 
     # -- service times --------------------------------------------------------------
     def times(self, hit: np.ndarray, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -90,6 +90,11 @@ def schedule(w: World, st: EngineState, lam: np.ndarray, hour: float) -> None:
     if night:
         tu = np.where(svc.core, tu, pol.night_target_utilization)
     target = svc.target_replicas(lam, st.memory.hit, tu)
+    if not unified:
+        # A static partition keeps the replicas tenants reserved for their peak, idle or not
+        # (how fleets run today); the shared pool follows demand and lends the rest. With
+        # time-sharing, non-core reservations are released for the night window.
+        target = np.maximum(target, np.where(night & ~svc.core, 0, svc.reserved))
     current = services.card_counts(np.int64) // svc.tp
     # Scale down only when clearly over-provisioned (hysteresis avoids churn).
     below = target < np.floor(current * pol.scale_down_hysteresis)
