@@ -84,6 +84,9 @@ def test_night_window_gives_training_more_cards_at_night():
             step_seconds=300.0,
             night_window=window,
             training_load=2.0,
+            # Services loaded to their budget: a fleet's replicas are already at one per
+            # service, so a hotter night target frees nothing there.
+            inference_demand="legacy",
         )
         eng = Engine(s)
         eng.run_until(3 * 3600)  # 00:00 -> 03:00
