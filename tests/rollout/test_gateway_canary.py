@@ -9,9 +9,10 @@ whose gray workload is routed by that HAProxy.
   (P99 from the canary's bucket increases over the step, ``histogram_quantile``'s way), the
   rollback sets the weight back, and the canary serves nothing afterwards.
 
-Until serving-engine histograms are ingested by telemetry (issue 23 parts 1–2) the slow-canary
-test computes the step's P99 from the canary's own ``/metrics`` and writes that one figure as
-the gate's sample.
+The slow canary's gate reads the backends' real histograms through the portal: both backends
+are exporter targets the portal scrapes (``telemetry.ingest.scrape``) and serving endpoints
+bound to acme-chat, so the criterion ``p99(serving_ttft_seconds)`` is measured by the one gate
+path (stored bucket increases over the step's window, ``histogram_quantile``'s way).
 """
 
 from __future__ import annotations
@@ -27,16 +28,17 @@ from rollout.services.analysis import analysis_run_step
 from rollout.services.audit import Actor
 from rollout.services.commands import plan_command
 from rollout.services.transitions import plan_start
+from telemetry.ingest.scrape import exporter_scrape
+from telemetry.models import ExporterTarget, ServingBinding
+from telemetry.read import serving_window
 from tests.inference_servers import (
-    TTFT_BUCKETS,
     InferenceBackend,
     LatencyProfile,
     LoadGenerator,
-    histogram_quantile,
     lost,
     share_served,
 )
-from tests.rollout.conftest import METRIC, rev, write
+from tests.rollout.conftest import rev
 from tests.servers import HAProxyServer, haproxy_binary
 
 SLO = 0.02  # TTFT P99 objective, seconds
@@ -127,13 +129,6 @@ def test_the_backends_answer_completions_and_export_vllm_histograms(healthy_gate
     assert 'vllm:request_success_total{finished_reason="length",model_name="llama-3-8b"} 50' in text
 
 
-def ttft_buckets(backend: InferenceBackend) -> list[float]:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{backend.port}/metrics").read().decode()
-    found = re.findall(r'^vllm:time_to_first_token_seconds_bucket\{[^}]*le="([^"]+)"\} (\S+)$',
-                       text, re.M)  # fmt: skip
-    return [float(count) for _le, count in found]
-
-
 def test_a_healthy_canary_is_promoted_and_haproxy_serves_each_set_share(
     plan_factory, users, healthy_gateway
 ):
@@ -160,34 +155,70 @@ def test_a_healthy_canary_is_promoted_and_haproxy_serves_each_set_share(
     assert lost(outcomes) == [], lost(outcomes)[:3]
 
 
-def test_a_slow_canary_fails_its_gate_and_the_rollback_takes_its_traffic_away(
-    plan_factory, users, slow_gateway, clusters
+def scraped_backends(clusters, workloads, canary, baseline, settings) -> list:
+    """Both backends as exporter targets of their clusters (the portal scrapes their
+    ``/metrics``), each bound to its cluster's acme-chat: the canary on the target, the
+    baseline on the source. The engines label ``model_name`` only; the target's ``node``
+    names the endpoint (``llama-3-8b@canary``), as ``instance`` would from Prometheus."""
+    settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    targets = []
+    for side, backend, cluster in (
+        ("canary", canary, "unified"),
+        ("baseline", baseline, "legacy"),
+    ):
+        targets.append(
+            ExporterTarget.objects.create(
+                name=f"vllm-{side}",
+                url=f"http://127.0.0.1:{backend.port}/metrics",
+                cluster=clusters[cluster],
+                node=side,
+                timeout_seconds=5,
+            )
+        )
+        ServingBinding.objects.create(
+            workload=workloads[f"{cluster}:acme-chat"], model_name="llama-3-8b", instance=side
+        )
+    return targets
+
+
+def scrape(targets) -> None:
+    for target in targets:
+        result = exporter_scrape(target=target)
+        assert result["ok"], result["error"]
+
+
+def test_a_slow_canary_fails_its_gate_on_its_own_histograms_and_the_rollback_takes_its_traffic(
+    plan_factory, users, slow_gateway, clusters, workloads, settings
 ):
-    proxy, _baseline, canary = slow_gateway
+    proxy, baseline, canary = slow_gateway
+    targets = scraped_backends(clusters, workloads, canary, baseline, settings)
     spec = {
-        "metric": METRIC,
-        "aggregation": "max",
+        "metric": "serving_ttft_seconds",
+        "aggregation": "p99",
         "threshold": SLO,
         "count": 1,
         "interval_seconds": 10,
         "initial_delay_seconds": 0,
         "window_seconds": 60,
+        "min_samples": 2,
     }
     plan = routed(plan_factory, proxy, gray_steps=[25, 100], criteria={"gray": [spec]})
     load = LoadGenerator(proxy.url, concurrency=4, rate=300, limit=20_000).start()
     try:
         plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
-        before = ttft_buckets(canary)
+        scrape(targets)  # before the step: history the step's window must not read
         promote(plan, users)  # gray 25 %: the slow canary takes a quarter of the requests
+        run = plan.current_gate.runs.get()
+        assert run.traffic_at is not None  # the clock started at HAProxy's read-back
+        scrape(targets)
         served = window(load, 300, since=time.monotonic())
         assert abs(share_served(served, "canary") - 25) <= 5
-        # The step's own TTFT P99, from the canary's bucket increases over the step
-        increase = [b - a for a, b in zip(before, ttft_buckets(canary), strict=True)]
-        p99 = histogram_quantile(0.99, list(TTFT_BUCKETS), increase)
-        assert p99 > 2 * SLO
-        write(clusters["unified"], "acme-chat", _now(), p99)
-        run = plan.current_gate.runs.get()
+        scrape(targets)
+        # The one gate path: P99 from the canary's stored bucket increases over the step
         assert analysis_run_step(run_id=run.pk) == "failed"
+        measurement = run.metrics.get().measurements.get()
+        assert measurement.value > 2 * SLO, measurement.reason
+        assert measurement.samples >= 2 and "p99(serving_ttft_seconds)" in measurement.reason
         plan.refresh_from_db()
         assert plan.state == PlanState.ROLLED_BACK
         assert proxy.weight("canary") == 0
@@ -196,9 +227,13 @@ def test_a_slow_canary_fails_its_gate_and_the_rollback_takes_its_traffic_away(
     finally:
         outcomes = load.stop()
     assert lost(outcomes) == []
-
-
-def _now():
-    from django.utils import timezone
-
-    return timezone.now()
+    # The step's own figure is the one its histogram gives between the in-step scrapes.
+    stored = serving_window(
+        cluster_id=clusters["unified"].pk,
+        workload_id=workloads["unified:acme-chat"].pk,
+        start=measurement.window_start,
+        end=measurement.window_end,
+    )
+    assert stored.ttft["p99"] == pytest.approx(measurement.value)
+    assert "llama-3-8b@canary" in stored.endpoints
+    assert measurement.window_start >= run.traffic_at  # nothing from before the step
