@@ -1,6 +1,6 @@
 """Map dcgm-exporter and Ascend npu-exporter samples onto the metric catalogue.
 
-Formats and identity rules: docs/architecture.md §5.
+Formats and identity rules: docs/architecture.md §5 (serving engines: §5b).
 
 Pure Python: the ingestion service turns the report into rows. Every parsed sample ends up
 either in ``MappingReport.samples`` (mapped into the catalogue, or kept unmapped under its own

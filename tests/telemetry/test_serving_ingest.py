@@ -170,3 +170,35 @@ def test_a_series_selector_becomes_promql_matchers_with_host_on_the_instance():
         'namespace="acme",pod=~"chat-.*"'
     )
     assert selector_matchers('host="gpu-01"') == 'instance=~"gpu\\\\-01(?::[0-9]+)?"'
+
+
+@pytest.mark.django_db
+def test_canary_and_baseline_are_compared_over_one_window_with_the_request_split(
+    cluster, workloads
+):
+    from telemetry.models import ServingBinding
+    from telemetry.read import serving_canary_comparison
+
+    now = time.time()
+    sides = {"chat": ("10.2.0.1:8000", 0.1, 30), "asr": ("10.2.0.2:8000", 1.2, 10)}
+    for name, (instance, ttft, n) in sides.items():
+        ServingBinding.objects.create(
+            workload=workloads[name], model_name="llama-3-8b", instance=instance
+        )
+        engine = EngineMetrics(labels={"instance": instance})
+        _push(engine, now - 120)
+        for _ in range(n):
+            engine.request(ttft=ttft, tpot=0.02)
+        _push(engine, now - 60)
+
+    found = serving_canary_comparison(
+        canary_cluster_id=cluster.pk,
+        canary_workload_id=workloads["asr"].pk,
+        baseline_cluster_id=cluster.pk,
+        baseline_workload_id=workloads["chat"].pk,
+        start=_at(now - 130),
+        end=_at(now),
+    )
+    assert found.split == {"canary": 0.25, "baseline": 0.75}
+    assert found.canary.per_endpoint == {"llama-3-8b@10.2.0.2:8000": 10}
+    assert 1.0 < found.canary.ttft["p99"] <= 2.5 and found.baseline.ttft["p99"] <= 0.1
