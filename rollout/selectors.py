@@ -220,9 +220,15 @@ def plan_serving(plan: MigrationPlan, *, now: datetime) -> list[dict]:
             row["problem"] = "unavailable"
             continue
         if not (found.canary.scrapes or found.baseline.scrapes):
-            bound = ServingBinding.objects.filter(
-                workload_id__in=[item.workload_id, item.target_workload_id]
-            ).exists()
+            # Bound by an explicit mapping or by the workload's series selector (the read
+            # then names the matched endpoints, ``<model>@<where>``).
+            keys = [*found.canary.endpoints, *found.baseline.endpoints]
+            bound = (
+                any("@" in key for key in keys)
+                or ServingBinding.objects.filter(
+                    workload_id__in=[item.workload_id, item.target_workload_id]
+                ).exists()
+            )
             row["problem"] = "no_samples" if bound else "unbound"
             continue
         row["comparison"] = found

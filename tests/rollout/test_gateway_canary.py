@@ -20,8 +20,10 @@ from __future__ import annotations
 import re
 import time
 import urllib.request
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from rollout.models import PlanState
 from rollout.services.analysis import analysis_run_step
@@ -39,7 +41,7 @@ from tests.inference_servers import (
     share_served,
 )
 from tests.rollout.conftest import rev
-from tests.servers import HAProxyServer, haproxy_binary
+from tests.servers import HAProxyServer, haproxy_binary, prometheus_binary
 
 SLO = 0.02  # TTFT P99 objective, seconds
 HEALTHY = LatencyProfile(ttft_median=0.004, sigma=0.3, seed=3)
@@ -237,3 +239,143 @@ def test_a_slow_canary_fails_its_gate_on_its_own_histograms_and_the_rollback_tak
     assert stored.ttft["p99"] == pytest.approx(measurement.value)
     assert "llama-3-8b@canary" in stored.endpoints
     assert measurement.window_start >= run.traffic_at  # nothing from before the step
+
+
+def prometheus_config(web_url: str, token: str, canary, baseline) -> str:
+    """Prometheus scrapes both backends every second and remote-writes each to its cluster:
+    the canary's series to the target (uni), the baseline's to the source (old)."""
+    writes = "".join(
+        f"""
+  - url: "{web_url}/api/v1/telemetry/remote-write/?cluster={cluster}"
+    authorization:
+      type: Bearer
+      credentials: "{token}"
+    remote_timeout: 10s
+    metadata_config:
+      send: false
+    queue_config:
+      batch_send_deadline: 1s
+      min_backoff: 100ms
+      max_backoff: 1s
+      max_shards: 2
+    write_relabel_configs:
+      - source_labels: [job]
+        regex: {job}
+        action: keep
+"""
+        for job, cluster in (("canary", "uni"), ("baseline", "old"))
+    )
+    return f"""
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: canary
+    static_configs:
+      - targets: ["127.0.0.1:{canary.port}"]
+  - job_name: baseline
+    static_configs:
+      - targets: ["127.0.0.1:{baseline.port}"]
+remote_write:{writes}"""
+
+
+def wait_for(predicate, timeout: float, what: str, context=lambda: "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}; {context()}")
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_slow_canary_fails_on_the_histograms_prometheus_remote_wrote(
+    plan_factory, users, slow_gateway, clusters, workloads, tmp_path, settings
+):
+    """Debian's Prometheus scrapes both backends and remote-writes to the portal's live server;
+    the gate (trusting that Prometheus' token) fails on the canary's step histograms."""
+    from accounts.services.tokens import token_create
+    from telemetry.ingest.twin import catalogue_sync
+    from telemetry.models import Sample
+    from tests.servers import PrometheusServer, WebServer
+    from tests.workers import database_url_for_subprocess
+
+    if prometheus_binary() is None:
+        pytest.skip("prometheus is not installed (Debian package `prometheus`)")
+    settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    proxy, baseline, canary = slow_gateway
+    catalogue_sync()
+    issued = token_create(name="prometheus", scopes=["ingest"])
+    for backend, cluster in ((canary, "unified"), (baseline, "legacy")):
+        ServingBinding.objects.create(
+            workload=workloads[f"{cluster}:acme-chat"],
+            model_name="llama-3-8b",
+            instance=f"127.0.0.1:{backend.port}",
+        )
+    key = f"llama-3-8b@127.0.0.1:{canary.port}"
+    spec = {
+        "metric": "serving_ttft_seconds",
+        "aggregation": "p99",
+        "threshold": SLO,
+        "count": 1,
+        "interval_seconds": 10,
+        "initial_delay_seconds": 0,
+        "window_seconds": 60,
+        "min_samples": 3,
+        "trusted_sources": [f"token:{issued.token.pk}"],
+    }
+    plan = routed(plan_factory, proxy, gray_steps=[25, 100], criteria={"gray": [spec]})
+    web = WebServer(
+        env={"DATABASE_URL": database_url_for_subprocess(), "PORTAL_VAR_DIR": str(tmp_path)},
+        workers=1,
+    )
+    prometheus = PrometheusServer(
+        tmp_path / "prometheus", prometheus_config(web.url, issued.plaintext, canary, baseline)
+    )
+    load = LoadGenerator(proxy.url, concurrency=4, rate=300, limit=20_000).start()
+    written = lambda after: Sample.objects.filter(  # noqa: E731
+        entity__key=key, metric__name="serving_ttft_seconds_count", ts__gt=after
+    ).exists()
+    try:
+        prometheus.start()
+        # Prometheus scrapes and remote-writes the canary before the step starts
+        wait_for(
+            lambda: written(timezone.now() - timedelta(days=1)),
+            60,
+            "the first remote-written canary sample",
+            lambda: web.output[-2000:] + prometheus.log.read_text()[-2000:],
+        )
+        plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
+        promote(plan, users)  # gray 25 %
+        run = plan.current_gate.runs.get()
+        served = window(load, 600, since=time.monotonic())  # ≈ 2 s: several scrapes
+        assert abs(share_served(served, "canary") - 25) <= 5
+        time.sleep(4)  # at least four scrapes inside the step
+        end = timezone.now()
+        wait_for(
+            lambda: written(end),
+            60,
+            "remote-written canary samples past the step's window",
+            lambda: web.output[-2000:] + prometheus.log.read_text()[-2000:],
+        )
+        outcome = analysis_run_step(run_id=run.pk, now=end)
+        measurement = run.metrics.get().measurements.get()
+        assert outcome == "failed", measurement.reason
+        assert measurement.value > 2 * SLO, measurement.reason
+        assert measurement.samples >= 3
+        plan.refresh_from_db()
+        assert plan.state == PlanState.ROLLED_BACK
+        assert proxy.weight("canary") == 0
+        after = window(load, 300, since=time.monotonic())
+        assert share_served(after, "canary") == 0.0
+        # The baseline's series reached the source cluster through the same Prometheus.
+        assert Sample.objects.filter(
+            entity__key=f"llama-3-8b@127.0.0.1:{baseline.port}",
+            entity__cluster=clusters["legacy"],
+        ).exists()
+    finally:
+        outcomes = load.stop()
+        prometheus.stop()
+        web.stop()
+    assert lost(outcomes) == []
