@@ -89,7 +89,13 @@ def hardware(cluster: Cluster) -> HardwareData:
     card_rack = dict(
         Entity.objects.filter(cluster=cluster, kind="accelerator").values_list("pk", "rack_id")
     )
-    data.cards_total = len(card_rack)
+    # A MIG slice is an entity of its own (its pod, its memory) but not another card.
+    slices = set(
+        Entity.objects.filter(
+            cluster=cluster, kind="accelerator", accelerator__parent__isnull=False
+        ).values_list("pk", flat=True)
+    )
+    data.cards_total = len(card_rack) - len(slices)
     groups = np.array(
         [rack_index.get(card_rack.get(e), len(racks)) for e in snap.ids.tolist()], dtype=np.int64
     )
@@ -136,6 +142,8 @@ def hardware(cluster: Cluster) -> HardwareData:
             )
         )
     health = snap.get("accelerator_health_status")
+    if slices:  # a GPU already takes its slices' worst health: count GPUs only
+        health = np.where(np.isin(snap.ids, list(slices)), np.nan, health)
     if np.isfinite(health).any():
         data.health = {
             "healthy": int(np.sum(health == 1)),
@@ -145,7 +153,7 @@ def hardware(cluster: Cluster) -> HardwareData:
     else:
         # No health telemetry: fall back to the inventory's last known health.
         counts = dict(
-            Accelerator.objects.filter(node__cluster=cluster)
+            Accelerator.objects.filter(node__cluster=cluster, parent__isnull=True)
             .values_list("health")
             .annotate(n=Count("pk"))
         )

@@ -51,7 +51,8 @@ class PortalCollector:
         absent_q = accelerators_absent_q(now=now)
         counts: dict[tuple[str, str], int] = {}
         for row in (
-            Accelerator.objects.annotate(absent=ExpressionWrapper(absent_q, BooleanField()))
+            Accelerator.objects.filter(parent__isnull=True)  # MIG slices are not cards
+            .annotate(absent=ExpressionWrapper(absent_q, BooleanField()))
             .values("node__cluster__name", "health", "absent")
             .annotate(n=Count("id"))
         ):
