@@ -14,7 +14,14 @@ from django.db import connection
 from django.db.models import BinaryField, F, Func, Min, Q, Value
 
 from telemetry.models import Entity, Frame, FrameLayout, MetricDefinition
-from telemetry.store.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, layout_entity_ids
+from telemetry.store.frames import (
+    COUNT_DTYPE,
+    DEFERRED_RESOLUTIONS,
+    MINUTE,
+    SUM_DTYPE,
+    VALUE_DTYPE,
+    layout_entity_ids,
+)
 
 
 def _slice(field: str, index: int, width: int) -> Func:
@@ -272,11 +279,30 @@ def frame_segments_many(
     )
     for metric_id, layout_id, tier, first in rows:
         firsts[(metric_id, layout_id, tier)] = first
+    # Writers fold frames into the minute tier only; compaction folds closed minutes into the
+    # coarser tiers later (``store.frame_close``). Until it has, the minute tier answers the
+    # newest part of the range, from the start of the coarse bucket compaction is still in.
+    pending = {}
+    if tiers[0] in DEFERRED_RESOLUTIONS and MINUTE in tiers:
+        pending = dict(
+            FrameLayout.objects.filter(
+                pk__in=layout_ids, coarse_until__isnull=False, coarse_until__lt=end
+            ).values_list("pk", "coarse_until")
+        )
     out: dict[int, dict[int, list[tuple[int, datetime, datetime]]]] = {}
     for metric_id in metric_ids:
         per_tier: dict[int, list[tuple[int, datetime, datetime]]] = {}
         for layout_id in layout_ids:
             hi = end
+            until = pending.get(layout_id)
+            if until is not None:
+                floor = until.timestamp() // tiers[0] * tiers[0]
+                lo = max(start, datetime.fromtimestamp(floor, tz=UTC))
+                if lo < hi:
+                    per_tier.setdefault(MINUTE, []).append((layout_id, lo, hi))
+                    hi = lo
+                if hi <= start:
+                    continue
             for tier in tiers:
                 first = firsts.get((metric_id, layout_id, tier))
                 if first is None or first >= hi:
@@ -285,7 +311,11 @@ def frame_segments_many(
                 if first > start + timedelta(seconds=tier):
                     # Partial cover: start at the next hour so the next tier fills whole buckets.
                     aligned = -(-first.timestamp() // _ALIGN) * _ALIGN
-                    lo = datetime.fromtimestamp(aligned, tz=UTC)
+                    if aligned >= hi.timestamp():
+                        # Its data starts within the range's last hour (a new layout, or the
+                        # coarse tiers not folded yet): it answers from that hour on.
+                        aligned = first.timestamp() // _ALIGN * _ALIGN
+                    lo = max(start, datetime.fromtimestamp(aligned, tz=UTC))
                     if lo >= hi:
                         continue
                 per_tier.setdefault(tier, []).append((layout_id, lo, hi))
