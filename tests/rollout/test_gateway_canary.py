@@ -294,10 +294,12 @@ def test_a_slow_canary_fails_on_the_histograms_prometheus_remote_wrote(
     plan_factory, users, slow_gateway, clusters, workloads, tmp_path, settings
 ):
     """Debian's Prometheus scrapes both backends and remote-writes to the portal's live server;
-    the gate (trusting that Prometheus' token) fails on the canary's step histograms."""
+    the gate (trusting that Prometheus' token) fails on the canary's step histograms. Then a
+    second run reads the target as a PromQL source (the same Prometheus) and fails again."""
     from accounts.services.tokens import token_create
+    from rollout.services.transitions import plan_retry
     from telemetry.ingest.twin import catalogue_sync
-    from telemetry.models import Sample
+    from telemetry.models import PromQLDataSource, Sample
     from tests.servers import PrometheusServer, WebServer
     from tests.workers import database_url_for_subprocess
 
@@ -323,7 +325,8 @@ def test_a_slow_canary_fails_on_the_histograms_prometheus_remote_wrote(
         "initial_delay_seconds": 0,
         "window_seconds": 60,
         "min_samples": 3,
-        "trusted_sources": [f"token:{issued.token.pk}"],
+        # The store's values from that Prometheus' token; on a PromQL source, the source.
+        "trusted_sources": [f"token:{issued.token.pk}", "datasource"],
     }
     plan = routed(plan_factory, proxy, gray_steps=[25, 100], criteria={"gray": [spec]})
     web = WebServer(
@@ -369,6 +372,27 @@ def test_a_slow_canary_fails_on_the_histograms_prometheus_remote_wrote(
         assert proxy.weight("canary") == 0
         after = window(load, 300, since=time.monotonic())
         assert share_served(after, "canary") == 0.0
+        # The second run: the target cluster read as a PromQL source (the same Prometheus);
+        # retry puts the step's traffic back on and the gate reads
+        # histogram_quantile(0.99, sum by (le) (rate(…_bucket[w]))) over the new step.
+        PromQLDataSource.objects.create(cluster=clusters["unified"], url=prometheus.url)
+        plan_retry(plan_id=plan.pk, actor=Actor(users["operator"]))
+        plan.refresh_from_db()
+        assert proxy.weight("canary") == 25
+        rerun = plan.current_gate.runs.order_by("-id").first()
+        assert rerun.pk != run.pk
+        served = window(load, 600, since=time.monotonic())
+        assert abs(share_served(served, "canary") - 25) <= 5
+        time.sleep(4)
+        end = timezone.now()
+        time.sleep(1.5)  # Prometheus has scraped past the window's end
+        outcome = analysis_run_step(run_id=rerun.pk, now=end)
+        promql_measurement = rerun.metrics.get().measurements.get()
+        assert outcome == "failed", promql_measurement.reason
+        assert promql_measurement.value > 2 * SLO
+        plan.refresh_from_db()
+        assert plan.state == PlanState.ROLLED_BACK
+        assert proxy.weight("canary") == 0
         # The baseline's series reached the source cluster through the same Prometheus.
         assert Sample.objects.filter(
             entity__key=f"llama-3-8b@127.0.0.1:{baseline.port}",

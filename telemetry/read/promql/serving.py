@@ -64,14 +64,21 @@ def _vector(
     extra: str,
     labels: str = "",
 ) -> str:
-    """``func(sel_1[w]) or func(sel_2[w]) …`` over the bindings (``metric``: a catalogue
-    name, or the engines' family names themselves)."""
+    """``func(sel_1[w]) or func(sel_2[w]) …`` over the bindings and families (``metric``: a
+    catalogue name, or the engines' family names themselves).
+
+    One selector per family, in the order of preference, joined by ``or``: ``func`` drops the
+    name, so a vLLM exporting both ``inter_token_latency_seconds`` and the deprecated
+    ``time_per_output_token_seconds`` would otherwise give two series with one label set
+    (Prometheus answers 422); ``or`` keeps the newer, as the ingestion does."""
     families = source_families(metric) if isinstance(metric, str) else metric
     parts = []
     for binding in bindings:
         own = binding if isinstance(binding, str) else binding_matchers(binding)
         matchers = ",".join(filter(None, [own, labels]))
-        parts.append(f"{func}({_selector(families, matchers, extra)}[{window}])")
+        parts += [
+            f"{func}({_selector((family,), matchers, extra)}[{window}])" for family in families
+        ]
     return " or ".join(parts)
 
 
