@@ -4,7 +4,8 @@ Every ingested exporter sample of a card names its holder in labels (Kubernetes 
 ``namespace`` / ``container``, or dcgm-exporter's ``hpc_job``). Per batch the observations are
 collapsed to one per card and timestamp, then each card's current interval is extended, ended
 (the card seen free or held by someone else) or a new one begins. The work is per card, not
-per sample row, and costs two queries per batch plus the rows that change.
+per sample row: one plain read per batch, and a lock (skipping rows another shard holds) plus
+a write only for the cards whose interval changes — most batches of a scrape change none.
 
 Retries are harmless: an observation inside an interval's span changes nothing and is not
 counted twice. Two workers writing the same card at once (Prometheus shards series, not cards)
@@ -92,17 +93,33 @@ def attribution_record(
         candidates = AttributionInterval.objects.filter(entity_id__in=list(seen))
     earliest = min(min(times) for times in seen.values())
     horizon = _at(earliest - settings.ATTRIBUTION_MAX_GAP_SECONDS)
-    current: dict[int, AttributionInterval] = {}
-    for row in (
-        candidates.filter(last_seen_at__gte=horizon)
-        .select_for_update()
-        .order_by("entity_id", "started_at")
-    ):
-        current[row.entity_id] = row  # the latest-starting one wins
+    candidates = candidates.filter(last_seen_at__gte=horizon).order_by("entity_id", "started_at")
+    # First a plain read: Prometheus sends a scrape's series of one card through several
+    # shards at once, and after the first of them every other finds its observations inside
+    # the interval already — no lock, no write.
+    current = {row.entity_id: row for row in candidates}  # the latest-starting one wins
+    busy = {
+        entity_id
+        for entity_id, times in seen.items()
+        if any(_step(current.get(entity_id), entity_id, ts, h, cluster_id, source).events
+               for ts, h in times.items())
+    }  # fmt: skip
+    if not busy:
+        return counts
+    # Then lock only the rows to change. A row another shard holds is that shard's update of
+    # the same card from the same scrape: skip it rather than queue behind it (its next
+    # scrape extends it again), and never write from a stale read.
+    held = set(current) & busy
+    locked = {
+        row.entity_id: row
+        for row in candidates.filter(entity_id__in=held).select_for_update(skip_locked=True)
+    }
     changed: dict[int, AttributionInterval] = {}
     created: list[AttributionInterval] = []
-    for entity_id in sorted(seen):
-        row = current.get(entity_id)
+    for entity_id in sorted(busy):
+        if entity_id in held and entity_id not in locked:
+            continue
+        row = locked.get(entity_id)
         for ts in sorted(seen[entity_id]):
             step = _step(row, entity_id, ts, seen[entity_id][ts], cluster_id, source)
             for action, touched in step.events:

@@ -200,3 +200,41 @@ def test_mig_slices_bill_their_share_of_the_gpu_to_their_own_pods(cluster):
     # Three one-minute scrapes = 180 s, at 3/7 and 4/7 of the GPU.
     assert held.card_seconds[:, 0].sum() == pytest.approx(180 * 3 / 7)
     assert held.card_seconds[:, 1].sum() == pytest.approx(180 * 4 / 7)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_card_another_shard_is_updating_is_skipped_not_waited_for(cluster):
+    import threading
+
+    from django.db import connection, transaction
+
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks need PostgreSQL")
+    from telemetry.ingest.attribution import Holder, Observation, attribution_record
+
+    scrape(dcgm(("GPU-a", "acme-bank", "llama-70b-0")), T0)
+    row = AttributionInterval.objects.get()
+    holder = Holder(namespace="acme-bank", pod="llama-70b-0", container="main", host="dgx-01")
+    locked, release = threading.Event(), threading.Event()
+
+    def other_shard() -> None:
+        with transaction.atomic():
+            AttributionInterval.objects.select_for_update().get(pk=row.pk)
+            locked.set()
+            release.wait(10)
+        connection.close()
+
+    thread = threading.Thread(target=other_shard)
+    thread.start()
+    assert locked.wait(10)
+    try:
+        with transaction.atomic():
+            counts = attribution_record(
+                cluster_id=cluster.pk,
+                observations=[Observation(row.entity_id, T0 + 15, holder)],
+            )
+    finally:
+        release.set()
+        thread.join(10)
+    assert counts == {"started": 0, "extended": 0, "ended": 0}
+    assert AttributionInterval.objects.get().last_seen_at == at(T0)
