@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import ROOT, write_result  # noqa: E402
 
+# The decoder's files in a revision from before telemetry was regrouped by layer (``--before``).
 FILES = (
     "telemetry/__init__.py",
     "telemetry/ingestion/__init__.py",
@@ -40,7 +41,10 @@ import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 sys.path.insert(1, sys.argv[2])
 from tests.remote_write_bombs import bomb
-from telemetry.ingest.remote_write import decode
+try:  # this checkout's layout (telemetry/ingest/), else a revision from before the regroup
+    from telemetry.ingest.remote_write import decode
+except ImportError:
+    from telemetry.remote_write import decode
 total, per = int(sys.argv[3]), 1000
 body, raw = bomb(samples_total=total, per_series=per, timestamp_ms=10**12)
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
