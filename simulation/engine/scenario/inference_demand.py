@@ -17,9 +17,9 @@ replicas stay up, waiting. The mix, on top of :func:`.defaults.default_scenario`
   at 1): PAI reports 97.9% of instances using less GPU than they requested. The median is
   *fitted* (:func:`fit`) so the fleet's mean duty cycle under static provisioning matches
   :data:`TARGETS`; sigma is an assumption (the sources give fleet means, not spreads).
-* **On/off services.** A share :data:`ON_OFF_SHARE` of services (assumption) take requests only
-  in a daily window of 3-9 h (office-hours tools from 08:00-10:00, batch jobs from
-  00:00-03:00), none outside it; the rest keep their smooth cosine day.
+* **On/off services.** A share :data:`ON_OFF_SHARE` of the non-core services (assumption) take
+  requests only in a daily window of 3-9 h (office-hours tools from 08:00-10:00, batch jobs
+  from 00:00-03:00), none outside it; core services and the rest keep their smooth cosine day.
 
 :func:`fleet_statistics` measures a scenario's duty cycle analytically from the perf model
 (per replica, the chance at least one request is in flight, ``1 - exp(-in flight)``: a replica
@@ -87,9 +87,13 @@ def apply_fleet(services: list, hw, policy, budget: np.ndarray, seed: int, p=PAR
         s.reserved_replicas = max(int(b // s.tp), 1)
         s.min_replicas = 1
         if rnd.random() < ON_OFF_SHARE:
-            s.on_hours = round(rnd.uniform(*ON_HOURS), 2)
+            hours = round(rnd.uniform(*ON_HOURS), 2)
             office = rnd.random() < 0.5
-            s.on_start_hour = round(rnd.uniform(8.0, 10.0) if office else rnd.uniform(0.0, 3.0), 2)
+            start = round(rnd.uniform(8.0, 10.0) if office else rnd.uniform(0.0, 3.0), 2)
+            # Core (customer-facing) services run all day; office tools and batch jobs are the
+            # non-core ones. The draws are made either way, so the rest of the fleet is the same.
+            if s.criticality != "core":
+                s.on_hours, s.on_start_hour = hours, start
         use.append(min(p.use_median * math.exp(USE_SIGMA * rnd.gauss(0.0, 1.0)), 1.0))
     tbl = ServiceTable(services, hw, policy)
     tu = policy.target_utilization
