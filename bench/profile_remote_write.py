@@ -87,6 +87,7 @@ def main() -> None:
         )
         if profiler:
             pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
+            profiler.dump_stats("/tmp/h_rw.prof")
         write_result(
             args.name,
             {

@@ -21,8 +21,12 @@ from telemetry.ingest.identity import (
     chip_id,
     host_of,
 )
-from telemetry.ingest.mapping_pass import FB_FREE, FB_USED, MIB, UNSAFE, ExpositionPass
+from telemetry.ingest.mapping_pass import FB_FREE, FB_USED, UNSAFE, ExpositionPass
+from telemetry.ingest.mapping_rules import MAPPED_METRICS
+from telemetry.ingest.mapping_rules import RULES as _RULES
+from telemetry.ingest.mapping_rules import Rule as _Rule
 from telemetry.ingest.parse import NO_LIMITS, ParsedSample, ParseLimits, iter_text
+from telemetry.ingest.series_cache import SERIES
 
 __all__ = [
     "MAPPED_METRICS",
@@ -40,58 +44,7 @@ __all__ = [
 # catches every code without inspecting the digits.
 DCGM_BLANK_SENTINEL = 9223372036854775792
 
-MAPPED_METRICS: dict[str, tuple[str, str]] = {
-    "accelerator_utilization_ratio": ("ratio", "Compute utilisation, 0-1"),
-    "accelerator_hbm_used_bytes": ("bytes", "Device memory (HBM / framebuffer) in use"),
-    "accelerator_hbm_total_bytes": ("bytes", "Device memory (HBM / framebuffer) capacity"),
-    "accelerator_temperature_celsius": ("celsius", "Chip temperature"),
-    "accelerator_power_watts": ("watts", "Power draw"),
-    "accelerator_health_status": ("status", "1 healthy, 0 unhealthy, -1 unknown"),
-    "accelerator_sm_clock_hertz": ("hertz", "Streaming-multiprocessor clock"),
-    "accelerator_xid_last": ("code", "Last XID error reported by the driver (not a count)"),
-    "accelerator_energy_joules_total": ("joules", "Energy consumed since driver load"),
-    "accelerator_link_up": ("bool", "1 when the chip's network port is up, else 0"),
-    "accelerator_network_receive_bytes_per_second": ("bytes_per_second", "Port receive rate"),
-    "accelerator_network_transmit_bytes_per_second": ("bytes_per_second", "Port send rate"),
-    "node_accelerators": ("count", "Accelerators installed in the node"),
-}
 
-
-@dataclass(frozen=True)
-class _Rule:
-    metric: str
-    factor: float = 1.0
-    divisor: float = 1.0  # divide rather than multiply by 0.01 so 37 % is exactly 0.37
-    counter: bool = False  # the sample name may carry a `_total` appended by a client library
-
-
-# npu-exporter's "MB" is taken as 2**20 bytes: its HBM capacities are powers of two
-# (65536 MB on a 64 GB card). Bandwidth "MB/s" is read the same way for consistency within
-# the exporter; Huawei does not document it and the difference from 1e6 is under 5 %.
-_RULES: dict[str, _Rule] = {
-    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": _Rule("accelerator_utilization_ratio"),
-    "DCGM_FI_DEV_GPU_UTIL": _Rule("accelerator_utilization_ratio", divisor=100),
-    "DCGM_FI_DEV_FB_USED": _Rule("accelerator_hbm_used_bytes", factor=MIB),
-    "DCGM_FI_DEV_GPU_TEMP": _Rule("accelerator_temperature_celsius"),
-    "DCGM_FI_DEV_POWER_USAGE": _Rule("accelerator_power_watts"),
-    "DCGM_FI_DEV_SM_CLOCK": _Rule("accelerator_sm_clock_hertz", factor=1e6),
-    "DCGM_FI_DEV_XID_ERRORS": _Rule("accelerator_xid_last"),
-    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": _Rule(
-        "accelerator_energy_joules_total", divisor=1000, counter=True
-    ),
-    "npu_chip_info_utilization": _Rule("accelerator_utilization_ratio", divisor=100),
-    "npu_chip_info_hbm_used_memory": _Rule("accelerator_hbm_used_bytes", factor=MIB),
-    "npu_chip_info_hbm_total_memory": _Rule("accelerator_hbm_total_bytes", factor=MIB),
-    "npu_chip_info_temperature": _Rule("accelerator_temperature_celsius"),
-    "npu_chip_info_power": _Rule("accelerator_power_watts"),
-    "npu_chip_info_health_status": _Rule("accelerator_health_status"),
-    "npu_chip_info_link_status": _Rule("accelerator_link_up"),
-    "npu_chip_info_bandwidth_rx": _Rule("accelerator_network_receive_bytes_per_second", factor=MIB),
-    "npu_chip_info_bandwidth_tx": _Rule(
-        "accelerator_network_transmit_bytes_per_second", factor=MIB
-    ),
-    "machine_npu_nums": _Rule("node_accelerators"),
-}
 # dcgm has no total-memory field: total = FB_USED + FB_FREE of the same GPU and scrape.
 # (Newer drivers also report FB_RESERVED; it stays unmapped so the sum matches the spec.)
 _FB_USED, _FB_FREE = FB_USED, FB_FREE
@@ -268,6 +221,7 @@ def map_samples(
     results: list[MappedSample | None] = []
     pending = ExpositionPass()
     chain_labels = frozenset(host_chain)
+    context = (source, default_host, host_chain, exporter_only)
 
     served = serving.ServingBatch()
     for sample in samples:
@@ -279,23 +233,24 @@ def map_samples(
         reason = "not_exporter_metric" if exporter_only and kind == "other" else None
         reason = reason or _drop_reason(sample, kind)
         if reason is None:
-            host = host_of(sample.labels, host_chain, default_host)
-            if not host:
-                if strict_host:
-                    raise PrometheusMappingError(
-                        sample.line,
-                        f"{sample.name}: no host label ({', '.join(host_chain)}) and no node=",
-                    )
-                reason = Refusal.NO_HOST
-        if reason is None:
-            entity, extra = _entity(sample, kind, host, chain_labels)
-            if entity is None:
-                reason = Refusal.NO_ENTITY
+            # What the labels map to is a pure function of them and of this call's host
+            # rules: memoised per process across requests (telemetry.ingest.series_cache).
+            key = (kind, _name_class(sample.name, kind), context, tuple(sample.labels.items()))
+            found = SERIES.get(key)
+            if found is None:
+                found = _series_map(sample, kind, host_chain, default_host, chain_labels)
+                SERIES.put(key, found)
+            reason, entity, extra, attribution = found
+            if reason is Refusal.NO_HOST and strict_host:
+                raise PrometheusMappingError(
+                    sample.line,
+                    f"{sample.name}: no host label ({', '.join(host_chain)}) and no node=",
+                )
         if reason is not None:
             report.dropped[str(reason)] = report.dropped.get(str(reason), 0) + 1
             continue
         timestamp = sample.timestamp_ms / 1000 if sample.timestamp_ms is not None else scrape_time
-        mapped = _map(sample, entity, extra, timestamp)
+        mapped = _map(sample, entity, extra, timestamp, attribution)
         results.append(pending.add(len(results), sample, mapped))
 
     ambiguous = pending.ambiguous()
@@ -400,6 +355,30 @@ def _drop_reason(sample: ParsedSample, kind: str) -> str | None:
     return None
 
 
+def _name_class(name: str, kind: str) -> str:
+    """The part of a metric name that :func:`_entity` depends on."""
+    if name in _NODE_METRICS:
+        return "node"
+    return "chip" if name.startswith(_ACCELERATOR_PREFIXES.get(kind, ())) else "other"
+
+
+def _series_map(
+    sample: ParsedSample,
+    kind: str,
+    host_chain: tuple[str, ...],
+    default_host: str | None,
+    chain_labels: frozenset[str],
+) -> tuple[Refusal | None, EntityRef | None, dict[str, str], dict[str, str]]:
+    """``(refusal, entity, labels left over, attribution)`` of a series' label set."""
+    host = host_of(sample.labels, host_chain, default_host)
+    if not host:
+        return Refusal.NO_HOST, None, {}, {}
+    entity, extra = _entity(sample, kind, host, chain_labels)
+    if entity is None:
+        return Refusal.NO_ENTITY, None, {}, {}
+    return None, entity, extra, _attribution(sample.labels)
+
+
 def _entity(
     sample: ParsedSample, kind: str, host: str, chain_labels: frozenset[str]
 ) -> tuple[EntityRef | None, dict[str, str]]:
@@ -446,17 +425,40 @@ def _attribution(labels: dict[str, str]) -> dict[str, str]:
     return {hint: value for hint, value in found.items() if value}
 
 
-def _map(
-    sample: ParsedSample, entity: EntityRef, extra: dict[str, str], timestamp: float
-) -> MappedSample:
+# (name, family type) -> (metric, unit, rule or None): a handful of names, bounded anyway.
+_NAMES: dict[tuple[str, str | None], tuple[str, str, _Rule | None]] = {}
+
+
+def _name_map(sample: ParsedSample) -> tuple[str, str, _Rule | None]:
+    key = (sample.name, sample.family_type)
+    found = _NAMES.get(key)
+    if found is not None:
+        return found
     rule = _RULES.get(sample.name)
     if rule is None and sample.name.endswith("_total"):
         rule = _RULES.get(sample.name.removesuffix("_total"))
         rule = rule if rule is not None and rule.counter else None
     if rule is None:
-        metric, unit, value = _unmapped_name(sample), "", sample.value
+        found = (_unmapped_name(sample), "", None)
     else:
-        metric, unit = rule.metric, MAPPED_METRICS[rule.metric][0]
+        found = (rule.metric, MAPPED_METRICS[rule.metric][0], rule)
+    if len(_NAMES) > 10_000:
+        _NAMES.clear()
+    _NAMES[key] = found
+    return found
+
+
+def _map(
+    sample: ParsedSample,
+    entity: EntityRef,
+    extra: dict[str, str],
+    timestamp: float,
+    attribution: dict[str, str],
+) -> MappedSample:
+    metric, unit, rule = _name_map(sample)
+    if rule is None:
+        value = sample.value
+    else:
         value = sample.value * rule.factor / rule.divisor
         if rule.metric == "accelerator_link_up":
             value = 1.0 if sample.value == 1 else 0.0  # npu-exporter prints UP as 1
@@ -470,7 +472,7 @@ def _map(
         source_name=sample.name,
         line=sample.line,
         extra_labels=extra,
-        attribution=_attribution(sample.labels),
+        attribution=attribution,
     )
 
 
