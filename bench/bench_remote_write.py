@@ -144,7 +144,9 @@ def _p95_request_seconds(log: Path, skip: int) -> tuple[float | None, int, dict[
     return times[int(0.95 * (len(times) - 1))], len(times), statuses
 
 
-def _scrape_config(port: int, hosts: int, url: str, token: str) -> str:
+def _scrape_config(
+    port: int, hosts: int, url: str, token: str, max_samples_per_send: int | None = None
+) -> str:
     targets = "\n".join(
         f'      - targets: ["127.0.0.1:{port}"]\n'
         f'        labels: {{__metrics_path__: "/metrics/{fleet.hostname(h)}", '
@@ -165,7 +167,11 @@ remote_write:
     authorization:
       type: Bearer
       credentials: "{token}"
-"""
+""" + (
+        f"    queue_config:\n      max_samples_per_send: {max_samples_per_send}\n"
+        if max_samples_per_send
+        else ""
+    )
 
 
 def _status(cluster_name: str) -> dict:
@@ -239,6 +245,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=3, help="gunicorn worker processes")
     parser.add_argument("--threads", type=int, default=2, help="gunicorn threads per worker")
     parser.add_argument("--name", default="remote_write", help="results file name")
+    parser.add_argument(
+        "--max-samples-per-send", type=int, default=None, help="queue_config (default: 500)"
+    )
     args = parser.parse_args()
 
     with fresh_postgres("remote_write", keep=True) as db_url:
@@ -282,6 +291,8 @@ def main() -> None:
                 str(args.workers),
                 "--threads",
                 str(args.threads),
+                "--worker-class",  # gthread that knows each request's queueing time
+                "cluster_portal.web.queue_time.QueueTimedWorker",
                 "--bind",
                 f"127.0.0.1:{port}",
                 "--log-level",
@@ -296,7 +307,8 @@ def main() -> None:
         )
         receiver = f"http://127.0.0.1:{port}/api/v1/telemetry/remote-write/?cluster=bench"
         prometheus = PrometheusServer(
-            work / "prometheus", _scrape_config(exporters.port, args.hosts, receiver, token)
+            work / "prometheus",
+            _scrape_config(exporters.port, args.hosts, receiver, token, args.max_samples_per_send),
         )
         try:
             time.sleep(3)

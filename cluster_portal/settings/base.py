@@ -313,6 +313,10 @@ INGEST_MAX_JSON_DEPTH = env_int("INGEST_MAX_JSON_DEPTH", 16)
 # A remote-write body and what its snappy block declares it decompresses to (checked before
 # decompressing); Prometheus' default batches are a few hundred kB.
 INGEST_REMOTE_WRITE_MAX_BYTES = env_int("INGEST_REMOTE_WRITE_MAX_BYTES", 8 * 1024 * 1024)
+# A remote-write request that waited longer than this in the web server's queue answers 503
+# before doing any work: Prometheus (remote_timeout, 30 s by default) has given up on it and is
+# resending the batch already (issue 22 §6). 0 turns the shedding off.
+INGEST_REMOTE_WRITE_SHED_SECONDS = env_int("INGEST_REMOTE_WRITE_SHED_SECONDS", 30)
 TELEMETRY_MAX_NEW_METRICS_PER_PUSH = env_int("TELEMETRY_MAX_NEW_METRICS_PER_PUSH", 100)
 TELEMETRY_MAX_UNMAPPED_METRICS = env_int("TELEMETRY_MAX_UNMAPPED_METRICS", 2000)
 TELEMETRY_MAX_NEW_ENTITIES_PER_PUSH = env_int("TELEMETRY_MAX_NEW_ENTITIES_PER_PUSH", 2048)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import transaction
@@ -17,11 +19,13 @@ from rest_framework.views import APIView
 
 from accounts.api.permissions import HasRequiredScope
 from cluster_portal.web.errors import error_body
+from cluster_portal.web.queue_time import queued_seconds
 from telemetry.errors import IngestionError
 from telemetry.ingest.remote_write.service import ingest_remote_write, remote_write_record
 from telemetry.store.provenance import source_for_principal
 
 PROTOBUF = "application/x-protobuf"
+logger = logging.getLogger(__name__)
 
 
 class SnappyProtobufParser(BaseParser):
@@ -57,6 +61,9 @@ def _error(status: int, message: str, code: str, field: str | None = "body") -> 
         400: OpenApiResponse(OpenApiTypes.OBJECT, description="Not a WriteRequest: not retried."),
         413: OpenApiResponse(OpenApiTypes.OBJECT, description="Over a size or sample limit."),
         415: OpenApiResponse(OpenApiTypes.OBJECT, description="Not snappy protobuf."),
+        503: OpenApiResponse(
+            OpenApiTypes.OBJECT, description="Waited past the sender's timeout: resend."
+        ),
     },
 )
 class RemoteWriteView(APIView):
@@ -75,6 +82,18 @@ class RemoteWriteView(APIView):
     parser_classes = [SnappyProtobufParser]
 
     def post(self, request: Request) -> Response:
+        shed_after = settings.INGEST_REMOTE_WRITE_SHED_SECONDS
+        waited = queued_seconds(request.META) if shed_after else 0.0
+        if shed_after and waited > shed_after:
+            # Prometheus stopped waiting after its remote_timeout (30 s) and is resending this
+            # batch: storing it now costs a batch of work to skip duplicates. A 5xx is retried.
+            logger.warning("remote-write request shed after %.1f s in the queue", waited)
+            message = _(
+                "The request waited %(waited).0f s in the server's queue, longer than the "
+                "sender's timeout (INGEST_REMOTE_WRITE_SHED_SECONDS = %(limit)s): resend it."
+            ) % {"waited": waited, "limit": shed_after}
+            body = error_body(503, {"detail": message}, "overloaded")
+            return Response(body, status=503, headers={"Retry-After": "5"})
         params = request.query_params
         if request.user.tenant_id is not None:
             raise PermissionDenied(
