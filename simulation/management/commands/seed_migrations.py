@@ -46,7 +46,7 @@ from rollout.services.authoring import analysis_defaults
 from rollout.services.plans import criterion_save, plan_create
 from rollout.services.transitions import gate_approve, plan_promote, plan_start
 from simulation.models import TwinRun
-from simulation.services import twin_tick
+from simulation.services import twin_run_control, twin_tick
 
 TARGET, SOURCE = "unified-demo", "legacy-h100"
 TTFT = "inference_ttft_p99_seconds"
@@ -101,9 +101,18 @@ class Command(BaseCommand):
         self.runs = list(TwinRun.objects.filter(cluster__in=[self.target, self.source]))
         self.defaults = analysis_defaults()
         self.clock = SeedClock(timezone.now() - HISTORY)
-        # The services, the audit trail and the twin read this clock while the command runs.
-        with mock.patch("django.utils.timezone.now", self.clock.now):
-            self._seed_all()
+        # One engine step per seeded tick: the gates' defaults expect one value per telemetry
+        # interval, and the demo's ten steps per tick made seeding ten times the work.
+        speeds = {run.pk: run.steps_per_tick for run in self.runs}
+        for pk in speeds:
+            twin_run_control(run_id=pk, action="speed", steps_per_tick=1)
+        try:
+            # The services, the audit trail and the twin read this clock while it runs.
+            with mock.patch("django.utils.timezone.now", self.clock.now):
+                self._seed_all()
+        finally:
+            for pk, steps in speeds.items():
+                twin_run_control(run_id=pk, action="speed", steps_per_tick=steps)
 
     def _seed_all(self) -> None:
         for slug, pilot, gray, outcome in PLANS:
