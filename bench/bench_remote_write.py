@@ -384,7 +384,12 @@ def main() -> None:
             / SCRAPE_INTERVAL,
         },
         "server": f"gunicorn, {args.workers} workers x {args.threads} threads",
-        "prometheus": "Debian prometheus 2.42, default queue_config",
+        "prometheus": "Debian prometheus 2.42, queue_config "
+        + (
+            f"max_samples_per_send {args.max_samples_per_send}"
+            if args.max_samples_per_send
+            else "default"
+        ),
         "stored_samples_per_s": round(rate),
         "stored_samples": stored,
         "duplicates_skipped": s1["duplicates"] - s0["duplicates"],
