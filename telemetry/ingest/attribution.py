@@ -141,6 +141,11 @@ def _intervals_update(rows: list[AttributionInterval]) -> None:
     """Write the changed intervals in one statement. ``bulk_update`` builds a CASE per field
     and row (5 × ~250 per remote-write batch): resolving those expressions was 70 % of the
     receiver's CPU once every scrape extended every held card's interval (BENCHMARKS.md)."""
+    if connection.vendor != "postgresql":  # SQLite (the demo): no arrays; a few rows anyway
+        AttributionInterval.objects.bulk_update(
+            rows, ["started_at", "last_seen_at", "ended_at", "step_seconds", "observations"]
+        )
+        return
     table = AttributionInterval._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
