@@ -40,31 +40,65 @@ SELECT k, metric_id, count(*), sum(card), count(*) FILTER (WHERE card >= 0.99999
 ) AS per_card WHERE card IS NOT NULL GROUP BY 1, 2
 """
 
+# The same on SQLite (the demo): epoch seconds from the stored text, IN for ANY, CASE for
+# FILTER. Metric ids are the catalogue's integers, inlined.
+_SQLITE_RAW = """
+SELECT k, metric_id, count(*), sum(card), sum(CASE WHEN card >= 0.999999 THEN 1 ELSE 0 END)
+FROM (
+    SELECT (CAST(strftime('%%s', s.ts) AS INTEGER) / %(step)s) * %(step)s AS k, s.metric_id,
+           s.entity_id, avg(s.value) AS card
+    FROM monitoring_sample s JOIN monitoring_entity e ON e.id = s.entity_id
+    WHERE s.metric_id IN ({ids}) AND e.cluster_id = %(cluster)s
+          AND e.kind = 'accelerator' AND s.ts >= %(start)s AND s.ts < %(end)s
+    GROUP BY 1, 2, 3
+) AS per_card GROUP BY 1, 2
+"""
+_SQLITE_ROLLUP = """
+SELECT k, metric_id, count(*), sum(card), sum(CASE WHEN card >= 0.999999 THEN 1 ELSE 0 END)
+FROM (
+    SELECT (CAST(strftime('%%s', r.bucket) AS INTEGER) / %(step)s) * %(step)s AS k,
+           r.metric_id, r.entity_id, sum(r.sum) / nullif(sum(r.count), 0) AS card
+    FROM monitoring_rollup r JOIN monitoring_entity e ON e.id = r.entity_id
+    WHERE r.metric_id IN ({ids}) AND e.cluster_id = %(cluster)s
+          AND e.kind = 'accelerator' AND r.resolution = %(resolution)s
+          AND r.bucket >= %(start)s AND r.bucket < %(end)s
+    GROUP BY 1, 2, 3
+) AS per_card WHERE card IS NOT NULL GROUP BY 1, 2
+"""
+
+
+def _queries(metric_ids: list[int]) -> tuple[str, str]:
+    if connection.vendor == "postgresql":
+        return _PG_RAW, _PG_ROLLUP
+    ids = ", ".join(str(int(pk)) for pk in metric_ids)
+    return _SQLITE_RAW.format(ids=ids), _SQLITE_ROLLUP.format(ids=ids)
+
 
 def card_buckets(
     *, cluster_id: int, names: list[str], start: datetime, end: datetime
 ) -> tuple[int, CardBuckets]:
     """``(step, buckets)`` of the cluster's cards for ``names`` over the window, at the
     resolution a range read would choose (rollups up to their watermark, then finer tiers,
-    raw samples last). PostgreSQL only; elsewhere nothing is derived."""
+    raw samples last). PostgreSQL, and SQLite for the demo."""
     _, resolution, step = choose_source(start, end)
     buckets: CardBuckets = {}
     metrics = dict(MetricDefinition.objects.filter(name__in=names).values_list("pk", "name"))
-    if not metrics or connection.vendor != "postgresql":
+    if not metrics or connection.vendor not in ("postgresql", "sqlite"):
         return step, buckets
+    raw_sql, rollup_sql = _queries(list(metrics))
     marks = watermarks()
     params = {"step": step, "metrics": list(metrics), "cluster": cluster_id}
     with connection.cursor() as cursor:
         while start < end:
             if resolution == 0:
-                cursor.execute(_PG_RAW, {**params, "start": start, "end": end})
+                cursor.execute(raw_sql, {**params, "start": start, "end": end})
                 upto = end
             else:
                 complete = marks.get(resolution)
                 upto = min(end, complete) if complete else start
                 if upto > start:
                     where = {"resolution": resolution, "start": start, "end": upto}
-                    cursor.execute(_PG_ROLLUP, {**params, **where})
+                    cursor.execute(rollup_sql, {**params, **where})
             if resolution == 0 or upto > start:
                 tier: CardBuckets = {}
                 for at, metric_id, cards, total, ones in cursor.fetchall():
