@@ -14,6 +14,7 @@ from django.utils import timezone
 from inventory.models import Cluster
 from telemetry.errors import IngestionError
 from telemetry.ingest.identity import refusal_of
+from telemetry.ingest.limits import text_problem
 from telemetry.models import IngestRefusal
 
 
@@ -34,10 +35,14 @@ def refusals_record(
             merged[refusal] = merged.get(refusal, 0) + n
     if not merged:
         return
-    known = Cluster.objects.filter(name=cluster_name).exists() if cluster_name else False
+    # A name the ingestion refused (NUL or control characters, too long) is not looked up:
+    # PostgreSQL cannot even compare text holding NUL. It counts under the unknown cluster.
+    usable = bool(cluster_name) and text_problem(cluster_name, max_chars=200) is None
+    known = Cluster.objects.filter(name=cluster_name).exists() if usable else False
     scope = cluster_name if known else ""
     if not known and cluster_name:
-        message = message or f"unknown cluster {cluster_name[:60]!r}"
+        message = message or f"unknown cluster {ascii(cluster_name[:60])}"
+    message = message.replace("\x00", "\\x00")  # never store NUL (PostgreSQL refuses it)
     now = timezone.now()
     table = connection.ops.quote_name(IngestRefusal._meta.db_table)
     values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * len(merged))
