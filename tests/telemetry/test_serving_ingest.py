@@ -68,7 +68,9 @@ def test_the_window_p99_comes_from_bucket_increases_across_a_restart(cluster):
     engine = EngineMetrics(labels={"instance": INSTANCE})
     for _ in range(100):
         engine.request(ttft=0.03, tpot=0.02)  # before the window: must not count
-    _push(engine, now - 240)
+    # The window's first scrape, just inside it: exposition timestamps are milliseconds, so a
+    # scrape stamped exactly at the window's start could round to just before it.
+    _push(engine, now - 239.5)
     start = engine.ttft.cumulative()
     for i in range(50):
         engine.request(ttft=0.2 + i * 0.01, tpot=0.03)
