@@ -12,52 +12,11 @@ import bisect
 import math
 from dataclasses import dataclass, field
 
-# vLLM's bucket bounds (vllm/v1/metrics/loggers.py).
-TTFT_BUCKETS = (
-    0.001,
-    0.005,
-    0.01,
-    0.02,
-    0.04,
-    0.06,
-    0.08,
-    0.1,
-    0.25,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
-    160.0,
-    640.0,
-    2560.0,
-)
-TPOT_BUCKETS = (
-    0.01,
-    0.025,
-    0.05,
-    0.075,
-    0.1,
-    0.15,
-    0.2,
-    0.3,
-    0.4,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
-)
+from simulation.engine.serving_histograms import TPOT_BOUNDS, TTFT_BOUNDS
+
+# vLLM's bucket bounds: the same ones the twin's histograms use (one list, in the engine).
+TTFT_BUCKETS = TTFT_BOUNDS
+TPOT_BUCKETS = TPOT_BOUNDS
 
 _TTFT, _TPOT = "time_to_first_token_seconds", "inter_token_latency_seconds"
 
