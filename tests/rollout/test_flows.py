@@ -250,10 +250,12 @@ def twin(db, users):
 
 
 def twin_share(run, name: str) -> float:
-    from simulation.engine import Engine
+    from simulation.services.resident import engine_rebuild
 
+    # The checkpoint alone can be older than the last tick (checkpoints are written when due,
+    # partly by measured time); the engine's state is the checkpoint plus the ticks' journal.
     run.refresh_from_db()
-    return Engine.load_state(bytes(run.state)).traffic_share(name)
+    return engine_rebuild(run).traffic_share(name)
 
 
 def tick(run, tick_time: float | None = None) -> None:
