@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboards.views import attribution, dashboards, pages
+from dashboards.views import attribution, dashboards, pages, serving
 from dashboards.views import report as report_views
 
 urlpatterns = [
@@ -24,5 +24,15 @@ urlpatterns = [
         "workloads/<int:pk>/series-selector/",
         attribution.workload_selector_save,
         name="workload-series-selector",
+    ),
+    path(
+        "workloads/<int:pk>/serving-bindings/",
+        serving.serving_binding_add,
+        name="workload-serving-binding-add",
+    ),
+    path(
+        "workloads/<int:pk>/serving-bindings/<int:binding_pk>/delete/",
+        serving.serving_binding_remove,
+        name="workload-serving-binding-delete",
     ),
 ]

@@ -14,6 +14,7 @@ from telemetry.models import (
 )
 from telemetry.read.promql.client import DataSourceUnavailable
 from telemetry.read.promql.reads import promql_inventory_sync
+from telemetry.services.serving_bindings import serving_binding_create, serving_binding_delete
 
 
 @admin.register(Heartbeat)
@@ -131,3 +132,21 @@ class ServingBindingAdmin(admin.ModelAdmin):
     list_display = ("workload", "model_name", "instance")
     search_fields = ("workload__name", "model_name", "instance")
     raw_id_fields = ("workload",)
+
+    def get_readonly_fields(self, request, obj=None):
+        # A binding is created or deleted, never edited: the page and API do the same.
+        return ("workload", "model_name", "instance") if obj is not None else ()
+
+    def save_model(self, request, obj, form, change) -> None:
+        if not change:
+            saved = serving_binding_create(
+                workload_id=obj.workload_id, model_name=obj.model_name, instance=obj.instance
+            )
+            obj.pk, obj._state.adding, obj._state.db = saved.pk, False, saved._state.db
+
+    def delete_model(self, request, obj) -> None:
+        serving_binding_delete(binding_id=obj.pk)
+
+    def delete_queryset(self, request, queryset) -> None:
+        for pk in queryset.values_list("pk", flat=True):
+            serving_binding_delete(binding_id=pk)

@@ -23,6 +23,7 @@ from dashboards.selectors.hardware import node_detail, rack_detail
 from dashboards.selectors.workload_list import STATE_LABELS, workload_list
 from dashboards.selectors.workloads import workloads_visible_to
 from dashboards.views.attribution import attribution_context
+from dashboards.views.serving import serving_bindings_context
 from inventory.models import Accelerator, Node, Rack, Workload
 
 
@@ -182,4 +183,5 @@ def workload_detail_page(request: HttpRequest, pk: int) -> HttpResponse:
         reverse("api:dashboard-workload", args=[pk]),
         workload=workload,
         **attribution_context(request, workload),
+        **serving_bindings_context(request, workload),
     )

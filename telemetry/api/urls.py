@@ -1,6 +1,14 @@
 from django.urls import path
 
-from telemetry.api import datasources, exporters, ingest, readings, remote_write, status
+from telemetry.api import (
+    datasources,
+    exporters,
+    ingest,
+    readings,
+    remote_write,
+    serving,
+    status,
+)
 
 urlpatterns = [
     path("status/processes/", status.ProcessStatusView.as_view(), name="process-status"),
@@ -34,4 +42,14 @@ urlpatterns = [
         name="promql-source-sync",
     ),
     path("exporters/", exporters.ExporterTargetListView.as_view(), name="exporters"),
+    path(
+        "workloads/<int:pk>/serving-bindings/",
+        serving.WorkloadServingBindingListView.as_view(),
+        name="workload-serving-bindings",
+    ),
+    path(
+        "workloads/<int:pk>/serving-bindings/<int:binding_pk>/",
+        serving.WorkloadServingBindingDetailView.as_view(),
+        name="workload-serving-binding",
+    ),
 ]

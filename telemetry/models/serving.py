@@ -7,6 +7,10 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 
+def _has_control(text: str) -> bool:
+    return any(ord(c) < 32 or ord(c) == 127 for c in text)
+
+
 class ServingBinding(models.Model):
     """Binds serving-engine series (``telemetry.ingest.serving``) to an inference workload.
 
@@ -44,8 +48,29 @@ class ServingBinding(models.Model):
         return f"{self.workload_id}: {self.model_name}@{self.instance or '*'}"
 
     def clean(self) -> None:
-        if "@" in self.model_name:
-            raise ValidationError({"model_name": _("A model name cannot contain '@'.")})
+        # The endpoint key is ``<model_name>@<instance>`` and both fields become PromQL label
+        # values: an '@' in the model, or blanks and control characters anywhere, would name
+        # series no engine exports (and a key that parses two ways).
+        errors: dict[str, str] = {}
+        model = self.model_name or ""
+        if "@" in model:
+            errors["model_name"] = _("A model name cannot contain '@'.")
+        elif model != model.strip() or _has_control(model):
+            errors["model_name"] = _(
+                "A model name cannot start or end with blanks nor hold control characters."
+            )
+        where = self.instance or ""
+        if where and (any(c.isspace() for c in where) or _has_control(where) or "@" in where):
+            errors["instance"] = _(
+                "An instance or pod cannot hold blanks, '@' or control characters."
+            )
+        elif where.count("/") > 1 or where.startswith("/") or where.endswith("/"):
+            errors["instance"] = _("A pod is namespace/pod (one '/', both parts named).")
+        workload = getattr(self, "workload", None) if self.workload_id else None
+        if workload is not None and workload.kind != workload.Kind.INFERENCE:
+            errors["workload"] = _("Only an inference workload has serving endpoints.")
+        if errors:
+            raise ValidationError(errors)
 
     @property
     def key_prefix(self) -> str:
