@@ -381,6 +381,10 @@ TWIN_RESIDENT_RUNS = env_int("TWIN_RESIDENT_RUNS", 8)
 TELEMETRY_INTERVAL_SECONDS = env_int("TELEMETRY_INTERVAL_SECONDS", TWIN_TICK_SECONDS)
 # Attribution (who held a card): a holder not reported for longer than this ends its interval.
 ATTRIBUTION_MAX_GAP_SECONDS = env_int("ATTRIBUTION_MAX_GAP_SECONDS", 300)
+# Each ingesting process writes an interval's open end at most this often per card (the card's
+# series arrive in many remote-write requests per scrape); a holder change is written at once.
+# An open end lags by less than this; 0 writes on every observation.
+ATTRIBUTION_WRITE_SECONDS = env_int("ATTRIBUTION_WRITE_SECONDS", 60)
 ROLLOUT_INITIAL_DELAY_SECONDS = env_int(
     "ROLLOUT_INITIAL_DELAY_SECONDS", max(2 * TELEMETRY_INTERVAL_SECONDS, TWIN_TICK_SECONDS)
 )

@@ -7,6 +7,16 @@ collapsed to one per card and timestamp, then each card's current interval is ex
 per sample row: one plain read per batch, and a lock (skipping rows another shard holds) plus
 a write only for the cards whose interval changes — most batches of a scrape change none.
 
+Each process remembers what it last wrote per card (:class:`RecentIntervals`): an observation
+of the same holder within ``ATTRIBUTION_WRITE_SECONDS`` of the interval's written end touches no
+row — a remote-write receiver sees every card's ~20 series in several requests per scrape, and
+the plain read of ~500 intervals per request was 40 % of its time (BENCHMARKS.md). A change of
+holder, a card seen free, a gap or an observation before the interval always goes to the
+database at once, so only an interval's *open end* lags: by less than
+``ATTRIBUTION_WRITE_SECONDS`` (a card that vanishes is billed up to that much short). The
+skipped observations still count (``observations``) and their spacing still sets
+``step_seconds`` when the end is written.
+
 Retries are harmless: an observation inside an interval's span changes nothing and is not
 counted twice. Two workers writing the same card at once (Prometheus shards series, not cards)
 may each start an interval at the same time — the unique start keeps one — or overlapping
@@ -15,12 +25,15 @@ ones, which the read side (``telemetry.read.local.attribution``) merges before b
 
 from __future__ import annotations
 
+import math
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
 from telemetry.models import AttributionInterval
 
@@ -73,11 +86,109 @@ def _at(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC)
 
 
+@dataclass(frozen=True)
+class Recent:
+    """What this process knows of a card's current interval: its ``holder`` (free: none open),
+    ``start``, the end the database has (``written``), the latest observation here (``seen``),
+    the smallest gap between observations here (``gap``, 0 = none yet) and how many
+    observations since ``written`` were not written (``pending``)."""
+
+    holder: Holder
+    start: float
+    written: float
+    seen: float
+    gap: float = 0.0
+    pending: int = 0
+
+
+MAX_RECENT = 100_000  # cards and MIG slices: ~10× a 10,240-card fleet
+
+
+class RecentIntervals:
+    """Bounded, thread-safe ``(cluster, card) → Recent``, updated only after a commit."""
+
+    def __init__(self, max_entries: int = MAX_RECENT) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple[int, int], Recent] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_many(self, cluster_id: int, entity_ids: Iterable[int]) -> dict[int, Recent]:
+        entries = self._entries
+        found = {}
+        for entity_id in entity_ids:
+            value = entries.get((cluster_id, entity_id))
+            if value is not None:
+                found[entity_id] = value
+        return found
+
+    def put_many(self, cluster_id: int, items: dict[int, Recent | None]) -> None:
+        with self._lock:
+            for entity_id, value in items.items():
+                key = (cluster_id, entity_id)
+                if value is None:
+                    self._entries.pop(key, None)
+                    continue
+                self._entries[key] = value
+                self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+RECENT = RecentIntervals()
+
+
+def _period(entity_id: int, every: float) -> float:
+    """A card's write period: ``every`` spread over [¾, 1) of it by the card's id (golden
+    ratio), so the cards registered in one scrape do not all fall due in the same one."""
+    return every * (0.75 + 0.25 * ((entity_id * 0.6180339887498949) % 1.0))
+
+
+def _covered(recent: Recent, times: dict[float, Holder], every: float) -> Recent | None:
+    """``recent`` advanced by ``times`` when this process may skip the database for them
+    (same holder, after the start, not due, no gap); else ``None``. ``every``: the card's
+    write period (:func:`_period`)."""
+    max_gap = settings.ATTRIBUTION_MAX_GAP_SECONDS
+    for ts in sorted(times):
+        if times[ts] != recent.holder:
+            return None
+        if recent.holder.free:
+            continue  # free and still free: nothing to write
+        if ts < recent.start:
+            return None
+        if ts <= recent.seen:
+            continue
+        if ts - recent.written >= every or ts - recent.seen > max_gap:
+            return None
+        gap = ts - recent.seen
+        recent = replace(
+            recent,
+            seen=ts,
+            gap=gap if recent.gap <= 0 else min(recent.gap, gap),
+            pending=recent.pending + 1,
+        )
+    return recent
+
+
+def _recent_of(row: AttributionInterval | None) -> Recent | None:
+    if row is None or row.ended_at is not None:
+        return None
+    last = row.last_seen_at.timestamp()
+    return Recent(_holder_of(row), row.started_at.timestamp(), last, last, row.step_seconds)
+
+
 def attribution_record(
     *, cluster_id: int, observations: Iterable[Observation], source: int | None = None
 ) -> dict[str, int]:
     """Extend, end or begin the cards' attribution intervals; call inside the batch's
-    transaction. Returns counts of intervals ``started``, ``extended`` and ``ended``."""
+    transaction. Returns counts of intervals ``started``, ``extended`` and ``ended``
+    (written to the database; an end this process holds back is not counted yet)."""
     seen: dict[int, dict[float, Holder]] = {}
     for item in observations:
         # Several metrics of one card at one scrape name the same holder: one observation.
@@ -85,6 +196,30 @@ def attribution_record(
     counts = {"started": 0, "extended": 0, "ended": 0}
     if not seen:
         return counts
+    every = float(settings.ATTRIBUTION_WRITE_SECONDS)
+    remembered = RECENT.get_many(cluster_id, seen) if every > 0 else {}
+    learned: dict[int, Recent | None] = {}
+    for entity_id, recent in remembered.items():
+        advanced = _covered(recent, seen[entity_id], _period(entity_id, every))
+        if advanced is not None:
+            learned[entity_id] = advanced
+            del seen[entity_id]
+    if seen:
+        learned.update(_record(cluster_id, seen, source, counts, remembered))
+    if every > 0 and learned:
+        # Only what committed may be remembered: a rolled-back write never happened.
+        transaction.on_commit(lambda: RECENT.put_many(cluster_id, learned))
+    return counts
+
+
+def _record(
+    cluster_id: int,
+    seen: dict[int, dict[float, Holder]],
+    source: int | None,
+    counts: dict[str, int],
+    remembered: dict[int, Recent],
+) -> dict[int, Recent | None]:
+    """The database path of :func:`attribution_record`; returns what to remember per card."""
     if all(h.free for times in seen.values() for h in times.values()):
         # Nobody holds these cards: only intervals still open need ending.
         candidates = AttributionInterval.objects.filter(
@@ -99,14 +234,23 @@ def attribution_record(
     # shards at once, and after the first of them every other finds its observations inside
     # the interval already — no lock, no write.
     current = {row.entity_id: row for row in candidates}  # the latest-starting one wins
+    hints = {
+        entity_id: (recent.gap, recent.pending)
+        for entity_id, recent in remembered.items()
+        if entity_id in seen and recent.pending
+    }
     busy = {
         entity_id
         for entity_id, times in seen.items()
         if any(_step(current.get(entity_id), entity_id, ts, h, cluster_id, source).events
                for ts, h in times.items())
     }  # fmt: skip
+    learned: dict[int, Recent | None] = {}
+    for entity_id, times in seen.items():
+        if entity_id not in busy:
+            learned[entity_id] = _recent_of(current.get(entity_id)) or _free(times)
     if not busy:
-        return counts
+        return learned
     # Then lock only the rows to change. A row another shard holds is that shard's update of
     # the same card from the same scrape: skip it rather than queue behind it (its next
     # scrape extends it again), and never write from a stale read.
@@ -119,22 +263,39 @@ def attribution_record(
     created: list[AttributionInterval] = []
     for entity_id in sorted(busy):
         if entity_id in held and entity_id not in locked:
+            learned[entity_id] = None  # another shard is writing it: ask the database next time
             continue
         row = locked.get(entity_id)
+        hint = hints.get(entity_id)
         for ts in sorted(seen[entity_id]):
-            step = _step(row, entity_id, ts, seen[entity_id][ts], cluster_id, source)
+            step = _step(row, entity_id, ts, seen[entity_id][ts], cluster_id, source, hint)
             for action, touched in step.events:
                 counts[action] += 1
                 if action == "started":
                     created.append(touched)
                 elif touched.pk is not None:
                     changed[touched.pk] = touched
+                if action == "extended":
+                    hint = None  # the held-back observations are in this row now
             row = step.current
+        learned[entity_id] = _recent_of(row) or _free(seen[entity_id])
     if changed:
         _intervals_update(list(changed.values()))
     if created:
         AttributionInterval.objects.bulk_create(created, ignore_conflicts=True)
-    return counts
+        # A start another worker wrote first was ignored: learn it from the database next time.
+        for row in created:
+            if row.pk is None:
+                learned[row.entity_id] = None
+    return learned
+
+
+def _free(times: dict[float, Holder]) -> Recent | None:
+    """A card last seen free: remembered as free (nothing to write while it stays so)."""
+    last = max(times)
+    if not times[last].free:
+        return None
+    return Recent(times[last], -math.inf, last, last)
 
 
 def _intervals_update(rows: list[AttributionInterval]) -> None:
@@ -182,7 +343,10 @@ def _step(
     holder: Holder,
     cluster_id: int,
     source: int | None,
+    hint: tuple[float, int] | None = None,
 ) -> _Step:
+    """``hint``: ``(smallest gap, count)`` of observations this process held back since the
+    row's written end (:class:`Recent`), folded in when the end is extended."""
     max_gap = settings.ATTRIBUTION_MAX_GAP_SECONDS
     if row is not None:
         start, last = row.started_at.timestamp(), row.last_seen_at.timestamp()
@@ -191,7 +355,10 @@ def _step(
         if start <= ts <= last:
             return _Step(row, [])  # a retry, or a value inside the known span
         if same and last < ts <= last + max_gap:
-            _widen(row, gap=ts - last)
+            if hint is not None and 0 < hint[0] < ts - last:
+                _widen(row, gap=hint[0], skipped=hint[1])
+            else:
+                _widen(row, gap=ts - last, skipped=hint[1] if hint else 0)
             row.last_seen_at = _at(ts)
             return _Step(row, [("extended", row)])
         if same and start - max_gap <= ts < start:
@@ -213,10 +380,10 @@ def _step(
     return _Step(new, [("started", new)])
 
 
-def _widen(row: AttributionInterval, *, gap: float) -> None:
+def _widen(row: AttributionInterval, *, gap: float, skipped: int = 0) -> None:
     # The smallest gap between observations is the scrape step the interval's end adds.
     row.step_seconds = gap if row.step_seconds <= 0 else min(row.step_seconds, gap)
-    row.observations += 1
+    row.observations += 1 + skipped
 
 
 def _new(

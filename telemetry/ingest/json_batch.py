@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 from collections.abc import Callable
 from datetime import datetime
 
@@ -19,6 +20,7 @@ from django.utils.dateparse import parse_datetime
 from accounts.models import Tenant
 from inventory.models import Accelerator, Cluster, Workload
 from telemetry.errors import IdempotencyConflict, IngestionError
+from telemetry.ingest.known import KNOWN
 from telemetry.ingest.limits import (
     MAX_CLUSTER_CHARS,
     MAX_ENTITY_KEY_CHARS,
@@ -33,6 +35,7 @@ from telemetry.models import EntityKind, IngestionBatch
 from telemetry.services.entities import workload_entity_ensure
 from telemetry.store.samples import SampleRow, samples_write
 
+HEALTH_MEMO_SECONDS = 30.0  # accelerator_health_apply: how long a written health is trusted
 MAX_BATCH_SAMPLES = 100_000  # the documented cap (reachable: bodies up to INGEST_MAX_BODY_BYTES)
 ENTITY_KINDS = set(EntityKind.values)
 
@@ -227,6 +230,22 @@ def accelerator_health_apply(updates: dict[int, int], *, slices: set[int] = froz
     rows whose health changes are written). A MIG slice's health (``slices``: the entity ids
     that are slices) is its GPU's too: XIDs and ECC are device faults, so the GPU shows the
     worst health its reporting slices show."""
+    # Most batches repeat the health their cards already have: a card this process wrote (or
+    # found) at the same value less than HEALTH_MEMO_SECONDS ago costs no query. A change is
+    # always written; what another process changed since is corrected within that time.
+    now = time.monotonic()
+    applied = KNOWN.get_many("health", updates)
+    updates = {
+        entity_id: health
+        for entity_id, health in updates.items()
+        if (entry := applied.get(entity_id)) is None
+        or entry[0] != health
+        or now - entry[1] >= HEALTH_MEMO_SECONDS
+    }
+    if not updates:
+        return
+    written = {entity_id: (health, now) for entity_id, health in updates.items()}
+    transaction.on_commit(lambda: KNOWN.put_many("health", written))
     by_value: dict[int, list[int]] = {}
     for entity_id, health in updates.items():
         by_value.setdefault(health, []).append(entity_id)

@@ -139,6 +139,16 @@ def device_ref(entity) -> DeviceRef:
     )
 
 
+def last_seen_gap(cluster: Cluster) -> float:
+    """How often one process rewrites a card's ``last_seen`` (every row update per scrape was
+    a tenth of the receiver's database time). With the default absence threshold (4 scrape
+    intervals) every second scrape, so ``last_seen`` lags by less than 2 intervals and a card
+    still reporting is never shown absent; with a tighter threshold, every scrape (lag under
+    half an interval)."""
+    interval = cluster.scrape_interval_seconds
+    return interval * (1.5 if cluster.absent_after_intervals >= 4 else 0.5)
+
+
 def cluster_for_ingest(cluster_name: str) -> Cluster:
     check_text(cluster_name, field="cluster", max_chars=MAX_CLUSTER_CHARS)
     cluster = Cluster.objects.filter(name=cluster_name).first()
@@ -375,7 +385,7 @@ def _report_store(
         accelerators_seen_by_entity(  # one UPDATE, of the cards not marked seen just now
             set(device_ids.values()),
             seen_at=seen_at,
-            min_gap_seconds=cluster.scrape_interval_seconds / 2,
+            min_gap_seconds=last_seen_gap(cluster),
         )
     return rows, result
 
