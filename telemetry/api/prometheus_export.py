@@ -128,10 +128,16 @@ def _remote_families():
         "Remote-write requests answered 4xx",
         labels=["cluster"],
     )
+    shed = CounterMetricFamily(
+        "portal_remote_write_shed_requests",
+        "Remote-write requests answered 503 after waiting past the sender's timeout (resent)",
+        labels=["cluster"],
+    )
     for status in RemoteWriteStatus.objects.select_related("cluster"):
         received.add_metric([status.cluster.name], status.samples)
         inserted.add_metric([status.cluster.name], status.inserted)
         rejected.add_metric([status.cluster.name], status.rejected)
+        shed.add_metric([status.cluster.name], status.shed)
     up = GaugeMetricFamily(
         "portal_promql_source_up",
         "1 when the cluster's PromQL data source answered more recently than it failed",
@@ -142,7 +148,7 @@ def _remote_families():
             source.last_success_at is None or source.last_error_at > source.last_success_at
         )
         up.add_metric([source.cluster.name], 0 if failing else 1)
-    yield from (received, inserted, rejected, up)
+    yield from (received, inserted, rejected, shed, up)
     yield from _refusal_families()
 
 

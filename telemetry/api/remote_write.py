@@ -21,7 +21,11 @@ from accounts.api.permissions import HasRequiredScope
 from cluster_portal.web.errors import error_body
 from cluster_portal.web.queue_time import queued_seconds
 from telemetry.errors import IngestionError
-from telemetry.ingest.remote_write.service import ingest_remote_write, remote_write_record
+from telemetry.ingest.remote_write.service import (
+    ingest_remote_write,
+    remote_write_record,
+    remote_write_shed_record,
+)
 from telemetry.store.provenance import source_for_principal
 
 PROTOBUF = "application/x-protobuf"
@@ -92,6 +96,7 @@ class RemoteWriteView(APIView):
                 "The request waited %(waited).0f s in the server's queue, longer than the "
                 "sender's timeout (INGEST_REMOTE_WRITE_SHED_SECONDS = %(limit)s): resend it."
             ) % {"waited": waited, "limit": shed_after}
+            remote_write_shed_record(cluster_name=request.query_params.get("cluster", ""))
             body = error_body(503, {"detail": message}, "overloaded")
             return Response(body, status=503, headers={"Retry-After": "5"})
         params = request.query_params

@@ -31,6 +31,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -41,9 +42,10 @@ HOLDER_FIELDS = ("namespace", "pod", "container", "hpc_job", "host")
 MAX_HOLDER_CHARS = 200
 
 
-@dataclass(frozen=True)
-class Holder:
-    """Who held a card at one observation; all empty (``free``) means nobody did."""
+class Holder(NamedTuple):
+    """Who held a card at one observation; all empty (``free``) means nobody did.
+
+    A named tuple, not a dataclass: one is built per card per remote-write request."""
 
     namespace: str = ""
     pod: str = ""
@@ -57,20 +59,20 @@ class Holder:
 
     @classmethod
     def from_labels(cls, labels: dict[str, str], *, host: str | None) -> Holder:
-        def cut(name: str) -> str:
-            return (labels.get(name) or "")[:MAX_HOLDER_CHARS]
-
+        host = (host or "")[:MAX_HOLDER_CHARS]
+        if not labels:
+            return cls(host=host)
+        get = labels.get
         return cls(
-            namespace=cut("namespace"),
-            pod=cut("pod"),
-            container=cut("container"),
-            hpc_job=cut("hpc_job"),
-            host=(host or "")[:MAX_HOLDER_CHARS],
+            (get("namespace") or "")[:MAX_HOLDER_CHARS],
+            (get("pod") or "")[:MAX_HOLDER_CHARS],
+            (get("container") or "")[:MAX_HOLDER_CHARS],
+            (get("hpc_job") or "")[:MAX_HOLDER_CHARS],
+            host,
         )
 
 
-@dataclass(frozen=True)
-class Observation:
+class Observation(NamedTuple):
     """One card (telemetry entity id) seen at ``timestamp`` (unix seconds) with ``holder``."""
 
     entity_id: int

@@ -117,6 +117,9 @@ class RemoteWriteStatus(models.Model):
     )
     requests = models.PositiveBigIntegerField(_("requests"), default=0)
     rejected = models.PositiveBigIntegerField(_("rejected requests"), default=0)
+    # Answered 503 after waiting in the server's queue past the sender's timeout (the sender
+    # resends them: not lost, but the receiver is behind).
+    shed = models.PositiveBigIntegerField(_("shed requests"), default=0)
     samples = models.PositiveBigIntegerField(_("samples received"), default=0)
     inserted = models.PositiveBigIntegerField(_("points inserted"), default=0)
     duplicates = models.PositiveBigIntegerField(_("duplicate points"), default=0)

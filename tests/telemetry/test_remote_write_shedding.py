@@ -9,7 +9,7 @@ import time
 import pytest
 
 from cluster_portal.web import queue_time
-from telemetry.models import Sample
+from telemetry.models import RemoteWriteStatus, Sample
 from tests.telemetry.remote_write_helpers import write_request
 from tests.telemetry.test_remote_write import rw_client, send  # noqa: F401 - the fixture
 
@@ -31,6 +31,26 @@ def test_a_request_queued_past_the_senders_timeout_is_shed_with_a_503(rw_client,
     assert "INGEST_REMOTE_WRITE_SHED_SECONDS" in response.json()["detail"]
     assert response["Retry-After"]
     assert not Sample.objects.exists()  # nothing done: Prometheus resends it
+
+
+def test_shed_requests_are_counted_on_the_status_page_and_metrics(rw_client, cluster, client_as):  # noqa: F811
+    from rest_framework.test import APIClient
+
+    from accounts.services.tokens import token_create
+
+    assert send(rw_client, _body()).status_code == 200  # the cluster's status row exists
+    started = f"t={time.time() - 45:.3f}"
+    assert send(rw_client, _body(), **{"X-Request-Start": started}).status_code == 503
+    status = RemoteWriteStatus.objects.get(cluster=cluster)
+    assert (status.requests, status.shed) == (2, 1)
+    reader = APIClient()
+    reader.credentials(
+        HTTP_AUTHORIZATION=f"Bearer {token_create(name='graf', scopes=['read']).plaintext}"
+    )
+    metrics = reader.get("/metrics").content.decode()
+    assert f'portal_remote_write_shed_requests_total{{cluster="{cluster.name}"}} 1.0' in metrics
+    page = client_as("operator").get("/exporters/").content.decode()
+    assert "Shed" in page
 
 
 def test_a_timely_request_is_stored(rw_client, cluster):  # noqa: F811

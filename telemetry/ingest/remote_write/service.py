@@ -211,6 +211,14 @@ def ingest_remote_write(
     return body_out
 
 
+def remote_write_shed_record(*, cluster_name: str) -> None:
+    """Count a request shed with a 503 (one statement; nothing else is read or written for a
+    request the server is too far behind to take)."""
+    RemoteWriteStatus.objects.filter(cluster__name=cluster_name).update(
+        requests=F("requests") + 1, shed=F("shed") + 1, last_seen_at=timezone.now()
+    )
+
+
 def remote_write_record(
     *,
     cluster_name: str,
