@@ -6,8 +6,11 @@ per phase, per half (calibration / validation) and per batch-size bucket — the
 stacks, MoE serving and MoE training checks (``validate_current``, ``calibration/current.py``),
 training demand and the analytic-vs-DES tail check (``perf/des.py``). ``--refit`` reruns the
 fits (the eight constants of ``splitwise-2023`` on the Splitwise calibration half,
-``trtllm-2025`` on its calibration rows, the two ``cloudmatrix-2025`` constants) and prints
-them (paste into ``perf/profiles.py``); nothing is fitted at import or run time.
+``trtllm-2025`` on its calibration rows, the two ``cloudmatrix-2025`` constants, the MoE
+training ``EP_OVERLAP_EFFICIENCY`` on the Megatron-Core row) and prints them (paste into
+``perf/profiles.py`` / ``perf/train_model.py``); without it the report says the constants are
+the committed ones. The inference fleet's use median is cheap (a secant, ~2 s) and is refitted
+on every run, printed next to its committed value. Nothing is fitted at import or run time.
 """
 
 from __future__ import annotations
@@ -218,6 +221,13 @@ def run(refit: bool = False, tails: bool = True, out=print) -> dict:
         for n in _NAMES:
             out(f"    {n}={getattr(p, n):.6g},")
         out(")")
+    else:
+        out(
+            "Constants: the profiles' (perf/profiles.py) and EP_OVERLAP_EFFICIENCY "
+            "(perf/train_model.py) as committed, fitted offline by `python -m simulation.engine "
+            "validate --refit` (~20 s; prints the refitted values to paste); this run does not "
+            "refit them. The fleet's use median is refitted below (~2 s)."
+        )
     out(f"Source: {splitwise.SOURCE}")
     e = errors(splitwise.ROWS, p)
     cal = {id(r) for r in splitwise.CALIBRATION_ROWS}

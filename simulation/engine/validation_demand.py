@@ -42,11 +42,21 @@ def inference_fleet_check(out=print, seeds: tuple[int, ...] = (7, 8, 9)) -> dict
         )
         rows[key] = {"twin": st["mean"], "min": st["min"], "max": st["max"], "source": target}
     for key, (target, source) in fleet.CONTEXT.items():
+        # The trace's idle share counts 30-s samples at 0%, so the twin's is its share of
+        # quiet 30-s windows (``idle_sample_share``), not 1 - duty.
         twin = (
-            duty[0]["idle_time_share"] if key == "idle_time_share" else duty[0]["duty_cycle_mean"]
+            duty[0]["idle_sample_share"] if key == "idle_time_share" else duty[0]["duty_cycle_mean"]
         )
         out(f"  {key:<22}{twin:>8.3f}  source {target:>6.3f}  context  ({source})")
         rows[key] = {"twin": twin, "source": target}
+    refit = fleet.fit()  # ~2 s (secant), so validate reruns it rather than quoting it
+    drift = abs(refit.use_median / fleet.PARAMS.use_median - 1.0)
+    state = "matches" if drift < 0.01 else "STALE: paste the refit into scenario/inference_demand"
+    out(
+        f"  use median refit now (seed 7, 10,240 cards): {refit.use_median:g}; "
+        f"in code {fleet.PARAMS.use_median:g} ({state})"
+    )
+    rows["use_median_refit"] = refit.use_median
     pt = stats([d["request_peak_trough"] for d in duty])
     fs = stats(follow)
     out(

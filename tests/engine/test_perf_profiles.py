@@ -82,6 +82,30 @@ def test_moe_all_to_all_overlap_shortens_decode_prefill_and_training_steps():
     assert a["mfu"] > b["mfu"] and a["comm_share"] < b["comm_share"]
 
 
+def test_the_expert_all_to_all_takes_what_deepeps_published_kernels_take():
+    from simulation.engine.perf.fabric import fabric
+    from simulation.engine.perf.inference import alltoall_seconds
+
+    fab = fabric(validate_current.H800)
+    per_token = 8 * 7168  # top-8 experts, hidden 7168 (DeepEP's low-latency benchmark)
+    for ep, dispatch_us, combine_us in ((64, 173, 314), (128, 192, 369), (256, 194, 360)):
+        d = float(alltoall_seconds(128 * per_token * 1.0, ep, fab, fab.allreduce_hop_s))
+        c = float(alltoall_seconds(128 * per_token * 2.0, ep, fab, fab.allreduce_hop_s))
+        assert d * 1e6 == pytest.approx(dispatch_us, rel=0.2), ep
+        assert c * 1e6 == pytest.approx(combine_us, rel=0.2), ep
+
+
+def test_mla_decode_attention_never_runs_faster_than_flashmla():
+    from simulation.engine.perf.inference import MLA_DECODE_EFF
+
+    p = profiles.PROFILES["trtllm-2025"].params
+    batch, ctx = 64.0, 32768.0  # long contexts: attention-bound
+    d = decode_breakdown(DS, H100, 1, batch, ctx, ep=1, dtype="fp8", p=p)
+    flops = batch * 2 * DS.heads * (2 * DS.kv_lora_rank + DS.qk_rope_head_dim) * ctx * DS.layers
+    assert MLA_DECODE_EFF < p.attn_eff
+    assert flops / float(d["compute"]) <= MLA_DECODE_EFF * H100.peak_flops * 1.0001
+
+
 def test_the_profile_is_selectable_and_the_default_is_the_current_stack():
     assert profiles.profile_name_for("h100-sxm") == "trtllm-2025"
     assert profiles.profile_name_for("ascend-910c") == "cloudmatrix-2025"
@@ -118,11 +142,14 @@ def test_current_stack_checks_hold_on_held_out_figures_and_are_deterministic():
     assert res["val"]["median_abs_log"] <= 0.15  # held-out TensorRT-LLM rows
     assert res["cal"]["median_abs_log"] <= 0.10
     moe = {c["name"]: c for c in res["moe"]}
-    assert len(moe) == 6 and all(c["source"] for c in moe.values())
+    assert len(moe) == 7 and all(c["source"] for c in moe.values())
     for c in moe.values():
-        assert 0.3 < c["ratio"] < 3.0, c  # every MoE figure within a factor of three
-    train = next(c for c in res["moe"] if "training" in c["name"])
-    assert 0.5 < train["ratio"] < 2.0
+        assert 0.3 < c["ratio"] < 2.5, c  # every MoE figure within a factor of 2.5
+    # The overlap efficiency is fitted on Megatron-Core's H100 run; DeepSeek's is held out.
+    fitted = next(c for c in res["moe"] if "Megatron" in c["name"])
+    assert fitted["ratio"] == pytest.approx(1.0, abs=0.01)
+    train = next(c for c in res["moe"] if "pre-training" in c["name"])
+    assert train["role"] == "held out" and 0.7 < train["ratio"] < 1.3
     assert any("held out" in line for line in lines)
     again = validate_current.run(lambda _line: None)
     assert json.dumps(res, sort_keys=True) == json.dumps(again, sort_keys=True)

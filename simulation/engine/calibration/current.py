@@ -28,6 +28,13 @@ the shapes of the catalog's ``llama-3-8b`` / ``llama-3-70b``.
   section 1 / Table 1: 180K H800 GPU hours per trillion tokens on 2,048 H800 (section 3.2:
   16-way PP with DualPipe, 64-way EP over 8 nodes, ZeRO-1 DP, no TP; FP8 GEMMs; sequence
   4K, batch up to 15,360 sequences) = 1,543 tokens/s per GPU.
+
+**MoE training calibration** (fitted, not held out): Megatron-Bridge (NVIDIA NeMo 25.09)
+``docs/performance-summary.md``, https://github.com/NVIDIA-NeMo/Megatron-Bridge, "Pre-Training
+Performance", System DGX-H100: DeepSeekV3 (dropless) on 1,024 H100, GBS 8192, MBS 1, sequence
+4096, TP2 PP8 VP4 EP64, FP8 (blockwise), 1,297 tokens/s per GPU (338 model TFLOP/s per GPU).
+It pins ``perf.train_model.EP_OVERLAP_EFFICIENCY``; the DeepSeek-V3 report's figure stays
+held out.
 """
 
 from __future__ import annotations
@@ -87,6 +94,11 @@ HELD_OUT = tuple(r for r in TRTLLM_H100 if r[6] == "val")
 CLOUDMATRIX_SOURCE = "Zuo et al., Serving LLMs on Huawei CloudMatrix384, arXiv:2506.12708"
 DEEPSEEK_SERVING_SOURCE = "DeepSeek, V3/R1 Inference System Overview (open-infra-index, 2025-03-01)"
 SGLANG_SOURCE = "LMSYS, SGLang large-scale EP on 96 H100 (lmsys.org/blog/2025-05-05-large-scale-ep)"
+MEGATRON_SOURCE = (
+    "Megatron-Bridge performance-summary.md (NeMo 25.09), DGX-H100, DeepSeekV3 1,024 GPUs "
+    "TP2 PP8 VP4 EP64"
+)
+MEGATRON_DSV3_H100_TOKENS_PER_GPU = 1297.0
 DEEPSEEK_TRAINING_SOURCE = "DeepSeek-V3 Technical Report, arXiv:2412.19437, Table 1 / sec. 3.2"
 
 # MTP: DeepSeek-V3 report (its MTP discussion): the second token is accepted 85-90 % of the

@@ -103,6 +103,7 @@ def shape_of(m) -> dict[str, np.ndarray]:
         "hidden": hidden,
         "attn_width": width,
         "attn_width_decode": np.where(mla, mla_width, width),
+        "mla": mla,
         "kv_bytes": np.asarray(kv, dtype=float),
         "kv_split": np.where(mla, 1.0, np.maximum(_attr(m, "kv_heads", 1.0), 1.0)),
         "moe_layers": moe_layers,
@@ -140,8 +141,23 @@ def alltoall_seconds(nbytes_per_card, ep, fab, hop_s, supernode=None):
         nbytes_per_card
         * remote
         * ((1.0 - outside) / fab.scaleup_bytes_per_s + outside / fab.scaleout_bytes_per_s)
+        / A2A_EFFICIENCY
     )
     return np.where(ep > 1, t + 2.0 * hop_s * np.log2(np.maximum(ep, 2.0)), 0.0)
+
+
+# Share of the nominal link bandwidth an expert all-to-all achieves, both tiers. Calibrated on
+# DeepEP's published H800 kernel table (github.com/deepseek-ai/DeepEP README, "Performance"):
+# intranode dispatch/combine 153/158 GB/s of NVLink's 200 GB/s per direction (0.77-0.79);
+# low-latency RDMA 39-46 GB/s at EP64-256 on 400 Gb/s CX7 (50 GB/s): with this factor the
+# formula gives EP128 dispatch 205 us / combine 375 us for 128 tokens vs 192 / 369 us measured.
+# The same 0.8 as the training model's COLLECTIVE_EFFICIENCY.
+A2A_EFFICIENCY = 0.8
+# MLA decode attention (absorbed, 2 heads (2 rank + rope) FLOPs per query and context token, the
+# FLOP count of FlashMLA's own write-up) at most at FlashMLA's published rate: 660 TFLOPS on
+# H800 SXM5 (github.com/deepseek-ai/FlashMLA README, 2025-04-22 update; the kernel is
+# compute-bound once heads x query tokens >= 128) over the 989 TFLOPS BF16 peak.
+MLA_DECODE_EFF = 660.0 / 989.0
 
 
 def _layout(tp, ep):
@@ -150,13 +166,6 @@ def _layout(tp, ep):
     cards = np.maximum(tp, ep)
     groups = np.maximum(np.floor(cards / tp), 1.0)  # attention data-parallel groups
     return tp, ep, cards, groups
-
-
-def _moe_exposed(a2a, work, overlap):
-    """All-to-all time left on the critical path: with two micro-batches (DeepSeek's
-    dual micro-batch overlap, SGLang's two-batch overlap) one micro-batch's dispatch/combine
-    runs under the other's compute, so only ``max(0, a2a - work)`` shows; serialised, all."""
-    return np.where(overlap, np.maximum(a2a - work, 0.0), a2a)
 
 
 def prefill_breakdown(
@@ -187,26 +196,32 @@ def prefill_breakdown(
     tp, ep, cards, groups = _layout(tp, ep)
     tokens = np.asarray(tokens, dtype=float)
     batch = np.asarray(batch, dtype=float)
-    total = tokens * batch
-    dense_active = s["active"] - s["routed_active"]
-    per_group = total / groups
-    dense_t = 2.0 * dense_active * per_group / (tp * peak * _eff(p, per_group))
-    tok_expert = total * s["k"] / np.maximum(s["experts"], 1.0)
-    moe_t = np.where(
-        s["experts"] > 0,
-        2.0 * s["routed_active"] * total / (ep * peak * _eff(p, tok_expert)),
-        0.0,
-    )
-    read = ((s["params"] - s["routed"]) / tp + s["routed"] / ep) * wb / bw
-    gemm = dense_t + moe_t
-    attn = (
-        (batch / groups)
-        * 2.0
-        * s["layers"]
-        * tokens**2
-        * s["attn_width"]
-        / (tp * hw.peak_flops * p.attn_eff)
-    )
+    layer = p.layer_launch_s + p.layer_fixed_bytes / bw
+
+    def work(b):  # GEMMs / weight read + attention of ``b`` prompts: (compute, memory, total)
+        total = tokens * b
+        dense_active = s["active"] - s["routed_active"]
+        per_group = total / groups
+        dense_t = 2.0 * dense_active * per_group / (tp * peak * _eff(p, per_group))
+        tok_expert = total * s["k"] / np.maximum(s["experts"], 1.0)
+        moe_t = np.where(
+            s["experts"] > 0,
+            2.0 * s["routed_active"] * total / (ep * peak * _eff(p, tok_expert)),
+            0.0,
+        )
+        read = ((s["params"] - s["routed"]) / tp + s["routed"] / ep) * wb / bw
+        gemm = dense_t + moe_t
+        attn = (
+            (b / groups)
+            * 2.0
+            * s["layers"]
+            * tokens**2
+            * s["attn_width"]
+            / (tp * hw.peak_flops * p.attn_eff)
+        )
+        return np.maximum(gemm - read, 0.0) + attn, read, np.maximum(gemm, read) + attn
+
+    per_group = tokens * batch / groups
     allreduce = (
         2.0
         * s["layers"]
@@ -216,20 +231,8 @@ def prefill_breakdown(
     )
     a2a_bytes = per_group / tp * s["k"] * s["hidden"] * (wb + 2.0)
     a2a = s["moe_layers"] * alltoall_seconds(a2a_bytes, ep, fab, fab.allreduce_hop_s)
-    work = np.maximum(gemm, read) + attn
-    comm = allreduce + _moe_exposed(a2a, work, overlap)
-    layer = p.layer_launch_s + p.layer_fixed_bytes / bw
     overhead = p.pass_overhead_s + s["layers"] * layer + batch * p.seq_overhead_s
-    compute = np.maximum(gemm - read, 0.0) + attn
-    memory = read
-    total_s = work + comm + overhead
-    return {
-        "compute": compute,
-        "memory": memory,
-        "communication": comm,
-        "overhead": overhead,
-        "total": total_s,
-    }
+    return _compose(work(batch), a2a, allreduce, overhead, overlap)
 
 
 def decode_breakdown(
@@ -266,30 +269,40 @@ def decode_breakdown(
     batch = np.maximum(np.asarray(batch, dtype=float), 1.0)
     context = np.asarray(context, dtype=float)
     q = float(query_tokens)
+    layer = p.layer_launch_s + p.layer_fixed_bytes / bw
+    # MLA decode attention runs at most at the best published MLA kernel's rate.
+    attn_eff = np.where(s["mla"], np.minimum(p.attn_eff, MLA_DECODE_EFF), p.attn_eff)
+
+    def work(b):  # linear + attention of ``b`` sequences: (compute, memory, total) seconds
+        per_group = b / groups
+        tok = b * q  # tokens through the GEMMs this step
+        e = np.maximum(s["experts"], 1.0)
+        touched = np.where(s["experts"] > 0, 1.0 - (1.0 - s["k"] / e) ** tok, 0.0)
+        read = ((s["params"] - s["routed"]) / tp + s["routed"] * touched / ep) * wb / bw
+        dense_active = s["active"] - s["routed_active"]
+        flops_t = 2.0 * dense_active * per_group * q / (
+            tp * peak * _eff(p, per_group * q)
+        ) + np.where(
+            s["experts"] > 0,
+            2.0 * s["routed_active"] * tok / (ep * peak * _eff(p, tok * s["k"] / e)),
+            0.0,
+        )
+        kv_bytes = s["kv_bytes"] * DTYPE_BYTES[kv_dtype] / 2.0
+        kv_read = per_group * context * kv_bytes / (np.minimum(tp, s["kv_split"]) * bw)
+        attn_f = (
+            per_group
+            * q
+            * 4.0
+            * s["layers"]
+            * context
+            * s["attn_width_decode"]
+            / (tp * hw.peak_flops * attn_eff)
+        )
+        compute = np.maximum(flops_t - read, 0.0) + np.where(attn_f > kv_read, attn_f, 0.0)
+        memory = read + np.where(attn_f > kv_read, 0.0, kv_read)
+        return compute, memory, np.maximum(read, flops_t) + np.maximum(kv_read, attn_f)
+
     per_group = batch / groups
-    tok = batch * q  # tokens through the GEMMs this step
-    e = np.maximum(s["experts"], 1.0)
-    touched = np.where(s["experts"] > 0, 1.0 - (1.0 - s["k"] / e) ** tok, 0.0)
-    read = ((s["params"] - s["routed"]) / tp + s["routed"] * touched / ep) * wb / bw
-    dense_active = s["active"] - s["routed_active"]
-    flops_t = 2.0 * dense_active * per_group * q / (tp * peak * _eff(p, per_group * q)) + np.where(
-        s["experts"] > 0,
-        2.0 * s["routed_active"] * tok / (ep * peak * _eff(p, tok * s["k"] / e)),
-        0.0,
-    )
-    linear = np.maximum(read, flops_t)
-    kv_bytes = s["kv_bytes"] * DTYPE_BYTES[kv_dtype] / 2.0
-    kv_read = per_group * context * kv_bytes / (np.minimum(tp, s["kv_split"]) * bw)
-    attn_f = (
-        per_group
-        * q
-        * 4.0
-        * s["layers"]
-        * context
-        * s["attn_width_decode"]
-        / (tp * hw.peak_flops * p.attn_eff)
-    )
-    kv = np.maximum(kv_read, attn_f)
     allreduce = (
         2.0
         * s["layers"]
@@ -299,16 +312,23 @@ def decode_breakdown(
     )
     a2a_bytes = per_group * q / tp * s["k"] * s["hidden"] * (wb + 2.0)
     a2a = s["moe_layers"] * alltoall_seconds(a2a_bytes, ep, fab, fab.allreduce_hop_s)
-    comm = allreduce + _moe_exposed(a2a, linear + kv, overlap)
-    layer = p.layer_launch_s + p.layer_fixed_bytes / bw
     overhead = p.pass_overhead_s + s["layers"] * layer + per_group * p.seq_overhead_s
-    total = linear + kv + comm + overhead
+    return _compose(work(batch), a2a, allreduce, overhead, overlap)
+
+
+def _compose(whole, a2a, allreduce, overhead, overlap) -> dict[str, np.ndarray]:
+    """The step serialised, or with the expert all-to-all overlapped (``overlap``): two
+    micro-batches, one's dispatch/combine in flight under the other's compute (DeepSeek's
+    dual micro-batch overlap, SGLang's two-batch overlap), so the step is
+    ``max(work, all-to-all)`` and only ``max(0, all-to-all - work)`` shows."""
+    compute, memory, w = whole
+    exposed = np.where(overlap, np.maximum(a2a - w, 0.0), a2a)
     return {
-        "compute": np.maximum(flops_t - read, 0.0) + np.where(attn_f > kv_read, attn_f, 0.0),
-        "memory": read + np.where(attn_f > kv_read, 0.0, kv_read),
-        "communication": comm,
+        "compute": compute,
+        "memory": memory,
+        "communication": allreduce + exposed,
         "overhead": overhead,
-        "total": total,
+        "total": w + allreduce + exposed + overhead,
     }
 
 
