@@ -109,7 +109,8 @@ class EntityRef:
     host_derived: bool = field(default=False, compare=False)
 
 
-@dataclass(frozen=True)
+# Built per sample: not frozen for speed (see ``ParsedSample``), never mutated.
+@dataclass(slots=True, unsafe_hash=True)
 class MappedSample:
     """A sample in catalogue terms. ``timestamp`` is unix seconds.
 

@@ -198,6 +198,11 @@ def _labels_fit(count: int, labels: dict[str, str], limits: DecodeLimits) -> boo
     return control_character_in(" ".join(labels) + " " + " ".join(labels.values())) is None
 
 
+# Label sets known to pass ``_labels_fit`` (or not), per process; emptied when full.
+_FITS: dict[tuple, bool] = {}
+_MAX_FITS = 500_000
+
+
 def decode_write_request(body: bytes, *, limits: DecodeLimits) -> Decoded:
     """The samples of every acceptable series in ``body``; ``line`` is the 1-based series."""
     if not body:
@@ -226,12 +231,17 @@ def decode_write_request(body: bytes, *, limits: DecodeLimits) -> Decoded:
     types = {m.metric_family_name: _TYPES.get(m.type) for m in request.metadata}
     decoded = Decoded(samples=[], series=len(request.timeseries))
     append = decoded.samples.append
+    fits = _FITS if len(_FITS) < _MAX_FITS else _FITS.clear() or _FITS
+    fits_key = (limits.max_labels, limits.max_label_value_chars)
     for index, series in enumerate(request.timeseries, start=1):
         pairs = series.labels
-        labels = {}
-        for label in pairs:  # one pass over the generated objects
-            labels[label.name] = label.value
-        if not _labels_fit(len(pairs), labels, limits):
+        labels = {label.name: label.value for label in pairs}  # one pass over the objects
+        # A fleet resends the same label sets every scrape: the check is memoised per set.
+        key = (fits_key, tuple(labels.items()), len(pairs))
+        fit = fits.get(key)
+        if fit is None:
+            fit = fits[key] = _labels_fit(len(pairs), labels, limits)
+        if not fit:
             problem = _series_problem(pairs, limits)
             if problem is not None:
                 decoded.dropped_series[problem] = decoded.dropped_series.get(problem, 0) + 1
