@@ -84,4 +84,13 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "schedule": 60.0,
         "options": {"expires": 60.0},
     },
+    # PromQL data sources: register the cards each server reports and sample who holds them
+    # (pod / Slurm labels → attribution intervals). The cadence is the intervals' precision
+    # (docs/architecture.md §3); a minute is three queries per source and keeps showback within
+    # a minute per holder change. Expires after one period: each run observes "now".
+    "promql-source-sync": {
+        "task": "monitoring.promql_sources_sync",
+        "schedule": float(settings.PROMQL_SYNC_SECONDS),
+        "options": {"expires": float(settings.PROMQL_SYNC_SECONDS)},
+    },
 }

@@ -13,7 +13,7 @@ from telemetry.models import (
     ServingBinding,
 )
 from telemetry.read.promql.client import DataSourceUnavailable
-from telemetry.read.promql.reads import promql_inventory_sync
+from telemetry.services.promql_sync import promql_source_sync
 from telemetry.services.serving_bindings import serving_binding_create, serving_binding_delete
 
 
@@ -104,14 +104,14 @@ class PromQLDataSourceAdmin(admin.ModelAdmin):
     def sync_inventory(self, request, queryset) -> None:
         for source in queryset.select_related("cluster"):
             try:
-                cards = promql_inventory_sync(source)
+                result = promql_source_sync(source=source)
             except DataSourceUnavailable as exc:
                 self.message_user(request, str(exc), messages.ERROR)
                 continue
             self.message_user(
                 request,
-                _("%(cluster)s: %(cards)d cards reported")
-                % {"cluster": source.cluster, "cards": cards},
+                _("%(cluster)s: %(cards)d cards reported, %(held)d held by a pod or job")
+                % {"cluster": source.cluster, "cards": result.cards, "held": result.held},
             )
 
 

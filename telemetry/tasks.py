@@ -18,7 +18,10 @@ from telemetry.ingest.scrape import (
     exporter_target_claim,
 )
 from telemetry.read.local.exporters import exporter_targets_due
+from telemetry.read.promql.client import DataSourceUnavailable
+from telemetry.read.promql.reads import sources
 from telemetry.services.heartbeats import heartbeat_record
+from telemetry.services.promql_sync import promql_source_sync
 from telemetry.store.compaction import rollups_compact
 from telemetry.store.frame_close import frames_rollups_close
 from telemetry.store.retention import RetentionPolicy, telemetry_prune
@@ -109,3 +112,30 @@ def compact_rollups() -> dict[str, str | int]:
         **{str(resolution): moment.isoformat() for resolution, moment in marks.items()},
         "frame_minutes_folded": folded,
     }
+
+
+@shared_task(
+    name="monitoring.promql_sources_sync",
+    acks_late=True,
+    # Beat sends this every PROMQL_SYNC_SECONDS; a copy older than that is superseded by the
+    # next one (each sync observes "now", so a replayed backlog would add nothing).
+    expires=60,
+    max_retries=0,
+    # Each query has its source's deadline (at most 60 s); these are the backstop for a run
+    # over many sources.
+    soft_time_limit=300,
+    time_limit=330,
+)
+def promql_sources_sync() -> dict[str, int]:
+    """Sync every enabled PromQL data source: register the cards it reports and record who
+    holds them (attribution intervals sampled at this cadence). A source that is down is
+    recorded on the source (its last error) and skipped; the others still sync."""
+    synced = failed = 0
+    for source in sources():
+        try:
+            promql_source_sync(source=source)
+        except DataSourceUnavailable:
+            failed += 1
+        else:
+            synced += 1
+    return {"synced": synced, "unavailable": failed}

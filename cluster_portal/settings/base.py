@@ -385,6 +385,10 @@ ATTRIBUTION_MAX_GAP_SECONDS = env_int("ATTRIBUTION_MAX_GAP_SECONDS", 300)
 # series arrive in many remote-write requests per scrape); a holder change is written at once.
 # An open end lags by less than this; 0 writes on every observation.
 ATTRIBUTION_WRITE_SECONDS = env_int("ATTRIBUTION_WRITE_SECONDS", 60)
+# PromQL data sources are synced this often (cards registered, holders sampled into
+# attribution intervals): the precision of a PromQL cluster's attribution. Keep it well below
+# ATTRIBUTION_MAX_GAP_SECONDS, or every sync would start a new interval.
+PROMQL_SYNC_SECONDS = env_int("PROMQL_SYNC_SECONDS", 60)
 ROLLOUT_INITIAL_DELAY_SECONDS = env_int(
     "ROLLOUT_INITIAL_DELAY_SECONDS", max(2 * TELEMETRY_INTERVAL_SECONDS, TWIN_TICK_SECONDS)
 )

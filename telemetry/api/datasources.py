@@ -20,7 +20,7 @@ from accounts.api.permissions import HasRequiredScope
 from accounts.api.scoping import StaffOnlyMixin
 from inventory.models import Cluster
 from telemetry.models import PromQLDataSource
-from telemetry.read.promql.reads import promql_inventory_sync
+from telemetry.services.promql_sync import promql_source_sync
 
 DUPLICATE = _("This cluster already has a PromQL data source; edit that one.")
 
@@ -92,8 +92,18 @@ class PromQLDataSourceDetailView(_Operators, RetrieveUpdateDestroyAPIView):
 
 class PromQLDataSourceSyncView(_Operators, GenericAPIView):
     """``POST``: register the nodes and cards the source's server reports (no samples are
-    copied); answers how many cards it named. A server that is down is a 503."""
+    copied) and record who holds them (attribution intervals); answers how many cards it
+    named, how many are held and the interval changes. A server that is down is a 503 and
+    nothing is written."""
 
     def post(self, request: Request, pk: int) -> Response:
         source = self.get_object()
-        return Response({"cluster": source.cluster.name, "cards": promql_inventory_sync(source)})
+        result = promql_source_sync(source=source)
+        return Response(
+            {
+                "cluster": source.cluster.name,
+                "cards": result.cards,
+                "held": result.held,
+                "attribution": result.attribution,
+            }
+        )

@@ -17,6 +17,7 @@ EXPECTED_TASKS = {
     "monitoring.compact_rollups",
     "monitoring.evaluate_alerts",
     "monitoring.heartbeat",
+    "monitoring.promql_sources_sync",
     "monitoring.scrape_due_targets",
     "monitoring.scrape_target",
     "monitoring.telemetry_retention",
@@ -53,6 +54,7 @@ def test_every_periodic_task_is_registered_and_expires():
 # each has its own wall-clock deadline, and these limits are the backstop.
 TIME_LIMITED = (
     "monitoring.scrape_target",
+    "monitoring.promql_sources_sync",
     "monitoring.evaluate_alerts",
     "rollout.deliver_webhook",
     "rollout.measure_analyses",

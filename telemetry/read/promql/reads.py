@@ -286,22 +286,50 @@ def top_entities(
     return sorted(means.items(), key=lambda item: -item[1])[:limit]
 
 
+# Accelerators are found from their utilisation, temperature and memory series, whichever
+# exporter wrote them (a card reporting any one of them is named).
+CARD_METRICS = (
+    "accelerator_utilization_ratio",
+    "accelerator_temperature_celsius",
+    "accelerator_hbm_used_bytes",
+)
+
+
+def accelerators_reported(source: PromQLDataSource, *, at: datetime) -> list[MappedSample]:
+    """Every card series the server reports at ``at`` (instant queries, Prometheus' 5-minute
+    lookback), mapped by the ingestion mapping: entity, host and attribution labels exactly
+    as the store path sees them. Raises ``DataSourceUnavailable`` (recorded on the source)."""
+    reader = _Reader(source)
+    return [
+        s
+        for metric in CARD_METRICS
+        for s in reader.instant(metric, at=at)
+        if s.entity.kind == "accelerator"
+    ]
+
+
+def devices_of(samples: Iterable[MappedSample]) -> dict[str, DeviceRef]:
+    """The cards ``samples`` name, by entity key."""
+    devices: dict[str, DeviceRef] = {}
+    for s in samples:
+        e = s.entity
+        # As the store path describes a card: a MIG slice names its GPU and profile.
+        ref = DeviceRef(
+            host=e.host,
+            index=e.index,
+            vendor_id=e.vendor_id,
+            model_name=e.model_name or "",
+            attributes=e.attributes,
+            parent_vendor_id=e.parent_vendor_id,
+        )
+        devices.setdefault(ref.key, ref)
+    return devices
+
+
 def promql_inventory_sync(source: PromQLDataSource, *, lookback: timedelta | None = None) -> int:
     """Register the nodes and cards the server reports (no samples are copied); returns how
-    many cards it names. Accelerators are found from their utilisation, temperature and
-    memory series, whichever exporter wrote them."""
-    reader, now = _Reader(source), datetime.now(tz=UTC)
-    devices: dict[str, DeviceRef] = {}
-    for metric in (
-        "accelerator_utilization_ratio",
-        "accelerator_temperature_celsius",
-        "accelerator_hbm_used_bytes",
-    ):
-        for s in reader.instant(metric, at=now):
-            e = s.entity
-            if e.kind == "accelerator":
-                ref = DeviceRef(e.host, e.index, e.vendor_id, e.model_name or "")
-                devices.setdefault(ref.key, ref)
+    many cards it names."""
+    devices = devices_of(accelerators_reported(source, at=datetime.now(tz=UTC)))
     if devices:
         devices_register(source.cluster, devices.values())
     return len(devices)
