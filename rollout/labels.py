@@ -126,6 +126,7 @@ REASONS = {
 # A router call's outcome inside an audit reason (``rollout.models.RouterOutcome``'s codes).
 ROUTER_OUTCOMES = {
     "confirmed": gettext_lazy("confirmed"),
+    "intended": gettext_lazy("to be sent to the router"),
     "pending": gettext_lazy("awaiting the router's callback"),
     "refused": gettext_lazy("refused by the router"),
     "timeout": gettext_lazy("no answer in time"),

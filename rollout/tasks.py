@@ -10,6 +10,7 @@ from cluster_portal.web.dispatch import dispatch_now
 from rollout.models import WebhookDelivery
 from rollout.services.analysis import analysis_due_run_ids, analysis_run_step
 from rollout.services.router_callbacks import router_confirmations_expire
+from rollout.services.router_dispatch import router_intents_sweep
 from rollout.services.webhooks import (
     MAX_ATTEMPTS,
     retry_countdown,
@@ -38,6 +39,9 @@ def measure_analyses() -> dict[str, int]:
     due = analysis_due_run_ids(now=now)
     for run_id in due:
         analysis_run_step(run_id=run_id, now=now)
+    # Router calls an automatic rollback intended, or a lost worker left unsent: sent now,
+    # outside the measurement's transaction.
+    router_intents_sweep(now=now)
     return {"runs": len(due)}
 
 

@@ -123,6 +123,8 @@ class RouterOutcome(models.TextChoices):
     """What a router call came to; every failure is its own reason code."""
 
     CONFIRMED = "confirmed", _("confirmed")
+    # Committed by the transition, sent to the router after it (outside its transaction).
+    INTENDED = "intended", _("to be sent to the router")
     PENDING = "pending", _("awaiting the router's callback")
     REFUSED = "refused", _("refused by the router")
     TIMEOUT = "timeout", _("no answer in time")
@@ -133,13 +135,21 @@ class RouterOutcome(models.TextChoices):
 
 
 ROUTER_FAILURES = tuple(
-    o for o in RouterOutcome.values if o not in (RouterOutcome.CONFIRMED, RouterOutcome.PENDING)
+    o
+    for o in RouterOutcome.values
+    if o not in (RouterOutcome.CONFIRMED, RouterOutcome.PENDING, RouterOutcome.INTENDED)
 )
 
 
 class RouterCall(models.Model):
     """One call to a router for one workload of a plan: the share asked, the share the router
-    confirmed on read-back, and what it answered. Written once per call (and audited)."""
+    confirmed on read-back, and what it answered.
+
+    The transition commits it as an intent (``intended``); a dispatcher claims it
+    (``claimed_until``, ``attempts``), calls the router outside any transaction and commits
+    the outcome (audited). A claim that lapses (a worker died mid-call) is sent again — the
+    share is absolute and the idempotency key the same, so a repeat changes nothing — and
+    after ``MAX_DISPATCHES`` attempts the call is reported as timed out."""
 
     class Operation(models.TextChoices):
         SET = "set", _("set share")
@@ -165,6 +175,8 @@ class RouterCall(models.Model):
     actor_label = models.CharField(_("who"), max_length=200)
     at = models.DateTimeField(_("when"), auto_now_add=True)
     confirmed_at = models.DateTimeField(_("confirmed at"), null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(_("dispatches"), default=0)
+    claimed_until = models.DateTimeField(_("claimed until"), null=True, blank=True)
 
     class Meta:
         ordering = ["-at", "-id"]

@@ -15,7 +15,9 @@ The state machine (action: from → to) — anything else is a 409:
   (or rollback_unconfirmed when a router does not confirm the source back)
 - ``verify_rollback``: rollback_unconfirmed → aborted / rolled_back (once a router confirms)
 - a router refusing, timing out or confirming another share on start, retry or a promotion:
-  → paused (the gate ``traffic_unconfirmed``; ``retry`` pushes again)
+  → paused (the gate ``traffic_unconfirmed``; ``retry`` pushes again); on a restore:
+  rollback_unconfirmed → rollback_unconfirmed (alerts). Real routers are asked after the
+  transition commits (``rollout.services.router_dispatch``), so these follow it.
 - ``force_promote``: running, awaiting_approval, paused → running / succeeded (with reason)
 - automatic: analysis failed or errored: running → rolled_back; inconclusive:
   running → paused
@@ -68,7 +70,7 @@ LEGAL_FROM: dict[str, tuple[str, ...]] = {
         PlanState.ROLLBACK_UNCONFIRMED,
     ),
     "verify_rollback": (PlanState.ROLLBACK_UNCONFIRMED,),
-    "router_failed": (PlanState.RUNNING,),
+    "router_failed": (PlanState.RUNNING, PlanState.ROLLBACK_UNCONFIRMED),
     "router_confirmed": (PlanState.ROLLBACK_UNCONFIRMED,),
     "force_promote": (PlanState.RUNNING, PlanState.AWAITING_APPROVAL, PlanState.PAUSED),
     "skip": (PlanState.RUNNING,),

@@ -21,8 +21,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from rollout.models import (
-    GateState,
-    PlanState,
     RouterCall,
     RouterKind,
     RouterOutcome,
@@ -30,16 +28,10 @@ from rollout.models import (
 )
 from rollout.routers import RouterError
 from rollout.routers.webhook import answer_read, router_secret
-from rollout.services.analysis import analysis_terminate, analysis_traffic_confirmed
-from rollout.services.audit import SYSTEM, Actor
-from rollout.services.plans import plan_lock, plan_move
-from rollout.services.traffic import (
-    SHARE_TOLERANCE,
-    call_reason,
-    confirmation_store,
-    pending_calls,
-    router_call_audit,
-)
+from rollout.services.audit import SYSTEM
+from rollout.services.plans import plan_lock
+from rollout.services.router_dispatch import router_call_settle
+from rollout.services.traffic import SHARE_TOLERANCE
 from rollout.services.webhooks import webhook_signature
 
 CALLBACK_MAX_AGE_SECONDS = 300
@@ -102,47 +94,16 @@ def router_callback(*, router, body: bytes, headers) -> RouterCall:
                 return call
             ok = share is not None and abs(share - call.desired_share) < SHARE_TOLERANCE
             outcome = RouterOutcome.CONFIRMED if ok else RouterOutcome.MISMATCH
-        _settle(plan, call, outcome=outcome, share=share, text=text, actor=SYSTEM)
+        router_call_settle(
+            plan,
+            call,
+            outcome=outcome,
+            share=share,
+            text=text,
+            actor=SYSTEM,
+            action="router_callback",
+        )
     return call
-
-
-def _settle(plan, call, *, outcome: str, share, text: str, actor: Actor) -> None:
-    now = timezone.now()
-    call.outcome, call.confirmed_share, call.answer = outcome, share, text[:500]
-    call.confirmed_at = now if outcome == RouterOutcome.CONFIRMED else None
-    call.save(update_fields=["outcome", "confirmed_share", "answer", "confirmed_at"])
-    router_call_audit(call, actor=actor, action="router_callback")
-    confirmation_store(call.plan_workload, call)
-    still_pending = pending_calls(plan, operation=call.operation).exists()
-    gate = plan.current_gate
-    if call.operation == "restore":
-        if outcome == RouterOutcome.CONFIRMED and not still_pending:
-            if plan.state == PlanState.ROLLBACK_UNCONFIRMED:
-                to = plan.resume_state or PlanState.ROLLED_BACK
-                plan.resume_state = ""
-                plan_move(plan, to=to, action="router_confirmed", actor=actor, reason=text)
-        return
-    if outcome == RouterOutcome.CONFIRMED:
-        if not still_pending and gate is not None and plan.state == PlanState.RUNNING:
-            analysis_traffic_confirmed(gate=gate, at=now)
-        return
-    if plan.state != PlanState.RUNNING or gate is None:
-        return
-    analysis_terminate(gate=gate, now=now)
-    gate.state = GateState.TRAFFIC_UNCONFIRMED
-    gate.save(update_fields=["state"])
-    reason, data = call_reason(call)
-    plan.resume_state = ""
-    plan_move(
-        plan,
-        to=PlanState.PAUSED,
-        action="router_failed",
-        actor=actor,
-        reason=reason,
-        reason_data=data,
-        events=("router_failed",),
-        obj=gate,
-    )
 
 
 def router_confirmations_expire(*, now: datetime | None = None) -> int:
@@ -161,6 +122,14 @@ def router_confirmations_expire(*, now: datetime | None = None) -> int:
             if call.outcome != RouterOutcome.PENDING or (now - call.at).total_seconds() <= window:
                 continue
             text = f"no callback within {window} s"
-            _settle(plan, call, outcome=RouterOutcome.TIMEOUT, share=None, text=text, actor=SYSTEM)
+            router_call_settle(
+                plan,
+                call,
+                outcome=RouterOutcome.TIMEOUT,
+                share=None,
+                text=text,
+                actor=SYSTEM,
+                action="router_callback",
+            )
             expired += 1
     return expired

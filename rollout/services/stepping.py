@@ -1,8 +1,9 @@
 """Starting a step's traffic and returning it, through the plan's routers.
 
 Shared by the transitions (start, retry, every promotion, abort) and the automatic rollback:
-the shares are pushed and read back (:func:`rollout.services.traffic.traffic_route`) before
-the plan moves, and where they go decides where it moves to —
+the shares are committed as router intents (:func:`rollout.services.traffic.traffic_route`)
+with the plan's move, sent after the commit (:mod:`rollout.services.router_dispatch`), and
+what the routers read back decides where the plan goes next —
 
 - confirmed: running, the analysis clock starting at the confirmation;
 - pending (a deploy tool will call back): running, no measurement due until the callback;
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from rollout.models import Gate, GateState, MigrationPlan, PlanState
+from rollout.models import Gate, MigrationPlan, PlanState
 from rollout.services.analysis import analysis_start
 from rollout.services.audit import Actor
 from rollout.services.plans import plan_move
@@ -34,24 +35,14 @@ def step_traffic_start(
     reason: str = "",
     obj=None,
 ) -> bool:
-    """Route the plan's shares, then run the gate's analysis (or pause); ``True`` if running."""
+    """Route the plan's shares, then run the gate's analysis; ``True`` if it runs now, ``False``
+    when it waits for real routers' read-back (committed after this transaction)."""
     routed = traffic_route(plan, actor=actor)
     plan.resume_state = ""
-    if not routed.ok:
-        gate.state = GateState.TRAFFIC_UNCONFIRMED
-        gate.save(update_fields=["state"])
-        text, data = routed.reason()
-        plan_move(
-            plan,
-            to=PlanState.PAUSED,
-            action=action,
-            actor=actor,
-            reason=text,
-            reason_data=data,
-            events=("router_failed",),
-            obj=gate,
-        )
-        return False
     plan_move(plan, to=PlanState.RUNNING, action=action, actor=actor, reason=reason, obj=obj)
+    if routed.pending:
+        # Real routers are asked after the commit; the analysis starts at their read-back
+        # (rollout.services.router_dispatch), or the step pauses on their refusal.
+        return False
     analysis_start(gate=gate, now=now, **routed.clock())
     return True

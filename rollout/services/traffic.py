@@ -123,11 +123,16 @@ def step_label(plan: MigrationPlan) -> str:
 
 
 def traffic_route(plan: MigrationPlan, *, actor: Actor, operation: str = "set") -> RouteResult:
-    """Push each workload's ``share`` to its router and read it back (caller's transaction).
+    """Commit each workload's ``share`` as an intent for its router (caller's transaction).
 
-    ``operation="set"`` calls a real router only where the share asked differs from the one
-    it last confirmed; ``"restore"`` (abort, rollback) calls every real router again, so a
-    rollback is always verified. Stops at the first failure.
+    No router is called here: a slow router must not hold the plan's row locks, and a
+    rollback must not leave a router that moved traffic disagreeing with the portal. Each real
+    router gets an ``intended`` :class:`RouterCall`; after the commit
+    :func:`rollout.services.router_dispatch.router_intents_dispatch` sends it and commits what
+    the router read back. ``operation="set"`` asks a real router only where the share asked
+    differs from the one it last confirmed (or is already intended); ``"restore"`` (abort,
+    rollback) asks every real router again, so a rollback is always verified. The twin's
+    shares take effect here, at the commit.
     """
     result = RouteResult()
     now = timezone.now()
@@ -140,77 +145,76 @@ def traffic_route(plan: MigrationPlan, *, actor: Actor, operation: str = "set") 
                 item.save(update_fields=["confirmed_share", "confirmed_at"])
             continue
         result.real = True
-        if (
-            operation == "set"
-            and item.confirmed_share is not None
-            and abs(item.confirmed_share - item.share) * 100 < SHARE_TOLERANCE
+        asked = round(item.share * 100, 4)
+        if operation == "set" and (
+            (
+                item.confirmed_share is not None
+                and abs(item.confirmed_share - item.share) * 100 < SHARE_TOLERANCE
+            )
+            or RouterCall.objects.filter(
+                plan_workload=item,
+                operation=operation,
+                outcome=RouterOutcome.INTENDED,
+                desired_share=asked,
+            ).exists()
         ):
             continue
-        call = router_call(plan, item, config, actor=actor, operation=operation)
-        result.calls.append(call)
-        if call.outcome == RouterOutcome.PENDING:
-            result.pending = True
-        elif call.outcome == RouterOutcome.CONFIRMED:
-            result.confirmed_at = max(filter(None, (result.confirmed_at, call.confirmed_at)))
-        else:
-            result.failure = call
-            return result
+        result.calls.append(router_intent(plan, item, config, actor=actor, operation=operation))
+        result.pending = True
     if result.real and result.confirmed_at is None and not result.pending:
         result.confirmed_at = now  # nothing changed: what was confirmed before still holds
     return result
 
 
-def router_call(
+def router_intent(
     plan: MigrationPlan, item: PlanWorkload, config: TrafficRouter, *, actor: Actor, operation: str
 ) -> RouterCall:
-    """One call to one router for one workload: asked, read back, logged and audited."""
-    asked = round(item.share * 100, 4)
-    key = f"plan-{plan.pk}-v{plan.version}-w{item.pk}-{operation}"
-    desired = Desired(
-        plan_id=plan.pk,
-        plan=plan.name,
-        step=step_label(plan),
-        workload=item.workload.name,
-        source=plan.source_cluster.name,
-        target=plan.target_cluster.name,
-        share=asked,
-        idempotency_key=key,
-        operation=operation,
-    )
-    client = router_client(config)
-    confirmed: float | None = None
-    try:
-        answer = client.restore(desired) if operation == "restore" else client.set_share(desired)
-    except RouterError as exc:
-        outcome, text = exc.code, exc.detail
-    else:
-        text, confirmed = answer.answer, answer.share
-        if answer.pending:
-            outcome = RouterOutcome.PENDING
-        elif confirmed is not None and abs(confirmed - asked) < SHARE_TOLERANCE:
-            outcome = RouterOutcome.CONFIRMED
-        else:
-            outcome = RouterOutcome.MISMATCH
-            text = f"asked {asked:g}%, read back {confirmed:g}%; {text}"
-    at = timezone.now()
-    call = RouterCall.objects.create(
+    """One call to one router for one workload, committed before it is sent (``intended``)."""
+    return RouterCall.objects.create(
         plan=plan,
         plan_workload=item,
         router=config,
         router_label=config.name,
         operation=operation,
-        step=desired.step,
-        desired_share=asked,
-        confirmed_share=confirmed,
-        outcome=outcome,
-        answer=text[:500],
-        idempotency_key=key,
+        step=step_label(plan),
+        desired_share=round(item.share * 100, 4),
+        outcome=RouterOutcome.INTENDED,
+        idempotency_key=f"plan-{plan.pk}-v{plan.version}-w{item.pk}-{operation}",
         actor_label=actor.label,
-        confirmed_at=at if outcome == RouterOutcome.CONFIRMED else None,
     )
-    router_call_audit(call, actor=actor)
-    confirmation_store(item, call)
-    return call
+
+
+def router_send(call: RouterCall, config: TrafficRouter) -> tuple[str, str, float | None]:
+    """Ask the router for ``call``'s share and read it back: ``(outcome, answer, read-back)``.
+
+    Touches no database row (the dispatcher calls it outside any transaction)."""
+    plan = call.plan
+    desired = Desired(
+        plan_id=plan.pk,
+        plan=plan.name,
+        step=call.step,
+        workload=call.plan_workload.workload.name,
+        source=plan.source_cluster.name,
+        target=plan.target_cluster.name,
+        share=call.desired_share,
+        idempotency_key=call.idempotency_key,
+        operation=call.operation,
+    )
+    client = router_client(config)
+    try:
+        if call.operation == "restore":
+            answer = client.restore(desired)
+        else:
+            answer = client.set_share(desired)
+    except RouterError as exc:
+        return exc.code, exc.detail, None
+    asked, text, confirmed = call.desired_share, answer.answer, answer.share
+    if answer.pending:
+        return RouterOutcome.PENDING, text, confirmed
+    if confirmed is not None and abs(confirmed - asked) < SHARE_TOLERANCE:
+        return RouterOutcome.CONFIRMED, text, confirmed
+    shown = "—" if confirmed is None else f"{confirmed:g}"
+    return RouterOutcome.MISMATCH, f"asked {asked:g}%, read back {shown}%; {text}", confirmed
 
 
 def router_call_audit(call: RouterCall, *, actor: Actor, action: str = "") -> None:
@@ -248,7 +252,10 @@ def confirmation_store(item: PlanWorkload, call: RouterCall) -> None:
 
 
 def pending_calls(plan: MigrationPlan, *, operation: str | None = None):
-    calls = RouterCall.objects.filter(plan=plan, outcome=RouterOutcome.PENDING)
+    """Calls not answered yet: intended (not sent or in flight) or awaiting a callback."""
+    calls = RouterCall.objects.filter(
+        plan=plan, outcome__in=(RouterOutcome.INTENDED, RouterOutcome.PENDING)
+    )
     return calls.filter(operation=operation) if operation else calls
 
 
@@ -263,13 +270,13 @@ def restore_verified(
     events: tuple[str, ...] = (),
     obj=None,
 ) -> bool:
-    """Push the restored shares and move to ``to`` when every router confirmed them, else to
-    ``rollback_unconfirmed`` (``resume_state`` keeps ``to`` for the verification)."""
+    """Restore the shares and move to ``to`` when nothing is left to confirm (the twin), else
+    to ``rollback_unconfirmed`` (``resume_state`` keeps ``to``) until the dispatcher commits
+    every router's read-back of the source back: then the plan reaches ``to``; a router that
+    does not confirm leaves it unconfirmed and alerts (``rollback_unconfirmed``)."""
     routed = traffic_route(plan, actor=actor, operation="restore")
     verified = routed.ok and not routed.pending
     plan.resume_state = "" if verified else to
-    if not verified and routed.failure is not None and not reason_data:
-        reason = f"{reason}; {routed.reason()[0]}" if reason else routed.reason()[0]
     plan_move(
         plan,
         to=to if verified else PlanState.ROLLBACK_UNCONFIRMED,
@@ -277,7 +284,7 @@ def restore_verified(
         actor=actor,
         reason=reason,
         reason_data=reason_data,
-        events=events + (() if verified else ("rollback_unconfirmed",)),
+        events=events,
         obj=obj,
     )
     return verified

@@ -65,6 +65,7 @@ from rollout.services.plans import (
     traffic_mark_stable,
     traffic_rollback,
 )
+from rollout.services.router_dispatch import router_intents_dispatch
 from rollout.services.stepping import step_traffic_start
 from rollout.services.traffic import require_routable, restore_verified
 
@@ -91,7 +92,7 @@ def plan_start(*, plan_id: int, actor: Actor, expected_version: int | None = Non
         traffic_apply(plan)
         gate = gate_open(plan, kind=PhaseKind.PILOT)
         step_traffic_start(plan, gate, actor=actor, action="start", now=now)
-    return plan
+    return _routed(plan, actor)
 
 
 def plan_promote(
@@ -193,7 +194,7 @@ def gate_approve(
     if denial:
         _deny(actor=actor, action="approve", plan_id=plan_id, refusal=denial)
         raise denial
-    return plan
+    return _routed(plan, actor)
 
 
 def gate_reject(
@@ -300,7 +301,7 @@ def plan_retry(
         step_traffic_start(
             plan, gate, actor=actor, action="retry", now=now, reason=reason, obj=gate
         )
-    return plan
+    return _routed(plan, actor)
 
 
 def plan_abort(
@@ -323,7 +324,7 @@ def plan_abort(
             plan, to=PlanState.ABORTED, action="abort", actor=actor, reason=reason,
             events=("aborted",),
         )  # fmt: skip
-    return plan
+    return _routed(plan, actor)
 
 
 def plan_rollback_verify(
@@ -340,7 +341,7 @@ def plan_rollback_verify(
         restore_verified(
             plan, to=to, action="verify_rollback", actor=actor, reason=reason, events=events
         )
-    return plan
+    return _routed(plan, actor)
 
 
 def plan_force_promote(
@@ -418,7 +419,7 @@ def plan_force_promote(
     if denial:
         _deny(actor=actor, action="force_promote", plan_id=plan_id, refusal=denial)
         raise denial
-    return plan
+    return _routed(plan, actor)
 
 
 def gate_skip(
@@ -450,6 +451,14 @@ def gate_skip(
             to_state=GateState.PASSED,
             reason=reason,
         )
+    return plan
+
+
+def _routed(plan: MigrationPlan, actor: Actor) -> MigrationPlan:
+    """After the transition committed: send the router calls it intended (outside its
+    transaction, each answer committed on its own) and return the plan as they left it."""
+    if router_intents_dispatch(plan.pk, actor=actor):
+        plan.refresh_from_db()
     return plan
 
 

@@ -29,6 +29,7 @@ from rollout.models import PlanState
 from rollout.services.analysis import analysis_run_step
 from rollout.services.audit import Actor
 from rollout.services.commands import plan_command
+from rollout.services.router_dispatch import router_intents_sweep
 from rollout.services.transitions import plan_start
 from telemetry.ingest.scrape import exporter_scrape
 from telemetry.models import ExporterTarget, ServingBinding
@@ -101,6 +102,14 @@ def promote(plan, users) -> None:
         command="approve", plan_id=plan.pk, actor=Actor(users["approver"]), revision=rev(plan)
     )
     plan.refresh_from_db()
+
+
+def measure(run, *, now=None) -> str:
+    """One analysis beat as ``rollout.measure_analyses`` runs it: the measurement (in its
+    transaction), then the router calls it intended (an automatic rollback) sent after it."""
+    phase = analysis_run_step(run_id=run.pk, now=now)
+    router_intents_sweep()
+    return phase
 
 
 def window(load: LoadGenerator, count: int, *, since: float, timeout: float = 30.0) -> list:
@@ -217,7 +226,7 @@ def test_a_slow_canary_fails_its_gate_on_its_own_histograms_and_the_rollback_tak
         assert abs(share_served(served, "canary") - 25) <= 5
         scrape(targets)
         # The one gate path: P99 from the canary's stored bucket increases over the step
-        assert analysis_run_step(run_id=run.pk) == "failed"
+        assert measure(run) == "failed"
         measurement = run.metrics.get().measurements.get()
         assert measurement.value > 2 * SLO, measurement.reason
         assert measurement.samples >= 2 and "p99(serving_ttft_seconds)" in measurement.reason
@@ -362,7 +371,7 @@ def test_a_slow_canary_fails_on_the_histograms_prometheus_remote_wrote(
             "remote-written canary samples past the step's window",
             lambda: web.output[-2000:] + prometheus.log.read_text()[-2000:],
         )
-        outcome = analysis_run_step(run_id=run.pk, now=end)
+        outcome = measure(run, now=end)
         measurement = run.metrics.get().measurements.get()
         assert outcome == "failed", measurement.reason
         assert measurement.value > 2 * SLO, measurement.reason
@@ -386,7 +395,7 @@ def test_a_slow_canary_fails_on_the_histograms_prometheus_remote_wrote(
         time.sleep(4)
         end = timezone.now()
         time.sleep(1.5)  # Prometheus has scraped past the window's end
-        outcome = analysis_run_step(run_id=rerun.pk, now=end)
+        outcome = measure(rerun, now=end)
         promql_measurement = rerun.metrics.get().measurements.get()
         assert outcome == "failed", promql_measurement.reason
         assert promql_measurement.value > 2 * SLO
