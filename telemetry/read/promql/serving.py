@@ -1,7 +1,9 @@
 """Serving figures from a PromQL data source: the same :class:`ServingWindow` as the store.
 
 Quantiles are Prometheus' own: ``histogram_quantile(q, sum by (le) (rate(<family>_bucket{…}[w])))``
-at the window's end, ``w`` the window; requests ``sum(increase(…[w]))``. The series are
+at the window's end, ``w`` the window; requests ``sum(increase(…[w]))`` per endpoint, finished
+counted as the store counts them (success + failed, or received where the engine has no
+success counter: SGLang), so the error ratio is increase(failed) ÷ increase(all). The series are
 chosen by the workload's ``ServingBinding`` rows as label matchers (``model_name``, and
 ``instance`` or ``namespace``/``pod``), several bindings joined with ``or``.
 """
@@ -91,6 +93,26 @@ _FAILED = (
 )
 
 
+_RECEIVED = source_families("serving_requests_received_total")
+
+
+def _endpoint_key(labels: dict[str, str]) -> str:
+    pod = labels.get("pod")
+    where = (
+        (f"{labels['namespace']}/{pod}" if labels.get("namespace") else pod)
+        if pod
+        else labels.get("instance", "")
+    )
+    return f"{labels.get('model_name', '')}@{where or ''}"
+
+
+def _finished(own: dict[str, float]) -> float:
+    """Finished requests of one endpoint (the error ratio's denominator)."""
+    if "success" in own:
+        return own["success"] + own.get("failed", 0.0)
+    return own.get("received", 0.0)
+
+
 def serving_window(
     source: PromQLDataSource, *, bindings: list[ServingBinding], start: datetime, end: datetime
 ) -> ServingWindow:
@@ -113,13 +135,16 @@ def serving_window(
         total = _vector("rate", f"{histogram}_sum", bindings, window, extra)
         count = _vector("rate", f"{histogram}_count", bindings, window, extra)
         figures[histogram]["mean"] = scalar(f"sum({total}) / sum({count})")
-    per_endpoint: dict[str, float] = {}
-    requests = failed = 0.0
+    # Per endpoint, as the store counts them (``finished``): success + failed where the
+    # engine exports a success counter (vLLM, MindIE), else the requests it received
+    # (SGLang has only ``num_requests_total`` and ``num_aborted_requests_total``).
+    counts: dict[str, dict[str, float]] = {}
     queries = [("success", _vector("increase", _SUCCESS[0], bindings, window, extra, _SUCCESS[1]))]
     queries += [
         ("failed", _vector("increase", names, bindings, window, extra, labels))
         for names, labels in _FAILED
     ]
+    queries.append(("received", _vector("increase", _RECEIVED, bindings, window, extra)))
     for what, expr in queries:
         by = f"sum by (model_name, instance, namespace, pod) ({expr})"
         found = reader._run(lambda e=by: reader.client.query(e, at=end))
@@ -127,18 +152,11 @@ def serving_window(
             value = series.points[-1][1] if series.points else 0.0
             if not math.isfinite(value):
                 continue
-            labels = series.labels
-            pod = labels.get("pod")
-            where = (
-                (f"{labels['namespace']}/{pod}" if labels.get("namespace") else pod)
-                if pod
-                else labels.get("instance", "")
-            )
-            key = f"{labels.get('model_name', '')}@{where or ''}"
-            per_endpoint[key] = per_endpoint.get(key, 0.0) + value
-            requests += value
-            if what == "failed":
-                failed += value
+            own = counts.setdefault(_endpoint_key(series.labels), {})
+            own[what] = own.get(what, 0.0) + value
+    per_endpoint = {key: _finished(own) for key, own in counts.items()}
+    requests = sum(per_endpoint.values())
+    failed = sum(own.get("failed", 0.0) for own in counts.values())
     scrapes = scalar(
         "max("
         + _vector("count_over_time", "serving_ttft_seconds_count", bindings, window, extra)
