@@ -2,6 +2,7 @@
 
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from inventory.models import (
     Accelerator,
@@ -47,6 +48,25 @@ class TopologyMappingInline(admin.StackedInline):
     model = TopologyMapping
     extra = 0
     max_num = 1
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "rack_label",
+                    "supernode_label",
+                    "hostname_pattern",
+                    "default_supernode",
+                ],
+                "description": _(
+                    "A hostname pattern is applied to the cluster's known nodes when you save "
+                    "(nodes without a rack, and nodes the previous pattern placed). A rack "
+                    "label applies at the next scrape or push of each node without a rack "
+                    "(labels arrive with its series). Nodes an inventory import placed stay."
+                ),
+            },
+        )
+    ]
 
 
 @admin.register(Cluster)
@@ -64,9 +84,32 @@ class ClusterAdmin(admin.ModelAdmin):
     inlines = [TopologyMappingInline]
 
     def save_related(self, request, form, formsets, change) -> None:
+        previous = TopologyMapping.objects.filter(cluster=form.instance).first()
         super().save_related(request, form, formsets, change)
-        # Nodes already registered without a rack are placed now, not at their next push.
-        topology_mapping_apply(cluster=form.instance)
+        # Known nodes follow a hostname pattern now, not at their next push.
+        moved = topology_mapping_apply(cluster=form.instance, previous=previous)
+        mapping = TopologyMapping.objects.filter(cluster=form.instance).first()
+        if mapping is None:
+            return
+        if mapping.hostname_pattern:
+            self.message_user(
+                request,
+                ngettext(
+                    "Hostname pattern applied: %(count)d node placed or moved.",
+                    "Hostname pattern applied: %(count)d nodes placed or moved.",
+                    moved,
+                )
+                % {"count": moved},
+            )
+        if mapping.rack_label:
+            self.message_user(
+                request,
+                _(
+                    "The rack label %(label)s applies at the next scrape or push of each node "
+                    "without a rack (labels arrive with its series); none was moved now."
+                )
+                % {"label": mapping.rack_label},
+            )
 
     @admin.action(
         description=_("Make default for pages (replaces the default of its side)"),

@@ -218,7 +218,9 @@ class TopologyMapping(models.Model):
     expression on the hostname with named groups ``rack`` and optionally ``supernode``.
 
     Applied when a node is created or seen without a rack (exporter pushes, remote-write,
-    scrapes, PromQL sources); a node already in a rack is not moved by it (an inventory
+    scrapes, PromQL sources), and its hostname pattern to the known nodes when the mapping is
+    saved (``inventory.services.topology_mapping_apply``: also moving the nodes the previous
+    pattern placed). Otherwise a node already in a rack is not moved by it (an inventory
     import, which is an operator's word, moves nodes).
     """
 

@@ -364,13 +364,35 @@ def _nodes(cluster: Cluster, hosts: set[str]) -> dict[str, Node]:
 
 
 @transaction.atomic
-def topology_mapping_apply(*, cluster: Cluster) -> int:
-    """Place the nodes of ``cluster`` that have no rack by its topology mapping's hostname
-    pattern (labels are only known when their series arrive); returns how many were placed.
-    Called when an operator saves a mapping, so known nodes need not wait for a push."""
-    hosts = set(
-        Node.objects.filter(cluster=cluster, rack__isnull=True).values_list("hostname", flat=True)
-    )
-    if not hosts:
+def topology_mapping_apply(*, cluster: Cluster, previous: TopologyMapping | None = None) -> int:
+    """Apply the cluster's topology mapping's hostname pattern to its existing nodes at once;
+    returns how many nodes it put in a (different) rack. Called when an operator saves a
+    mapping, so known nodes need not wait for their next push.
+
+    A node without a rack is placed. A node an exporter registered that ``previous`` (the
+    mapping as it was before this save) placed by its pattern follows the new pattern: an
+    operator correcting a pattern moves what the old one put. Any other node in a rack — put
+    there by an inventory import, the twin or a rack label — stays (an import moves nodes). A
+    rack label cannot be applied here: labels are only known when the node's series arrive.
+    """
+    mapping = TopologyMapping.objects.filter(cluster=cluster).first()
+    if mapping is None or not mapping.hostname_pattern:
         return 0
-    return sum(1 for n in nodes_ensure(cluster=cluster, hosts=hosts).values() if n.rack_id)
+    nodes = list(Node.objects.filter(cluster=cluster).select_related("rack__supernode"))
+    before = {n.hostname: n.rack_id for n in nodes}
+    unplaced: set[str] = set()
+    placements: dict[str, Placement] = {}
+    follow = previous is not None and bool(previous.hostname_pattern)
+    for node in nodes:
+        if node.rack_id is None:
+            unplaced.add(node.hostname)
+        elif follow and node.registered_by_exporter:
+            old = previous.place(node.hostname)  # the pattern alone (no labels here)
+            if old == (node.rack.supernode.name, node.rack.name):
+                new = mapping.place(node.hostname)
+                if new is not None and new != old:
+                    placements[node.hostname] = Placement(*new)
+    if not unplaced and not placements:
+        return 0
+    found = nodes_ensure(cluster=cluster, hosts=unplaced, placements=placements)
+    return sum(1 for host, n in found.items() if n.rack_id and n.rack_id != before.get(host))

@@ -9,7 +9,8 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from inventory.models import Node, TopologyMapping
-from inventory.services import topology_mapping_apply
+from inventory.services import nodes_ensure, topology_mapping_apply
+from inventory.services.topology import Placement
 from telemetry.ingest.prometheus import ingest_prometheus_text
 from telemetry.models import Entity, EntityKind
 from tests.factories import ClusterFactory
@@ -82,6 +83,35 @@ def test_a_mapping_added_later_places_known_nodes_and_moves_their_entities():
     assert set(Entity.objects.filter(cluster=cluster).values_list("rack_id", flat=True)) == {
         node.rack_id
     }
+
+
+def test_a_corrected_pattern_moves_what_the_old_one_placed_but_not_an_imports_nodes():
+    cluster = ClusterFactory()
+    nodes_ensure(cluster=cluster, hosts={"sn1-r02-n01", "sn1-r02-n02"}, registered_by_exporter=True)
+    nodes_ensure(
+        cluster=cluster, hosts={"sn1-r02-n03"}, placements={"sn1-r02-n03": Placement("sn9", "r42")}
+    )
+    wrong = TopologyMapping.objects.create(cluster=cluster, hostname_pattern=r"^(?P<rack>sn\d+)-")
+    assert topology_mapping_apply(cluster=cluster) == 2  # the two unplaced nodes
+    assert Node.objects.get(hostname="sn1-r02-n01").rack.name == "sn1"
+    previous = TopologyMapping.objects.get(pk=wrong.pk)
+    wrong.hostname_pattern = r"^(?P<supernode>sn\d+)-(?P<rack>r\d+)-"
+    wrong.save()
+    assert topology_mapping_apply(cluster=cluster, previous=previous) == 2
+    for host in ("sn1-r02-n01", "sn1-r02-n02"):
+        node = Node.objects.select_related("rack__supernode").get(hostname=host)
+        assert (node.rack.supernode.name, node.rack.name) == ("sn1", "r02")
+    # The import's word stands: its node stays where it put it.
+    assert Node.objects.get(hostname="sn1-r02-n03").rack.name == "r42"
+    assert topology_mapping_apply(cluster=cluster, previous=wrong) == 0  # nothing left to do
+
+
+def test_a_rack_label_mapping_moves_no_node_at_save():
+    cluster = ClusterFactory()
+    nodes_ensure(cluster=cluster, hosts={"dgx-01"}, registered_by_exporter=True)
+    TopologyMapping.objects.create(cluster=cluster, rack_label="rack")
+    assert topology_mapping_apply(cluster=cluster) == 0
+    assert Node.objects.get(hostname="dgx-01").rack is None
 
 
 def test_a_node_already_in_a_rack_is_not_moved_by_the_label():

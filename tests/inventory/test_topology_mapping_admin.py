@@ -39,6 +39,21 @@ def test_an_operator_saves_a_hostname_pattern_and_known_nodes_get_their_racks(cl
     assert TopologyMapping.objects.get(cluster=cluster).hostname_pattern.startswith("^(?P<")
     assert Node.objects.get(hostname="sn1-r04-n01").rack.name == "r04"
     assert Node.objects.get(hostname="login-01").rack is None  # the pattern does not say
+    page = client_as("operator").get(response.url).content.decode()
+    assert "Hostname pattern applied: 1 node placed or moved." in page
+
+
+def test_saving_a_rack_label_says_it_applies_at_the_next_scrape(client_as):
+    cluster = Cluster.objects.create(name="real-c", kind=Cluster.Kind.UNIFIED)
+    nodes_ensure(cluster=cluster, hosts={"dgx-01"}, registered_by_exporter=True)
+    response = client_as("operator").post(
+        f"/admin/inventory/cluster/{cluster.pk}/change/",
+        form(cluster, rack_label="rack"),
+        follow=True,
+    )
+    page = response.content.decode()
+    assert "applies at the next scrape or push of each node without a rack" in page
+    assert Node.objects.get(hostname="dgx-01").rack is None
 
 
 def test_a_bad_pattern_is_refused_in_the_admin_and_nothing_is_saved(client_as):
