@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management import call_command
 
-from rollout.models import AuditEntry, MigrationPlan
+from rollout.models import AuditEntry, Criterion, MigrationPlan
 from rollout.selectors import traffic_shares_for_cluster
 
 
@@ -24,6 +24,14 @@ def test_seed_produces_completed_awaiting_and_rolled_back_plans(db, tmp_path):
     # The gates judge TTFT/TPOT; the twin's own TPOT P99 broke the strict one.
     assert failed.name == "tpot-p99"
     assert measured.value > measured.threshold
+    # ... read from the serving histograms, the path real engines' metrics take
+    assert "p99(serving_tpot_seconds)" in measured.reason
+    decisive = Criterion.objects.filter(dry_run=False, phase__kind__in=["gray", "full"])
+    assert set(decisive.values_list("metric", flat=True)) == {
+        "serving_ttft_seconds",
+        "serving_tpot_seconds",
+    }
+    assert not Criterion.objects.filter(metric__regex=r"^inference_.*_p99_seconds$").exists()
     # Traffic went back to the last stable step: none of the gray workload has moved.
     shares = traffic_shares_for_cluster(cluster_id=rolled.target_cluster_id)
     assert shares.get("chat-llama-2-70b-001", 0.0) == 0.0

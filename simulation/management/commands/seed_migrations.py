@@ -8,9 +8,11 @@ approvers). Before each measurement the command advances both twin runs by one t
 gate measures what the twin's model produced at that traffic share — no telemetry is typed in.
 Gate thresholds are the operator inputs a real plan would carry:
 
-- ``acme-bank``: the gray gate asks for TTFT P99 and TPOT P99 within the service's own
-  operator targets (``slo_ttft_ms``, ``slo_tpot_ms``) → passes at every step; the plan completes
-  (pilot → gray 5/25/50/100 % → full);
+- ``acme-bank``: the gray gate asks for TTFT P99 and TPOT P99 (``p99`` of the serving
+  histograms ``serving_ttft_seconds`` / ``serving_tpot_seconds``, the one gate path real
+  engines' metrics take too) within the service's own operator targets (``slo_ttft_ms``,
+  ``slo_tpot_ms``) → passes at every step; the plan completes (pilot → gray 5/25/50/100 % →
+  full);
 - ``starlight-media``: same gates; left in gray at 5 %, analysis passed, awaiting approval;
 - ``zhiyuan-ai``: its gate demands a 10 ms TPOT P99 for a 70B-parameter chat service — below
   what decode physics allows (reading the weights alone takes longer per token) — so the first
@@ -49,8 +51,10 @@ from simulation.models import TwinRun
 from simulation.services import twin_run_control, twin_tick
 
 TARGET, SOURCE = "unified-demo", "legacy-h100"
-TTFT = "inference_ttft_p99_seconds"
-TPOT = "inference_tpot_p99_seconds"
+# The serving histograms every gate reads (the twin exports them as real engines do), their
+# P99 computed from the step's bucket increases like Prometheus' histogram_quantile.
+TTFT = "serving_ttft_seconds"
+TPOT = "serving_tpot_seconds"
 STRICT_TPOT_SECONDS = 0.01  # zhiyuan-ai's gate: stricter than decode physics allows
 # Where a workload has no target of its own: the chat defaults of the engine's scenario.
 DEFAULT_TTFT_SECONDS, DEFAULT_TPOT_SECONDS = 2.0, 0.1
