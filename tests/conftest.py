@@ -19,6 +19,15 @@ def pytest_report_header(config) -> list[str]:
     ]
 
 
+def pytest_runtest_setup(item) -> None:
+    # ``@pytest.mark.postgresql_only("why")``: the test measures what only PostgreSQL does
+    # (its statements, locks or constraint timing); on SQLite (the demo) it is skipped, saying why.
+    marker = item.get_closest_marker("postgresql_only")
+    if marker is not None and "postgresql" not in settings.DATABASES["default"]["ENGINE"]:
+        reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
+        pytest.skip(f"PostgreSQL only: {reason}")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item, nextitem):
     # After a transactional test the runner flushes the database; SQLite does that with

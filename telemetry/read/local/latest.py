@@ -114,24 +114,40 @@ def latest_values(
                 for metric_id, entity_id, value in cursor.fetchall():
                     result[entity_id][names[metric_id]] = value
     else:
-        newest = (
-            Sample.objects.filter(entity_id__in=entity_ids, ts__gte=cutoff)
-            .values("entity_id", "metric_id")
-            .annotate(last=Max("ts"))
-        )
-        for row in newest:
-            value = (
-                Sample.objects.filter(
-                    entity_id=row["entity_id"], metric_id=row["metric_id"], ts=row["last"]
-                )
-                .values_list("metric__name", "value")
-                .first()
-            )
-            if value is not None:
-                result[row["entity_id"]][value[0]] = value[1]
+        _latest_values_sqlite(entity_ids, cutoff, result)
     for entity_id, values in latest_frame_values(entity_ids, since=cutoff).items():
         result[entity_id].update(values)
     return dict(result)
+
+
+_SQLITE_CHUNK = 500  # ids per statement, under SQLite's bound-parameter limit
+
+
+def _latest_values_sqlite(
+    entity_ids: list[int], cutoff: datetime, result: dict[int, dict[str, float]]
+) -> None:
+    """SQLite (the demo): the newest row per (entity, metric) joined back to its value, one
+    statement per chunk of ids — not one query per pair, which grew with the page."""
+    names = dict(MetricDefinition.objects.values_list("pk", "name"))
+    table = Sample._meta.db_table
+    for start in range(0, len(entity_ids), _SQLITE_CHUNK):
+        newest = (
+            Sample.objects.filter(
+                entity_id__in=entity_ids[start : start + _SQLITE_CHUNK], ts__gte=cutoff
+            )
+            .values("metric_id", "entity_id")
+            .annotate(last=Max("ts"))
+        )
+        inner, params = newest.query.sql_with_params()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT s.metric_id, s.entity_id, s.value FROM {table} AS s JOIN ({inner}) AS g"
+                " ON s.metric_id = g.metric_id AND s.entity_id = g.entity_id AND s.ts = g.last",
+                params,
+            )
+            for metric_id, entity_id, value in cursor.fetchall():
+                if metric_id in names:
+                    result[entity_id][names[metric_id]] = value
 
 
 # Metric outer, entity inner: consecutive probes walk neighbouring pages of the index.
