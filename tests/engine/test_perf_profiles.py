@@ -150,6 +150,10 @@ def test_current_stack_checks_hold_on_held_out_figures_and_are_deterministic():
     assert fitted["ratio"] == pytest.approx(1.0, abs=0.01)
     train = next(c for c in res["moe"] if "pre-training" in c["name"])
     assert train["role"] == "held out" and 0.7 < train["ratio"] < 1.3
+    # The held-out MoE serving checks on NVIDIA stacks (DeepSeek H800, SGLang H100) sit within
+    # 30% with the overlap efficiency carried over from training, nothing fitted to them.
+    nvidia = [c for c in res["moe"] if c["role"] == "held out" and "910C" not in c["name"]]
+    assert len(nvidia) == 3 and all(0.7 < c["ratio"] < 1.3 for c in nvidia), nvidia
     assert any("held out" in line for line in lines)
     again = validate_current.run(lambda _line: None)
     assert json.dumps(res, sort_keys=True) == json.dumps(again, sort_keys=True)

@@ -29,7 +29,8 @@ unless a decode call says ``kv_dtype``.
 * MoE: a decode step reads only the experts its tokens touch, ``E(1-(1-k/E)^b)`` of ``E`` per
   layer; each MoE layer dispatches and combines every token's ``k`` expert activations
   all-to-all over ``ep`` cards, on the scale-up fabric inside its domain and RDMA beyond.
-  With the profile's ``moe_overlap`` (two micro-batches) only ``max(0, a2a - compute)`` shows.
+  With the profile's ``moe_overlap`` (two micro-batches) ``a2a - eff x min(a2a, compute)``
+  shows (the profile's ``moe_overlap_eff``); all-to-all at ``A2A_EFFICIENCY`` of the links.
 * MLA decodes with absorbed up-projections: attention over the latent,
   ``2 heads (2 kv_lora_rank + rope)`` FLOPs per query and context token.
 Per-layer fixed cost is ``layer_launch_s + layer_fixed_bytes / HBM BW`` (launches plus small
@@ -232,7 +233,7 @@ def prefill_breakdown(
     a2a_bytes = per_group / tp * s["k"] * s["hidden"] * (wb + 2.0)
     a2a = s["moe_layers"] * alltoall_seconds(a2a_bytes, ep, fab, fab.allreduce_hop_s)
     overhead = p.pass_overhead_s + s["layers"] * layer + batch * p.seq_overhead_s
-    return _compose(work(batch), a2a, allreduce, overhead, overlap)
+    return _compose(work(batch), a2a, allreduce, overhead, overlap, p.moe_overlap_eff)
 
 
 def decode_breakdown(
@@ -313,16 +314,18 @@ def decode_breakdown(
     a2a_bytes = per_group * q / tp * s["k"] * s["hidden"] * (wb + 2.0)
     a2a = s["moe_layers"] * alltoall_seconds(a2a_bytes, ep, fab, fab.allreduce_hop_s)
     overhead = p.pass_overhead_s + s["layers"] * layer + per_group * p.seq_overhead_s
-    return _compose(work(batch), a2a, allreduce, overhead, overlap)
+    return _compose(work(batch), a2a, allreduce, overhead, overlap, p.moe_overlap_eff)
 
 
-def _compose(whole, a2a, allreduce, overhead, overlap) -> dict[str, np.ndarray]:
+def _compose(whole, a2a, allreduce, overhead, overlap, eff) -> dict[str, np.ndarray]:
     """The step serialised, or with the expert all-to-all overlapped (``overlap``): two
     micro-batches, one's dispatch/combine in flight under the other's compute (DeepSeek's
-    dual micro-batch overlap, SGLang's two-batch overlap), so the step is
-    ``max(work, all-to-all)`` and only ``max(0, all-to-all - work)`` shows."""
+    dual micro-batch overlap, SGLang's two-batch overlap). The overlap realises the profile's
+    ``moe_overlap_eff`` of its ideal ``max(work, all-to-all)``:
+    ``exposed = a2a - eff x min(a2a, work)``."""
     compute, memory, w = whole
-    exposed = np.where(overlap, np.maximum(a2a - w, 0.0), a2a)
+    hidden = eff * np.minimum(a2a, w)
+    exposed = np.where(overlap, a2a - hidden, a2a)
     return {
         "compute": compute,
         "memory": memory,
