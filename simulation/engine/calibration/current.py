@@ -32,7 +32,7 @@ the shapes of the catalog's ``llama-3-8b`` / ``llama-3-70b``.
 **MoE training calibration** (fitted, not held out): Megatron-Bridge (NVIDIA NeMo 25.09)
 ``docs/performance-summary.md``, https://github.com/NVIDIA-NeMo/Megatron-Bridge, "Pre-Training
 Performance", System DGX-H100: DeepSeekV3 (dropless) on 1,024 H100, GBS 8192, MBS 1, sequence
-4096, TP2 PP8 VP4 EP64, FP8 (blockwise), 1,297 tokens/s per GPU (338 model TFLOP/s per GPU).
+4096, TP2 PP8 VP4 EP64, FP8, 1,297 tokens/s per GPU (338 model TFLOP/s per GPU).
 It pins ``perf.train_model.EP_OVERLAP_EFFICIENCY``; the DeepSeek-V3 report's figure stays
 held out.
 """

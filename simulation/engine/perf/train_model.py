@@ -84,7 +84,7 @@ JITTER = 0.01
 # 1.0 would be the ideal max(compute, a2a). Calibrated (``validate --refit``) on one published
 # run that is not a held-out check: Megatron-Bridge performance-summary, NeMo 25.09, DGX-H100,
 # DeepSeekV3 (dropless, force-balanced experts) on 1,024 H100 (TP2 PP8 VP4 EP64, GBS 8192, seq
-# 4096, FP8 blockwise) 1,297 tokens/s/GPU. It also absorbs what the step model leaves out of
+# 4096, FP8) 1,297 tokens/s/GPU. It also absorbs what the step model leaves out of
 # an MoE step (FP8 quantisation and token permutation kernels, schedule gaps), so it is an
 # effective, not a measured, share.
 EP_OVERLAP_EFFICIENCY = 0.2656
