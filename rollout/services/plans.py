@@ -70,7 +70,7 @@ LEGAL_FROM: dict[str, tuple[str, ...]] = {
         PlanState.ROLLBACK_UNCONFIRMED,
     ),
     "verify_rollback": (PlanState.ROLLBACK_UNCONFIRMED,),
-    "router_failed": (PlanState.RUNNING, PlanState.ROLLBACK_UNCONFIRMED),
+    "router_failed": (PlanState.RUNNING, PlanState.PAUSED, PlanState.ROLLBACK_UNCONFIRMED),
     "router_confirmed": (PlanState.ROLLBACK_UNCONFIRMED,),
     "force_promote": (PlanState.RUNNING, PlanState.AWAITING_APPROVAL, PlanState.PAUSED),
     "skip": (PlanState.RUNNING,),

@@ -194,8 +194,9 @@ def router_call_settle(
     router_call_audit(call, actor=actor, action=action)
     gate = plan.current_gate
     if outcome == RouterOutcome.PENDING:
-        if call.operation == "set" and gate is not None and plan.state == PlanState.RUNNING:
-            _step_clock(plan, gate, started=intended_at, at=None)
+        if call.operation == "set" and gate is not None and gate.state == GateState.ANALYSING:
+            if plan.state in (PlanState.RUNNING, PlanState.PAUSED):
+                _step_clock(plan, gate, started=intended_at, at=None)
         return
     confirmation_store(call.plan_workload, call)
     still_pending = pending_calls(plan, operation=call.operation).exists()
@@ -220,7 +221,12 @@ def router_call_settle(
             obj=call,
         )
         return
-    if gate is None or plan.state != PlanState.RUNNING:
+    # A person may have paused the step while its router was being asked: the answer still
+    # counts (the analysis starts paused, measured once resumed; a refusal needs a retry).
+    on_step = plan.state == PlanState.RUNNING or (
+        plan.state == PlanState.PAUSED and plan.resume_state == PlanState.RUNNING
+    )
+    if gate is None or not on_step or gate.state != GateState.ANALYSING:
         return
     if outcome == RouterOutcome.CONFIRMED:
         if not still_pending:

@@ -2,14 +2,16 @@
 
 The transitions set each workload's desired ``share`` (``traffic_apply``/``traffic_rollback``
 in :mod:`rollout.services.plans`), then call :func:`traffic_route`: for each workload whose
-router is real (HAProxy, a deploy tool's webhook) the router is asked for the share and what
-it **reads back** is stored as ``confirmed_share``. The step's analysis clock starts at that
-confirmation (``RouteResult.clock``), never at the portal's commit; the twin keeps today's
-rule (its shares take effect at commit). A router that refuses, times out, is unreachable,
-answers garbage, names an unknown backend/server or confirms another share stops the
-routing: the caller pauses the plan with that reason code (``rollout.models.RouterOutcome``)
-and never promotes. Each real call is one ``RouterCall`` row and one audit row (who, which
-share, what the router answered). The contracts: ``docs/traffic-routers.md``.
+router is real (HAProxy, a deploy tool's webhook) an ``intended`` ``RouterCall`` is
+committed with the transition; :mod:`rollout.services.router_dispatch` sends it after the
+commit (:func:`router_send`) and stores what the router **reads back** as
+``confirmed_share``. The step's analysis clock starts at that confirmation, never at the
+portal's commit; the twin keeps today's rule (its shares take effect at commit). A router
+that refuses, times out, is unreachable, answers garbage, names an unknown backend/server or
+confirms another share pauses the plan with that reason code
+(``rollout.models.RouterOutcome``) and never promotes. Each answer is recorded on its
+``RouterCall`` row and in one audit row (who, which share, what the router answered). The
+contracts: ``docs/traffic-routers.md``.
 """
 
 from __future__ import annotations
@@ -42,17 +44,13 @@ SHARE_TOLERANCE = 0.5
 
 @dataclass
 class RouteResult:
-    """What routing a plan's shares came to."""
+    """What committing a plan's shares came to: ``pending`` when real routers were given
+    intents (sent after the commit), else the confirmation that still holds."""
 
     confirmed_at: datetime | None = None
     pending: bool = False
     real: bool = False
-    failure: RouterCall | None = None
     calls: list[RouterCall] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return self.failure is None
 
     def clock(self) -> dict:
         """``analysis_start``'s traffic arguments: when the step's traffic took effect."""
@@ -61,10 +59,6 @@ class RouteResult:
         if self.real and self.confirmed_at is not None:
             return {"traffic_at": self.confirmed_at}
         return {}  # twin only: at the commit
-
-    def reason(self) -> tuple[str, dict]:
-        """The failure as English text and as a code (the pause's audit reason)."""
-        return call_reason(self.failure)
 
 
 def call_reason(call: RouterCall) -> tuple[str, dict]:
@@ -275,7 +269,7 @@ def restore_verified(
     every router's read-back of the source back: then the plan reaches ``to``; a router that
     does not confirm leaves it unconfirmed and alerts (``rollback_unconfirmed``)."""
     routed = traffic_route(plan, actor=actor, operation="restore")
-    verified = routed.ok and not routed.pending
+    verified = not routed.pending
     plan.resume_state = "" if verified else to
     plan_move(
         plan,

@@ -457,8 +457,8 @@ def gate_skip(
 def _routed(plan: MigrationPlan, actor: Actor) -> MigrationPlan:
     """After the transition committed: send the router calls it intended (outside its
     transaction, each answer committed on its own) and return the plan as they left it."""
-    if router_intents_dispatch(plan.pk, actor=actor):
-        plan.refresh_from_db()
+    router_intents_dispatch(plan.pk, actor=actor)
+    plan.refresh_from_db()  # another dispatcher may have committed what this one waited for
     return plan
 
 

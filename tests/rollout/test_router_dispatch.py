@@ -148,3 +148,41 @@ def test_a_slow_router_holds_no_lock_on_the_plan(
     assert seen["locked"] is True, seen
     plan.refresh_from_db()
     assert plan.state == PlanState.ABORTED and haproxy.weight("canary") == 0
+
+
+def test_a_step_paused_while_its_router_was_asked_starts_its_clock_at_the_read_back(
+    plan_factory, users, haproxy, haproxy_router, monkeypatch
+):
+    from rollout.services.transitions import plan_pause, plan_resume
+
+    plan, item = routed_plan(plan_factory, haproxy_router, criteria={"gray": [{}]})
+    plan_command(command="start", plan_id=plan.pk, actor=Actor(users["operator"]))
+    _lost_worker(monkeypatch)
+    op, appr = Actor(users["operator"]), Actor(users["approver"])
+    plan_command(command="promote", plan_id=plan.pk, actor=op)
+    plan_command(command="approve", plan_id=plan.pk, actor=appr, revision=rev(plan))
+    plan_pause(plan_id=plan.pk, actor=op, reason="look first")
+    assert router_intents_sweep() == 1  # HAProxy answers while the plan is paused
+    call = RouterCall.objects.get(plan_workload=item, desired_share=5)
+    plan_resume(plan_id=plan.pk, actor=op)
+    plan.refresh_from_db()
+    assert plan.state == PlanState.RUNNING
+    assert plan.current_gate.runs.get().traffic_at == call.confirmed_at
+
+
+def test_a_skipped_gate_gets_no_analysis_when_its_router_answers_late(
+    plan_factory, users, haproxy, haproxy_router, monkeypatch
+):
+    from rollout.services.transitions import gate_skip
+
+    plan, _item = routed_plan(plan_factory, haproxy_router, criteria={"gray": [{}]})
+    plan_command(command="start", plan_id=plan.pk, actor=Actor(users["operator"]))
+    _lost_worker(monkeypatch)
+    op, appr = Actor(users["operator"]), Actor(users["approver"])
+    plan_command(command="promote", plan_id=plan.pk, actor=op)
+    plan_command(command="approve", plan_id=plan.pk, actor=appr, revision=rev(plan))
+    gate_skip(plan_id=plan.pk, actor=op, reason="known good")
+    router_intents_sweep()
+    plan.refresh_from_db()
+    assert plan.current_gate.state == GateState.PASSED
+    assert not plan.current_gate.runs.exists()
