@@ -44,7 +44,9 @@ class PromQLDataSource(models.Model):
     """A Prometheus-compatible query API (Prometheus, Thanos, VictoriaMetrics, Mimir) that
     holds this cluster's exporter series. When enabled, the telemetry read API answers this
     cluster's series, window aggregates, latest values, top-N and heatmaps from it with
-    ``/api/v1/query`` and ``/api/v1/query_range``; nothing is copied into the portal."""
+    ``/api/v1/query`` and ``/api/v1/query_range``; no samples are copied into the portal. Its
+    sync (``telemetry.services.promql_sync``, every ``PROMQL_SYNC_SECONDS`` and on demand)
+    registers the cards it reports and samples who holds them into attribution intervals."""
 
     cluster = models.OneToOneField(
         "inventory.Cluster", on_delete=models.CASCADE, related_name="promql_source"
