@@ -31,6 +31,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=60)
     parser.add_argument("--per-send", type=int, default=500)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--queries", action="store_true", help="print the SQL of one steady-state request"
+    )
     parser.add_argument("--name", default="remote_write_inprocess")
     args = parser.parse_args()
     with fresh_postgres("remote_write_profile", keep=True) as db_url:
@@ -69,6 +72,14 @@ def main() -> None:
         for body in bodies(now_ms - 15_000, None):
             post(body)
         measured = bodies(now_ms, args.requests)
+        if args.queries:
+            from django.test.utils import CaptureQueriesContext
+
+            with CaptureQueriesContext(connection) as captured:
+                post(measured.pop())
+            print(f"one request: {len(captured.captured_queries)} statements")
+            for query in captured.captured_queries:
+                print(f"  {query['time']}s  {' '.join(query['sql'].split())[:150]}")
         profiler = cProfile.Profile() if args.profile else None
         inserted = 0
         t0, c0 = time.perf_counter(), time.process_time()

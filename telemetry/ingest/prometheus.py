@@ -10,8 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from psycopg.errors import ForeignKeyViolation
+from django.db import transaction
 
 from inventory.models import Cluster
 from inventory.services import nodes_ensure
@@ -48,7 +47,7 @@ from telemetry.ingest.serving import SERVING_KIND
 from telemetry.ingest.serving_registry import endpoints_register, serving_catalogue_ensure
 from telemetry.models import Entity, EntityKind, MetricDefinition
 from telemetry.services.entities import entities_save, entity_build
-from telemetry.store.samples import StoreResult, samples_write
+from telemetry.store.samples import StaleReference, StoreResult, samples_write
 
 SOURCES = ("auto", "dcgm", "npu")
 # What the scraper reads at most from one exporter (the same as a push may send).
@@ -199,8 +198,9 @@ def ingest_mapping_report(
 
     Metric, card and node ids already resolved by this process come from the memo
     (``telemetry.ingest.known``); only what it does not know is looked up or registered. A
-    memo entry pointing at a row deleted since fails the insert's foreign key: the memo is
-    cleared and the batch written again from the database, once."""
+    memo entry pointing at a row deleted since fails the insert's reference check
+    (``StaleReference``): the memo is cleared and the batch written again from the database,
+    once."""
     if not screened:
         mapping_report_check(report, max_samples=max_samples)
     elif max_samples is not None and len(report.samples) > max_samples:
@@ -239,9 +239,7 @@ def ingest_mapping_report(
             rows, result = _report_store(
                 report, cluster, devices, hosts, host_labels, provenance, endpoints
             )
-    except IntegrityError as exc:
-        if not isinstance(exc.__cause__, ForeignKeyViolation):
-            raise
+    except StaleReference:
         KNOWN.clear()  # a memo entry named a row deleted since: resolve everything again
         with transaction.atomic():
             rows, result = _report_store(

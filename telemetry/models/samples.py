@@ -102,10 +102,14 @@ class Entity(models.Model):
 class Sample(models.Model):
     """A raw measurement. Unique per (metric, entity, time) so a replay cannot duplicate it."""
 
-    # No index of its own on ``metric``: the unique (metric, entity, ts) index leads with it and
-    # serves every lookup by metric, and each index is paid on every inserted row (issue 22 §6).
-    metric = models.ForeignKey(MetricDefinition, on_delete=models.CASCADE, db_index=False)
-    entity = models.ForeignKey(Entity, on_delete=models.CASCADE)
+    # No database foreign keys on the hottest insert (a check and a key-share lock per row
+    # more than doubled its cost: BENCHMARKS.md, issue 22 §6); Django's cascade still deletes a
+    # metric's or entity's samples, and ``telemetry.store.samples`` checks memoised ids. No
+    # index of its own on ``metric``: the unique (metric, entity, ts) index leads with it.
+    metric = models.ForeignKey(
+        MetricDefinition, on_delete=models.CASCADE, db_index=False, db_constraint=False
+    )
+    entity = models.ForeignKey(Entity, on_delete=models.CASCADE, db_constraint=False)
     ts = models.DateTimeField(_("time"))
     value = models.FloatField(_("value"))
     # Who wrote it (null: written before provenance existed — trusted by no gate). No database

@@ -61,15 +61,26 @@ def _dedupe(rows: Sequence[SampleRow]) -> list[SampleRow]:
     return list(latest.values())
 
 
+class StaleReference(Exception):
+    """A batch written with ``check_now`` names a metric or entity that no longer exists
+    (a memoised id whose row was deleted since): nothing of it is kept; the caller resolves
+    its ids again and retries (``telemetry.ingest.prometheus``)."""
+
+
 def samples_write(
     rows: Sequence[SampleRow], *, provenance: int | None = None, check_now: bool = False
 ) -> StoreResult:
     """Insert ``rows`` (late ones also into compacted rollups); returns how many were new.
 
-    ``check_now`` checks the rows' metric and entity foreign keys at the insert instead of at
-    commit (Django makes them deferred on PostgreSQL), so a writer holding memoised ids
-    (``telemetry.ingest.known``) sees a deleted entity as an ``IntegrityError`` it can retry
-    in its savepoint.
+    The sample table has no foreign-key constraints on ``metric`` and ``entity`` (a check and
+    a key-share lock on the entity per inserted row more than doubled the insert's cost, and
+    concurrent shards share those locks: BENCHMARKS.md); ids come from the registry in the
+    same transaction or, for ``check_now`` writers, from a memo (``telemetry.ingest.known``).
+    ``check_now`` makes the insert itself check that every row's metric and entity exist (an
+    anti-join, no locks) and raise :class:`StaleReference` if any does not, so a memo holding
+    a deleted id is caught and the caller can retry in its savepoint. Deleting an entity or
+    metric deletes its samples through Django's cascade; a sample written while its entity is
+    being deleted can outlive it — no read joins it to anything, and retention removes it.
 
     ``provenance`` is the :class:`~telemetry.models.SampleSource` id of whoever wrote the
     batch (``telemetry.store.provenance``): one value for the whole batch, set in the insert itself,
@@ -82,24 +93,28 @@ def samples_write(
     if connection.vendor == "postgresql":
         inserted = _write_postgresql(unique_rows, provenance, check_now=check_now)
     else:
+        if check_now:
+            _check_references(unique_rows)
         inserted = _write_generic(unique_rows, watermarks(), provenance)
     return StoreResult(received=len(rows), inserted=inserted)
 
 
-_FOREIGN_KEYS: list[str] = []
-
-
-def _sample_foreign_keys() -> list[str]:
-    """The sample table's foreign-key constraint names (read once per process)."""
-    if not _FOREIGN_KEYS:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT quote_ident(conname) FROM pg_constraint "
-                "WHERE conrelid = 'monitoring_sample'::regclass AND contype = 'f' "
-                "AND condeferrable ORDER BY conname"
-            )
-            _FOREIGN_KEYS.extend(row[0] for row in cursor.fetchall())
-    return _FOREIGN_KEYS
+def _check_references(rows: list[SampleRow]) -> None:
+    """Raise :class:`StaleReference` if a row's metric or entity does not exist (SQLite; on
+    PostgreSQL the merge checks it). Two counts by primary key, no model instances."""
+    metric_ids = sorted({r[0] for r in rows})
+    entity_ids = sorted({r[1] for r in rows})
+    with connection.cursor() as cursor:
+        for table, ids in (
+            ("monitoring_metricdefinition", metric_ids),
+            ("monitoring_entity", entity_ids),
+        ):
+            for start in range(0, len(ids), 900):  # SQLite's bound-parameter limit
+                chunk = ids[start : start + 900]
+                marks = ",".join(["%s"] * len(chunk))
+                cursor.execute(f"SELECT count(*) FROM {table} WHERE id IN ({marks})", chunk)
+                if cursor.fetchone()[0] != len(chunk):
+                    raise StaleReference("a sample names a metric or entity that no longer exists")
 
 
 # The staging table holds a batch as COPY sent it (time as unix seconds, converted in the
@@ -107,20 +122,30 @@ def _sample_foreign_keys() -> list[str]:
 # batch in one transaction starts from an empty table without a TRUNCATE per batch.
 _PG_PREPARE = """
 SELECT pg_advisory_xact_lock_shared({lock});
-{constraints}
 CREATE TEMP TABLE IF NOT EXISTS monitoring_sample_staging_s (
     metric_id integer, entity_id bigint, ts double precision, value double precision
 ) ON COMMIT DELETE ROWS;
 """
+
+# ``check_now``: the rows whose metric or entity is gone are not inserted but counted.
+_PG_CHECKED = """
+, orphans AS (
+    SELECT count(*) AS n FROM staged s
+    WHERE NOT EXISTS (SELECT 1 FROM monitoring_entity e WHERE e.id = s.entity_id)
+       OR NOT EXISTS (SELECT 1 FROM monitoring_metricdefinition d WHERE d.id = s.metric_id)
+)"""
+_PG_CHECKED_WHERE = """
+    WHERE EXISTS (SELECT 1 FROM monitoring_entity e WHERE e.id = staged.entity_id)
+      AND EXISTS (SELECT 1 FROM monitoring_metricdefinition d WHERE d.id = staged.metric_id)"""
 
 # Watermarks are read in the merge itself, after the shared lock: compaction (exclusive) cannot
 # move one between reading it and inserting below it.
 _PG_MERGE = """
 WITH staged AS (
     DELETE FROM monitoring_sample_staging_s RETURNING metric_id, entity_id, ts, value
-), inserted AS (
+){checked}, inserted AS (
     INSERT INTO monitoring_sample (metric_id, entity_id, ts, value, source_id)
-    SELECT metric_id, entity_id, to_timestamp(ts), value, %s::integer FROM staged
+    SELECT metric_id, entity_id, to_timestamp(ts), value, %s::integer FROM staged{where}
     ORDER BY metric_id, entity_id, ts
     ON CONFLICT (metric_id, entity_id, ts) DO NOTHING
     RETURNING metric_id, entity_id, ts, value
@@ -144,24 +169,29 @@ WITH staged AS (
         min = LEAST(monitoring_rollup.min, EXCLUDED.min),
         max = GREATEST(monitoring_rollup.max, EXCLUDED.max)
 )
-SELECT count(*) FROM inserted
+SELECT (SELECT count(*) FROM inserted), {orphans}
 """
+_MERGE_PLAIN = _PG_MERGE.format(checked="", where="", orphans="0")
+_MERGE_CHECKED = _PG_MERGE.format(
+    checked=_PG_CHECKED, where=_PG_CHECKED_WHERE, orphans="(SELECT n FROM orphans)"
+)
 
 
 def _write_postgresql(rows: list[SampleRow], provenance: int | None, *, check_now: bool) -> int:
-    fks = _sample_foreign_keys() if check_now else []
-    constraints = f"SET CONSTRAINTS {', '.join(fks)} IMMEDIATE;" if fks else ""
     # One COPY of tab-separated text built in one join: the per-row cost is a format, not a
     # datetime and a row adapter. ``repr`` of a float reads back exactly.
     data = "".join(f"{m}\t{e}\t{t!r}\t{v!r}\n" for m, e, t, v in rows)
     with connection.cursor() as cursor:
-        cursor.execute(_PG_PREPARE.format(lock=ADVISORY_LOCK_KEY, constraints=constraints))
+        cursor.execute(_PG_PREPARE.format(lock=ADVISORY_LOCK_KEY))
         with cursor.cursor.copy(
             "COPY monitoring_sample_staging_s (metric_id, entity_id, ts, value) FROM STDIN"
         ) as copy:
             copy.write(data)
-        cursor.execute(_PG_MERGE, [provenance])
-        return int(cursor.fetchone()[0])
+        cursor.execute(_MERGE_CHECKED if check_now else _MERGE_PLAIN, [provenance])
+        inserted, orphans = cursor.fetchone()
+    if orphans:
+        raise StaleReference(f"{orphans} samples name a metric or entity that no longer exists")
+    return int(inserted)
 
 
 def _existing_points(rows: list[SampleRow]) -> set[tuple[int, int, str]]:

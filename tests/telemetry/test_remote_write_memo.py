@@ -49,7 +49,8 @@ def test_a_known_fleet_is_written_without_resolving_it_again(rw_client, cluster)
     with CaptureQueriesContext(connection) as queries:
         body = _ok(send(rw_client, _body(now, cards)))
     assert body["inserted"] == 16
-    # (The one UPDATE marking the cards seen reads the card table; nothing else does.)
+    # (The one UPDATE marking the cards seen reads the card table, and the insert checks that
+    # the memoised ids still exist — unquoted, by primary key; nothing else reads them.)
     sql = " ".join(q["sql"] for q in queries.captured_queries if not q["sql"].startswith("UPDATE"))
     for table in ("entity", "accelerator", "node", "metricdefinition"):
         assert f'FROM "monitoring_{table}"' not in sql  # nothing resolved again
