@@ -121,6 +121,30 @@ def test_sglang_and_mindie_families_map_onto_the_same_endpoint_series(cluster, p
 
 
 @pytest.mark.django_db
+def test_a_window_over_vllm_and_sglang_replicas_counts_each_by_its_engines_rule(cluster):
+    now = time.time()
+    vllm = EngineMetrics(model="mixed", labels={"instance": "10.0.0.8:8000"})
+    sglang = EngineMetrics(model="mixed", prefix="sglang:", labels={"instance": "10.0.0.9:30000"})
+    for engine in (vllm, sglang):
+        _push(engine, now - 120)
+    for i in range(20):
+        vllm.request(ttft=0.3, tpot=0.05, ok=i >= 2)  # success 18 + aborted 2
+        sglang.request(ttft=0.3, tpot=0.05, ok=i != 0)  # received 20, aborted 1
+    for engine in (vllm, sglang):
+        _push(engine, now - 60)
+
+    found = serving_window(
+        cluster_id=cluster.pk,
+        endpoint_keys=["mixed@10.0.0.8:8000", "mixed@10.0.0.9:30000"],
+        start=_at(now - 130),
+        end=_at(now),
+    )
+    # SGLang's received requests count: not only vLLM's success + failed
+    assert (found.requests, found.failed) == (40, 3)
+    assert found.error_ratio == pytest.approx(3 / 40)
+
+
+@pytest.mark.django_db
 def test_remote_write_stores_the_same_buckets_as_the_text_push(cluster):
     now_ms = int(time.time() * 1000)
     engine = EngineMetrics(labels={"instance": INSTANCE})

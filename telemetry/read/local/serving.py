@@ -164,7 +164,9 @@ def serving_window(
             by_entity[entity_id][names[metric_id]] += increase
     labels = source_labels([*counted, *dropped])
     failed = increases.get("serving_requests_failed_total", 0.0)
-    requests = finished(increases)
+    # Per endpoint, then summed: a workload served by vLLM (success counter) and SGLang
+    # (received only) replicas counts each by its own engine's rule.
+    requests = sum(finished(own) for own in by_entity.values())
     return ServingWindow(
         start=start,
         end=end,
