@@ -82,7 +82,10 @@ def router_callback(*, router, body: bytes, headers) -> RouterCall:
     with transaction.atomic():
         plan = plan_lock(call.plan_id)
         call = RouterCall.objects.select_for_update().get(pk=call.pk)
-        if call.outcome != RouterOutcome.PENDING:
+        # A tool may call back before the portal committed its 202 (the call is still
+        # ``intended``, sent once at least): the callback is the answer then.
+        in_flight = call.outcome == RouterOutcome.INTENDED and call.attempts > 0
+        if call.outcome != RouterOutcome.PENDING and not in_flight:
             return call  # already answered (or timed out): a repeated callback changes nothing
         try:
             answer = answer_read(200, body)

@@ -216,3 +216,29 @@ def test_a_restore_answered_202_is_unconfirmed_until_the_callback_confirms_it(
     plan.refresh_from_db()
     assert plan.state == PlanState.ABORTED
     assert plan.audit_entries.filter(action="router_confirmed", to_state="aborted").exists()
+
+
+def test_a_callback_that_beats_the_portals_own_commit_is_the_answer(
+    plan_factory, users, tool, client, monkeypatch
+):
+    from rollout.services import transitions
+
+    server = tool([confirm])
+    plan, router = webhook_plan(plan_factory, server.url, criteria={"gray": [{}]})
+    plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
+    # The promotion commits its intent; the tool got it (sent once) and calls back before
+    # the portal committed the tool's synchronous answer.
+    monkeypatch.setattr(transitions, "router_intents_dispatch", lambda *a, **k: 0)
+    plan_command(command="promote", plan_id=plan.pk, actor=Actor(users["operator"]))
+    plan_command(
+        command="approve", plan_id=plan.pk, actor=Actor(users["approver"]), revision=rev(plan)
+    )
+    call = RouterCall.objects.get(outcome="intended")
+    RouterCall.objects.filter(pk=call.pk).update(attempts=1)
+    body = {"idempotency_key": call.idempotency_key, "status": "confirmed", "share": 5}
+    response = _callback(client, router, body)
+    assert response.status_code == 200 and response.json()["outcome"] == "confirmed"
+    call.refresh_from_db()
+    plan.refresh_from_db()
+    assert plan.state == PlanState.RUNNING
+    assert plan.current_gate.runs.get().traffic_at == call.confirmed_at
