@@ -85,8 +85,7 @@ def bucket_name(histogram: str, bound: float) -> str:
 
 
 def _cdf(x: np.ndarray) -> np.ndarray:
-    erf = np.vectorize(math.erf, otypes=[float])
-    return 0.5 * (1.0 + erf(x / math.sqrt(2.0)))
+    return np.array([0.5 * (1.0 + math.erf(v / math.sqrt(2.0))) for v in x.tolist()], float)
 
 
 def step_increments(values: dict[str, np.ndarray], dt: float) -> dict[str, np.ndarray]:
@@ -106,8 +105,12 @@ def step_increments(values: dict[str, np.ndarray], dt: float) -> dict[str, np.nd
         spread = np.log(np.where(ok, np.maximum(p99, p50), 1.0)) - mu
         sigma = np.where(ok, np.maximum(spread, 1e-6) / Z99, 1.0)
         n = np.where(ok, requests, np.nan)
+        # The CDF only where a service has latencies: the workload arrays are mostly training
+        # jobs (NaN here), and erf is a scalar call per element.
+        served = np.flatnonzero(ok)
         for bound in bounds:
-            share = _cdf((math.log(bound) - mu) / sigma)
+            share = np.full(rate.size, np.nan)
+            share[served] = _cdf((math.log(bound) - mu[served]) / sigma[served])
             out[bucket_name(histogram, bound)] = n * share
         out[bucket_name(histogram, math.inf)] = n
         out[f"{histogram}_count"] = n

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections import OrderedDict
 
 from django.conf import settings
@@ -34,6 +35,10 @@ from simulation.models import TwinRun, TwinTick
 
 _CACHE: OrderedDict[int, tuple[tuple[int, int, int], Engine]] = OrderedDict()
 _LOCK = threading.Lock()  # thread pools share the cache; a run's row lock orders its ticks
+# What a tick derives from the store and can carry to the next one (the serving counters'
+# totals): tied to the engine object, so it lives exactly as long as the engine stays valid —
+# dropped with it when a tick fails, empty after a rebuild (the tick reads the store again).
+_MEMO: weakref.WeakKeyDictionary[Engine, dict] = weakref.WeakKeyDictionary()
 
 
 class JournalGap(ValueError):
@@ -94,6 +99,14 @@ def inputs_replay(engine: Engine, kind: str, inputs: dict) -> None:
         engine.set_traffic_share(name, share)
     for _ in range(int(inputs["steps"])):
         engine.step()
+
+
+def engine_memo(engine: Engine) -> dict:
+    """A dict that lives with ``engine``: what ticks of this engine carry between them instead
+    of reading it back from the store. Only the engine's own ticks write it, and a tick that
+    does not commit drops the engine (and so its memo) with it."""
+    with _LOCK:
+        return _MEMO.setdefault(engine, {})
 
 
 def engine_keep(run: TwinRun, engine: Engine) -> None:

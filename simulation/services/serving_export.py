@@ -4,8 +4,11 @@
 rate into bucket increments; this adds them to each workload's counters as last stored (the
 store is the counters' memory, so any worker process can write the next tick and a run
 that lost its rows just looks like a restarted engine — a counter reset, which the readers
-handle). The rows go on the workload's own entity, where ``telemetry.read.serving_window``
-reads the twin's histograms with the same code as a vLLM endpoint's.
+handle). A resident engine carries the totals it wrote in its memo (``resident.engine_memo``)
+and reads the store only for services it has not seen yet: after a rebuild the memo is
+empty, so the first tick reads what is stored, as before. The rows go on the workload's own
+entity, where ``telemetry.read.serving_window`` reads the twin's histograms with the same
+code as a vLLM endpoint's.
 """
 
 from __future__ import annotations
@@ -20,8 +23,13 @@ Row = tuple[str, str, str, float]
 TIMEOUTS = "inference_timeouts_total"
 
 
-def serving_rows(cluster: Cluster, steps: list) -> list[tuple[float, Row]]:
-    """``(ts, (metric, "workload", key, value))`` rows of the steps' serving counters."""
+def serving_rows(
+    cluster: Cluster, steps: list, memo: dict | None = None
+) -> list[tuple[float, Row]]:
+    """``(ts, (metric, "workload", key, value))`` rows of the steps' serving counters.
+
+    ``memo`` (the engine's, kept between its ticks) holds the totals written so far; the
+    store is read only for services it lacks. Without one every call reads the store."""
     # Masks over the workload arrays, not a Python test per workload and bucket: a
     # 10,240-card tick has ~2,000 workloads (most of them training jobs, all NaN here) times
     # every bucket counter, which cost half a second per tick as scalar loops.
@@ -40,7 +48,16 @@ def serving_rows(cluster: Cluster, steps: list) -> list[tuple[float, Row]]:
     if not serving_keys:
         return []
     names = sorted({name for _, _, inc, _, _ in increments for name in inc})
-    totals = serving_counters_latest(cluster_id=cluster.pk, entity_keys=serving_keys, names=names)
+    carried = ({} if memo is None else memo).setdefault("serving_counters", {})
+    if carried.get("names") != names:  # a different set of counters: start from the store
+        carried.update(names=names, known=set(), totals={})
+    totals: dict[tuple[str, str], float] = carried["totals"]
+    unseen = [key for key in serving_keys if key not in carried["known"]]
+    if unseen:
+        totals.update(
+            serving_counters_latest(cluster_id=cluster.pk, entity_keys=unseen, names=names)
+        )
+        carried["known"].update(unseen)
     out: list[tuple[float, Row]] = []
     for data, keys, inc, finite, arrays in increments:
         for name, values in inc.items():

@@ -75,10 +75,12 @@ def engine_steps(engine: Engine, steps: int, tick_time: float) -> list[StepData]
     return out
 
 
-def step_data_write(cluster: Cluster, steps: list[StepData]) -> int:
-    """Write the steps' rows and frames (caller holds the transaction); returns values."""
+def step_data_write(cluster: Cluster, steps: list[StepData], memo: dict | None = None) -> int:
+    """Write the steps' rows and frames (caller holds the transaction); returns values.
+
+    ``memo`` is the engine's (``resident.engine_memo``): what its earlier ticks wrote."""
     # Serving histograms as real engines export them (one gate path for twin and real).
-    served = serving_rows(cluster, steps)
+    served = serving_rows(cluster, steps, memo)
     names = {row[0] for data in steps for row in data.rows} | {
         name for data in steps for _, arrays in data.dense.values() for name in arrays
     }

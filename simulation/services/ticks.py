@@ -25,7 +25,12 @@ from rollout.selectors import traffic_shares_for_cluster
 from simulation.engine import Engine
 from simulation.models import TwinRun, TwinTick
 from simulation.services.gaps import gap_record
-from simulation.services.resident import checkpoint_if_due, engine_keep, engine_take
+from simulation.services.resident import (
+    checkpoint_if_due,
+    engine_keep,
+    engine_memo,
+    engine_take,
+)
 from simulation.services.tickdata import Row, StepData, engine_steps, step_data_write
 from telemetry.services.heartbeats import heartbeat_record
 
@@ -90,7 +95,7 @@ def twin_tick(*, run_id: int, expected_seq: int, tick_time: float | None = None)
         for name, share in shares.items():
             engine.set_traffic_share(name, share)
         steps = engine_steps(engine, run.steps_per_tick, tick_time)
-        written = step_data_write(run.cluster, steps)
+        written = step_data_write(run.cluster, steps, engine_memo(engine))
         _fault_injection_pause()
         written = tick_finish(
             run,

@@ -26,6 +26,11 @@ from django.db import connection
 from inventory.models import Cluster
 from telemetry.ingest.registry import entities_resolve
 from telemetry.models import Frame, FrameLayout
+from telemetry.store.frame_memo import (
+    rollups_locked,
+    rollups_remember,
+    rollups_remember_created,
+)
 from telemetry.store.samples import ROLLUP_RESOLUTIONS, bucket_start, to_datetime
 
 VALUE_DTYPE = np.float32
@@ -205,32 +210,73 @@ def rollups_merge(
     layout: FrameLayout, resolution: int, bucket: datetime, new: dict[int, list[np.ndarray]]
 ) -> None:
     """Merge per-bucket partial aggregates ``[count, sum, min, max]`` into rollup frames."""
-    current = {
-        f.metric_id: f
-        for f in Frame.objects.select_for_update().filter(
-            layout=layout, resolution=resolution, ts=bucket, metric_id__in=list(new)
-        )
-    }
-    to_create, to_update = [], []
+    current = _rollups_locked(layout, resolution, bucket, list(new))
+    to_create: list[Frame] = []
+    created: dict[int, list[np.ndarray]] = {}
+    to_update: list[tuple] = []
     for metric_id, (count, total, low, high) in new.items():
-        frame = current.get(metric_id)
-        if frame is None:
-            frame = Frame(metric_id=metric_id, layout=layout, resolution=resolution, ts=bucket)
-            to_create.append(frame)
+        held = current.get(metric_id)
+        if held is not None:
+            count_0, total_0, low_0, high_0 = held[1]
+            count = count_0 + count
+            total = total_0 + total
+            low = np.fmin(low_0, low)
+            high = np.fmax(high_0, high)
+        arrays = [
+            count.astype(COUNT_DTYPE, copy=False),
+            total.astype(SUM_DTYPE, copy=False),
+            low.astype(VALUE_DTYPE, copy=False),
+            high.astype(VALUE_DTYPE, copy=False),
+        ]
+        blobs = [a.tobytes() for a in arrays]
+        entities_sum, entities_count = entity_means_sum(count, total)
+        if held is None:
+            to_create.append(
+                Frame(
+                    metric_id=metric_id,
+                    layout=layout,
+                    resolution=resolution,
+                    ts=bucket,
+                    count=blobs[0],
+                    sum=blobs[1],
+                    min=blobs[2],
+                    max=blobs[3],
+                    entities_sum=entities_sum,
+                    entities_count=entities_count,
+                )
+            )
+            created[metric_id] = arrays
         else:
-            count = np.frombuffer(bytes(frame.count), COUNT_DTYPE) + count
-            total = np.frombuffer(bytes(frame.sum), SUM_DTYPE) + total
-            low = np.fmin(np.frombuffer(bytes(frame.min), VALUE_DTYPE), low)
-            high = np.fmax(np.frombuffer(bytes(frame.max), VALUE_DTYPE), high)
-            to_update.append(frame)
-        frame.count = count.astype(COUNT_DTYPE).tobytes()
-        frame.sum = total.astype(SUM_DTYPE).tobytes()
-        frame.min = low.astype(VALUE_DTYPE).tobytes()
-        frame.max = high.astype(VALUE_DTYPE).tobytes()
-        frame.entities_sum, frame.entities_count = entity_means_sum(count, total)
+            to_update.append((metric_id, held[0], arrays, blobs, entities_sum, entities_count))
     frames_insert(to_create)
+    if connection.vendor == "postgresql" and resolution == MINUTE:
+        rollups_remember_created(layout.pk, resolution, bucket, created)
     if to_update:
-        _rollups_update(to_update)
+        _rollups_update(layout, resolution, bucket, to_update)
+
+
+def _rollups_locked(
+    layout: FrameLayout, resolution: int, bucket: datetime, metric_ids: list[int]
+) -> dict[int, tuple[int, list[np.ndarray]]]:
+    """Lock the bucket's existing rollups; ``{metric id: (frame id, [count, sum, min, max])}``.
+    On PostgreSQL the minute tier's arrays this process committed are not read back
+    (``store.frame_memo``)."""
+    dtypes = (COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, VALUE_DTYPE)
+    if connection.vendor == "postgresql" and resolution == MINUTE:
+        return rollups_locked(layout.pk, resolution, bucket, metric_ids, dtypes)
+    frames = Frame.objects.select_for_update().filter(
+        layout=layout, resolution=resolution, ts=bucket, metric_id__in=metric_ids
+    )
+    return {
+        f.metric_id: (
+            f.pk,
+            [
+                np.frombuffer(bytes(blob), dtype)
+                for blob, dtype in zip((f.count, f.sum, f.min, f.max), dtypes, strict=True)
+            ],
+        )
+        for f in frames
+    }
 
 
 _ROLLUP_FIELDS = ["count", "sum", "min", "max", "entities_sum", "entities_count"]
@@ -276,15 +322,24 @@ def _copy_value(value):
     return bytes(value) if isinstance(value, memoryview | bytearray) else value
 
 
-def _rollups_update(frames: list[Frame]) -> None:
-    """Write the merged rollup arrays back.
+def _rollups_update(
+    layout: FrameLayout, resolution: int, bucket: datetime, updates: list[tuple]
+) -> None:
+    """Write the merged rollup arrays back: ``(metric id, frame id, arrays, blobs, entities
+    sum, entities count)`` each.
 
     On PostgreSQL one prepared UPDATE per frame, pipelined, with the arrays as binary bytea
-    parameters: Django's ``bulk_update`` builds a CASE expression per column and sends the
-    arrays as escaped SQL text, which cost ~90% of a 10,240-card tick. Elsewhere (SQLite,
+    parameters (Django's ``bulk_update`` builds a CASE expression per column and sends the
+    arrays as escaped SQL text, which cost ~90% of a 10,240-card tick); each returns the row's
+    new version, so the minute tier's arrays can be held for the next merge. Elsewhere (SQLite,
     the demo) ``bulk_update``.
     """
     if connection.vendor != "postgresql":
+        frames = []
+        for _, frame_id, _, blobs, entities_sum, entities_count in updates:
+            frame = Frame(pk=frame_id, entities_sum=entities_sum, entities_count=entities_count)
+            frame.count, frame.sum, frame.min, frame.max = blobs
+            frames.append(frame)
         Frame.objects.bulk_update(frames, _ROLLUP_FIELDS)
         return
     import psycopg
@@ -292,13 +347,30 @@ def _rollups_update(frames: list[Frame]) -> None:
     table = connection.ops.quote_name(Frame._meta.db_table)
     sql = (
         f'UPDATE {table} SET "count" = %b, "sum" = %b, "min" = %b, "max" = %b, '
-        '"entities_sum" = %s, "entities_count" = %s WHERE "id" = %s'
+        '"entities_sum" = %s, "entities_count" = %s WHERE "id" = %s RETURNING xmin::text'
     )
-    rows = [(f.count, f.sum, f.min, f.max, f.entities_sum, f.entities_count, f.pk) for f in frames]
+    rows = [(*blobs, es, ec, frame_id) for _, frame_id, _, blobs, es, ec in updates]
     connection.ensure_connection()
     # A server-side-binding cursor on Django's own connection: same transaction.
     with psycopg.Cursor(connection.connection) as cursor:
-        cursor.executemany(sql, rows)
+        cursor.executemany(sql, rows, returning=True)
+        versions = []
+        while True:
+            versions.append(cursor.fetchone()[0])
+            if not cursor.nextset():
+                break
+    if resolution == MINUTE:
+        rollups_remember(
+            layout.pk,
+            resolution,
+            bucket,
+            [
+                (metric_id, frame_id, version, arrays)
+                for (metric_id, frame_id, arrays, *_), version in zip(
+                    updates, versions, strict=True
+                )
+            ],
+        )
 
 
 def entity_means_sum(count: np.ndarray, total: np.ndarray) -> tuple[float, int]:

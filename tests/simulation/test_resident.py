@@ -145,3 +145,34 @@ def test_a_checkpoint_waits_until_the_ticks_since_the_last_one_have_paid_for_it(
     settings.TWIN_CHECKPOINT_TICKS = 2
     run.tick_seq, run.checkpoint_ms = 6, 1e9
     assert "state" in resident.checkpoint_if_due(run, engine)  # the cap bounds the replay
+
+
+@pytest.mark.django_db
+def test_serving_counters_keep_counting_across_resident_and_rebuilt_engines(
+    twin_run, django_capture_on_commit_callbacks
+):
+    from telemetry.models import Sample
+
+    for seq in range(5):
+        if seq == 3:
+            resident.engine_forget()  # this tick's worker reads the totals from the store
+        with django_capture_on_commit_callbacks(execute=True):
+            assert twin_tick(run_id=twin_run.pk, expected_seq=seq).committed
+    served = Sample.objects.filter(metric__name="serving_requests_success_total")
+    keys = set(served.values_list("entity__key", flat=True))
+    assert keys, "the run's services export counters"
+    grew = 0
+    for key in keys:
+        values = list(served.filter(entity__key=key).order_by("ts").values_list("value", flat=True))
+        assert len(values) == 5
+        assert all(b >= a for a, b in zip(values, values[1:], strict=False)), values  # no reset
+        grew += values[-1] > values[0]
+    assert grew
+
+
+@pytest.mark.django_db
+def test_an_engine_memo_lives_with_its_engine_only(twin_run):
+    engine = Engine.load_state(bytes(twin_run.state))
+    resident.engine_memo(engine)["carried"] = 1
+    assert resident.engine_memo(engine) == {"carried": 1}
+    assert resident.engine_memo(Engine.load_state(bytes(twin_run.state))) == {}
