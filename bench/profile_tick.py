@@ -30,12 +30,16 @@ PHASES = (
     ("simulation.services.tickdata", "serving_rows"),
     ("simulation.services.tickdata", "samples_write"),
     ("simulation.services.tickdata", "frames_write_many"),
+    ("simulation.services.tickdata", "layout_for_keys"),
     ("telemetry.store.frames", "_coarse_until"),
     ("telemetry.store.frames", "frames_insert"),
     ("telemetry.store.frames", "rollups_merge"),
     ("telemetry.store.frames", "_rollups_update"),
     ("simulation.services.ticks", "step_data_write"),
     ("simulation.services.ticks", "tick_finish"),
+    ("simulation.services.ticks", "checkpoint_if_due"),
+    ("simulation.services.ticks", "heartbeat_record"),
+    ("simulation.services.ticks", "gap_record"),
     ("simulation.services.ticks", "traffic_shares_for_cluster"),
 )
 

@@ -37,6 +37,7 @@ def pytest_runtest_teardown(item, nextitem):
     from telemetry.ingest.attribution import RECENT
     from telemetry.ingest.known import KNOWN
     from telemetry.ingest.series_cache import SERIES
+    from telemetry.store.frame_memo import rollups_forget
     from telemetry.store.provenance import source_ids_forget
 
     try:
@@ -48,6 +49,7 @@ def pytest_runtest_teardown(item, nextitem):
         RECENT.clear()
         SERIES.clear()
         source_ids_forget()
+        rollups_forget()
 
 
 @pytest.fixture

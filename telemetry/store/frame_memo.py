@@ -1,5 +1,8 @@
 """Minute rollups a writing process already holds: lock the rows, read back only what changed.
 
+(Also the layouts it registered: a layout row never changes once created, so a writer looks
+it up once per process instead of once per kind and tick.)
+
 A twin tick folds its frames into the open minute's rollup of every metric: read the arrays
 under a row lock, merge, write them back. Reading them back is half of that (~14 MB per
 10,240-card tick), and a resident writer wrote them itself one tick before. So on PostgreSQL
@@ -19,7 +22,7 @@ from datetime import datetime, timedelta
 import numpy as np
 from django.db import connection, transaction
 
-from telemetry.models import Frame
+from telemetry.models import Frame, FrameLayout
 
 Arrays = list[np.ndarray]  # [count, sum, min, max]
 # (layout id, resolution, metric id) -> (bucket, frame id, row version, arrays): one bucket
@@ -119,3 +122,31 @@ def rollups_forget() -> None:
     """Drop everything held (tests; the next merge reads the arrays from the database)."""
     with _LOCK:
         _HELD.clear()
+        _LAYOUTS.clear()
+
+
+# (cluster id, kind, keys digest) -> layout, held once its row is committed.
+_LAYOUTS: dict[tuple[int, str, str], FrameLayout] = {}
+
+
+def layout_held(cluster_id: int, kind: str, digest: str) -> FrameLayout | None:
+    with _LOCK:
+        return _LAYOUTS.get((cluster_id, kind, digest))
+
+
+def layout_hold(layout: FrameLayout) -> None:
+    """Hold ``layout`` once the transaction that found or created it commits."""
+    key = (layout.cluster_id, layout.kind, layout.keys_digest)
+
+    def hold() -> None:
+        with _LOCK:
+            _LAYOUTS[key] = layout
+
+    transaction.on_commit(hold)
+
+
+def layout_forget(layout_id: int) -> None:
+    """Let a layout go (its row is gone: the next write registers it again)."""
+    with _LOCK:
+        for key in [k for k, v in _LAYOUTS.items() if v.pk == layout_id]:
+            del _LAYOUTS[key]

@@ -27,6 +27,9 @@ from inventory.models import Cluster
 from telemetry.ingest.registry import entities_resolve
 from telemetry.models import Frame, FrameLayout
 from telemetry.store.frame_memo import (
+    layout_forget,
+    layout_held,
+    layout_hold,
     rollups_locked,
     rollups_remember,
     rollups_remember_created,
@@ -48,8 +51,12 @@ def keys_digest(keys: Sequence[str]) -> str:
 def layout_for_keys(cluster: Cluster, kind: str, keys: Sequence[str]) -> FrameLayout:
     """The layout for ``keys`` in this order, registering entities and layout on first use."""
     digest = keys_digest(keys)
+    layout = layout_held(cluster.pk, kind, digest)
+    if layout is not None:
+        return layout  # checked by the lock of ``_coarse_until`` before anything is written
     layout = FrameLayout.objects.filter(cluster=cluster, kind=kind, keys_digest=digest).first()
     if layout is not None:
+        layout_hold(layout)
         return layout
     resolved = entities_resolve(cluster, {(kind, key) for key in keys})
     ids = np.array([resolved[(kind, key)] for key in keys], dtype=np.int64)
@@ -65,7 +72,9 @@ def layout_for_keys(cluster: Cluster, kind: str, keys: Sequence[str]) -> FrameLa
         ],
         ignore_conflicts=True,
     )
-    return FrameLayout.objects.get(cluster=cluster, kind=kind, keys_digest=digest)
+    layout = FrameLayout.objects.get(cluster=cluster, kind=kind, keys_digest=digest)
+    layout_hold(layout)
+    return layout
 
 
 def layout_entity_ids(layout: FrameLayout) -> np.ndarray:
@@ -169,11 +178,15 @@ def _coarse_until(layout: FrameLayout, oldest: float) -> float:
     the coarse tiers. A layout that has none yet (new, or written before the tiers were
     deferred, when every write folded all tiers) starts at the minute of ``oldest``, or after
     its newest minute rollup if that is later (those minutes are in the coarse tiers)."""
-    until = (
-        FrameLayout.objects.select_for_update()
-        .values_list("coarse_until", flat=True)
-        .get(pk=layout.pk)
-    )
+    try:
+        until = (
+            FrameLayout.objects.select_for_update()
+            .values_list("coarse_until", flat=True)
+            .get(pk=layout.pk)
+        )
+    except FrameLayout.DoesNotExist:
+        layout_forget(layout.pk)  # deleted since it was held: the retry registers it again
+        raise
     if until is None:
         until = to_datetime(bucket_start(oldest, MINUTE))
         newest = (

@@ -158,7 +158,10 @@ WITH staged AS (
            to_timestamp(floor(extract(epoch FROM i.ts) / r.res) * r.res) AS bucket
     FROM inserted i
     CROSS JOIN marks r
-    WHERE to_timestamp(floor(extract(epoch FROM i.ts) / r.res) * r.res) < r.complete_until
+    -- A bucket starts at most one resolution before its point: the timestamp test drops the
+    -- points that cannot be late before the (numeric) bucket is computed for the rest.
+    WHERE i.ts < r.complete_until + make_interval(secs => r.res)
+      AND to_timestamp(floor(extract(epoch FROM i.ts) / r.res) * r.res) < r.complete_until
 ), rolled AS (
     INSERT INTO monitoring_rollup (metric_id, entity_id, resolution, bucket, count, sum, min, max)
     SELECT metric_id, entity_id, res, bucket, count(*), sum(value), min(value), max(value)

@@ -90,3 +90,29 @@ def test_a_merge_rolled_back_is_not_remembered(layout, util, django_capture_on_c
     count, total, high = minute(layout, util)
     assert count.tolist() == [3] * 6
     assert high.tolist() == [1.0] * 6
+
+
+@pytest.mark.django_db
+def test_a_committed_layout_is_found_without_a_query_and_a_deleted_one_is_let_go(
+    layout, util, cluster, django_capture_on_commit_callbacks, django_assert_num_queries
+):
+    from telemetry.models import FrameLayout
+
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        held = layout_for_keys(cluster, "accelerator", KEYS)
+    with django_assert_num_queries(0):
+        assert layout_for_keys(cluster, "accelerator", KEYS).pk == held.pk
+    FrameLayout.objects.filter(pk=held.pk).delete()
+    with pytest.raises(FrameLayout.DoesNotExist), transaction.atomic():
+        frames_write(layout=held, values={util.id: np.ones(6)}, ts=T0)
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        again = layout_for_keys(cluster, "accelerator", KEYS)  # registered anew
+    assert again.pk != held.pk
+    write(
+        layout=again,
+        metric=util,
+        values=np.ones(6),
+        ts=T0,
+        capture=django_capture_on_commit_callbacks,
+    )
+    assert Frame.objects.filter(layout=again, resolution=60).count() == 1
