@@ -34,7 +34,6 @@ def pytest_runtest_teardown(item, nextitem):
     # DELETE, which the append-only audit triggers refuse unless lifted (rollout/db_guard.py).
     # PostgreSQL flushes with TRUNCATE and ignores this.
     from rollout.db_guard import audit_rows_unlocked
-    from telemetry.ingest.attribution import RECENT
     from telemetry.ingest.known import KNOWN
     from telemetry.ingest.series_cache import SERIES
     from telemetry.store.frame_memo import rollups_forget
@@ -46,7 +45,6 @@ def pytest_runtest_teardown(item, nextitem):
     finally:
         # The ingestion memo outlives a test's rolled-back rows: start each test without it.
         KNOWN.clear()
-        RECENT.clear()
         SERIES.clear()
         source_ids_forget()
         rollups_forget()

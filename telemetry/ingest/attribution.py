@@ -7,15 +7,15 @@ collapsed to one per card and timestamp, then each card's current interval is ex
 per sample row: one plain read per batch, and a lock (skipping rows another shard holds) plus
 a write only for the cards whose interval changes — most batches of a scrape change none.
 
-Each process remembers what it last wrote per card (:class:`RecentIntervals`): an observation
-of the same holder within ``ATTRIBUTION_WRITE_SECONDS`` of the interval's written end touches no
-row — a remote-write receiver sees every card's ~20 series in several requests per scrape, and
-the plain read of ~500 intervals per request was 40 % of its time (BENCHMARKS.md). A change of
-holder, a card seen free, a gap or an observation before the interval always goes to the
-database at once, so only an interval's *open end* lags: by less than
-``ATTRIBUTION_WRITE_SECONDS`` (a card that vanishes is billed up to that much short). The
-skipped observations still count (``observations``) and their spacing still sets
-``step_seconds`` when the end is written.
+Each process remembers what it last wrote per card (:class:`Recent`, in the ingestion memo
+``telemetry.ingest.known``): an observation of the same holder within
+``ATTRIBUTION_WRITE_SECONDS`` of the interval's written end touches no row — a remote-write
+receiver sees every card's ~20 series in several requests per scrape, and the plain read of
+~500 intervals per request was 40 % of its time (BENCHMARKS.md). A change of holder, a card
+seen free, a gap or an observation before the interval always goes to the database at once,
+so only an interval's *open end* lags: by less than ``ATTRIBUTION_WRITE_SECONDS`` (a card that
+vanishes is billed up to that much short). The skipped observations still count
+(``observations``) and their spacing still sets ``step_seconds`` when the end is written.
 
 Retries are harmless: an observation inside an interval's span changes nothing and is not
 counted twice. Two workers writing the same card at once (Prometheus shards series, not cards)
@@ -26,8 +26,6 @@ ones, which the read side (``telemetry.read.local.attribution``) merges before b
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -36,6 +34,7 @@ from typing import NamedTuple
 from django.conf import settings
 from django.db import connection, transaction
 
+from telemetry.ingest.known import KNOWN
 from telemetry.models import AttributionInterval
 
 HOLDER_FIELDS = ("namespace", "pod", "container", "hpc_job", "host")
@@ -103,53 +102,17 @@ class Recent:
     pending: int = 0
 
 
-MAX_RECENT = 100_000  # cards and MIG slices: ~10× a 10,240-card fleet
-
-
-class RecentIntervals:
-    """Bounded, thread-safe ``(cluster, card) → Recent``, updated only after a commit."""
-
-    def __init__(self, max_entries: int = MAX_RECENT) -> None:
-        self.max_entries = max_entries
-        self._entries: OrderedDict[tuple[int, int], Recent] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get_many(self, cluster_id: int, entity_ids: Iterable[int]) -> dict[int, Recent]:
-        entries = self._entries
-        found = {}
-        for entity_id in entity_ids:
-            value = entries.get((cluster_id, entity_id))
-            if value is not None:
-                found[entity_id] = value
-        return found
-
-    def put_many(self, cluster_id: int, items: dict[int, Recent | None]) -> None:
-        with self._lock:
-            for entity_id, value in items.items():
-                key = (cluster_id, entity_id)
-                if value is None:
-                    self._entries.pop(key, None)
-                    continue
-                self._entries[key] = value
-                self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-RECENT = RecentIntervals()
-
-
 def _period(entity_id: int, every: float) -> float:
     """A card's write period: ``every`` spread over [¾, 1) of it by the card's id (golden
     ratio), so the cards registered in one scrape do not all fall due in the same one."""
     return every * (0.75 + 0.25 * ((entity_id * 0.6180339887498949) % 1.0))
+
+
+_MEMO = "attribution"  # the ingestion memo's namespace: (cluster, card) -> Recent
+
+
+def _keys(cluster_id: int, entity_ids: Iterable[int]) -> list[tuple[int, int]]:
+    return [(cluster_id, entity_id) for entity_id in entity_ids]
 
 
 def _covered(recent: Recent, times: dict[float, Holder], every: float) -> Recent | None:
@@ -199,7 +162,11 @@ def attribution_record(
     if not seen:
         return counts
     every = float(settings.ATTRIBUTION_WRITE_SECONDS)
-    remembered = RECENT.get_many(cluster_id, seen) if every > 0 else {}
+    remembered = (
+        {key[1]: recent for key, recent in KNOWN.get_many(_MEMO, _keys(cluster_id, seen)).items()}
+        if every > 0
+        else {}
+    )
     learned: dict[int, Recent | None] = {}
     for entity_id, recent in remembered.items():
         advanced = _covered(recent, seen[entity_id], _period(entity_id, every))
@@ -210,7 +177,9 @@ def attribution_record(
         learned.update(_record(cluster_id, seen, source, counts, remembered))
     if every > 0 and learned:
         # Only what committed may be remembered: a rolled-back write never happened.
-        transaction.on_commit(lambda: RECENT.put_many(cluster_id, learned))
+        # (``None`` forgets a card: KNOWN answers only entries that hold a value.)
+        memo = {(cluster_id, entity_id): recent for entity_id, recent in learned.items()}
+        transaction.on_commit(lambda: KNOWN.put_many(_MEMO, memo))
     return counts
 
 

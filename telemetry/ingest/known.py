@@ -8,11 +8,15 @@ slow path reads: a device is cached under its whole description (host, index, ch
 attributes), so a card that moves host, changes model or appears for the first time misses
 the memo and goes through registration (where moves and new cards are recorded).
 
+Two namespaces hold what this process last *wrote* for a card rather than an id, so a repeat
+costs no query: ``health`` (value and when, ``ingest.json_batch``) and ``attribution`` (the
+card's open interval, ``ingest.attribution``); both are filled only after a commit.
+
 Invalidation (docs/architecture.md §3):
 
 - ids are never reused (sequences), so a stale entry can only point at a deleted row; the
-  store's insert then fails its foreign key and the writer clears the memo and retries once
-  (:func:`telemetry.ingest.prometheus.ingest_mapping_report`);
+  store's insert then finds it missing (``StaleReference``) and the writer clears the memo and
+  retries once (:func:`telemetry.ingest.prometheus.ingest_mapping_report`);
 - deleting an entity, metric or cluster in this process clears the memo at once (signals in
   ``telemetry.apps``);
 - the memo is bounded (:data:`MAX_ENTRIES`): past it, it starts again empty.

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from telemetry.ingest.attribution import RECENT
-from telemetry.models import AttributionInterval
+from telemetry.ingest.known import KNOWN
+from telemetry.models import AttributionInterval, Entity
 from tests.telemetry.test_attribution import T0, at, dcgm, scrape
 
 HELD = dcgm(("GPU-a", "acme-bank", "llama-70b-0"))
@@ -71,7 +71,9 @@ def test_a_holder_change_inside_the_write_period_is_written_at_once(cluster, com
 def test_a_rolled_back_batch_teaches_the_memo_nothing(cluster, settings):
     settings.ATTRIBUTION_WRITE_SECONDS = 60
     scrape(HELD, T0)  # the test's transaction never commits: no after-commit work runs
-    assert len(RECENT) == 0
+    card = Entity.objects.get(key="GPU-a").pk
+    assert AttributionInterval.objects.filter(entity_id=card).exists()  # written, uncommitted
+    assert KNOWN.get_many("attribution", [(cluster.pk, card)]) == {}
 
 
 @pytest.mark.django_db
