@@ -231,7 +231,9 @@ def decode_write_request(body: bytes, *, limits: DecodeLimits) -> Decoded:
     types = {m.metric_family_name: _TYPES.get(m.type) for m in request.metadata}
     decoded = Decoded(samples=[], series=len(request.timeseries))
     append = decoded.samples.append
-    fits = _FITS if len(_FITS) < _MAX_FITS else _FITS.clear() or _FITS
+    if len(_FITS) >= _MAX_FITS:
+        _FITS.clear()
+    fits = _FITS
     fits_key = (limits.max_labels, limits.max_label_value_chars)
     for index, series in enumerate(request.timeseries, start=1):
         pairs = series.labels
