@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 PASSWORD ?=
 
-.PHONY: demo test install install-dev browser prometheus haproxy lint format messages bench clean
+.PHONY: demo test install install-dev browser prometheus haproxy slurm lint format messages bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,7 +52,18 @@ haproxy:
 	    apt-get install -y -q --no-install-recommends haproxy >/dev/null; } || \
 	  echo "haproxy not installed: the HAProxy router tests will be skipped"
 
-test: install-dev browser prometheus haproxy
+# The scheduler tests start a private, real Slurm (controller, two slurmd, slurmrestd with JWT)
+# from Debian's packages; same install rule (apt-get update only when the install fails).
+SLURM_PACKAGES := slurmctld slurmd slurm-client slurmrestd slurm-wlm-jwt-plugin munge
+slurm:
+	@command -v slurmctld >/dev/null && command -v slurmrestd >/dev/null && command -v munged >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    { apt-get install -y -q --no-install-recommends $(SLURM_PACKAGES) >/dev/null || \
+	      { apt-get update -q >/dev/null && \
+	        apt-get install -y -q --no-install-recommends $(SLURM_PACKAGES) >/dev/null; }; }; } || \
+	  echo "slurm not installed: the real-Slurm scheduler tests will be skipped"
+
+test: install-dev browser prometheus haproxy slurm
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null

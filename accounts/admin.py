@@ -66,6 +66,15 @@ class IntegrationTokenAdmin(admin.ModelAdmin):
         # tokens are issued with `manage.py create_integration_token` or over the API.
         return False
 
+    def delete_model(self, request, obj) -> None:
+        obj._deleted_by = request.user  # named in the token's history (accounts.receivers)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset) -> None:
+        # One by one, so each deletion's history row names who deleted it.
+        for token in queryset:
+            self.delete_model(request, token)
+
     @admin.action(description=_("Revoke selected tokens"))
     def revoke_tokens(self, request, queryset) -> None:
         count = 0

@@ -24,7 +24,7 @@ class AccountsConfig(AppConfig):
         from django.db.models.signals import m2m_changed, post_migrate, post_save, pre_delete
 
         from accounts import receivers
-        from accounts.models import User
+        from accounts.models import IntegrationToken, User
         from accounts.services.roles import roles_ensure_after_migrate
 
         # Every app's turn (idempotent): the groups' model permissions of apps migrated after
@@ -34,6 +34,10 @@ class AccountsConfig(AppConfig):
         post_save.connect(receivers.user_saved, sender=User, dispatch_uid="tokens_user_saved")
         pre_delete.connect(
             receivers.user_deleting, sender=User, dispatch_uid="tokens_user_deleting"
+        )
+        # Deleting a token anywhere (admin, queryset, shell) leaves a row in its history.
+        pre_delete.connect(
+            receivers.token_deleting, sender=IntegrationToken, dispatch_uid="token_deleting"
         )
         for through in (User.groups.through, User.user_permissions.through):
             m2m_changed.connect(

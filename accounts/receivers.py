@@ -17,8 +17,12 @@ from collections.abc import Iterable
 from django.contrib.auth.models import Group, Permission
 from django.db import transaction
 
-from accounts.models import User
-from accounts.services.authority import tokens_reconcile, tokens_revoke_for_deleted_owner
+from accounts.models import IntegrationToken, TokenEvent, User
+from accounts.services.authority import (
+    token_event_record,
+    tokens_reconcile,
+    tokens_revoke_for_deleted_owner,
+)
 
 _REMOVALS = ("post_remove", "post_clear")
 
@@ -41,6 +45,17 @@ def user_saved(sender, instance: User, created: bool, update_fields=None, **kwar
     if created or (update_fields is not None and set(update_fields) <= {"last_login"}):
         return
     _schedule([instance.pk], _actor(instance))
+
+
+def token_deleting(sender, instance: IntegrationToken, **kwargs) -> None:
+    # In the deleting transaction: the event and the deletion commit (or roll back) together.
+    token_event_record(
+        token=instance,
+        action=TokenEvent.Action.DELETED,
+        cause=TokenEvent.Cause.REQUESTED,
+        actor=getattr(instance, "_deleted_by", None),
+        detail="" if instance.revoked_at else "deleted while still active",
+    )
 
 
 def user_deleting(sender, instance: User, **kwargs) -> None:

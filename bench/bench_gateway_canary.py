@@ -46,6 +46,9 @@ def main() -> int:
 
     baseline, canary = InferenceBackend("baseline"), InferenceBackend("canary")
     with tempfile.TemporaryDirectory() as tmp:
+        from django.conf import settings
+
+        settings.ROUTER_SOCKET_DIRS = [tmp]  # the Runtime API socket lives in the temp folder
         proxy = HAProxyServer(Path(tmp), {"baseline": baseline.port, "canary": canary.port}).start()
         router = HAProxyRouter(
             address=proxy.address, backend="llm", source_server="baseline", target_server="canary"

@@ -9,6 +9,7 @@ urlpatterns = [
     path("", include("accounts.api.urls")),
     path("", include("inventory.api.urls")),
     path("", include("telemetry.api.urls")),
+    path("", include("scheduling.api.urls")),
     path("", include("alerts.api.urls")),
     path("", include("cost.api.urls")),
     path("", include("dashboards.api.urls")),

@@ -89,14 +89,29 @@ def resolve_broker(var_dir: Path) -> tuple[str, dict, str]:
                 filesystem_transport_options(var_dir),
                 f"embedded filesystem broker under {var_dir / 'broker'}",
             )
-        return explicit, {}, f"{parsed.scheme} broker at {parsed.hostname}:{parsed.port or ''}"
+        where = f"{parsed.scheme} broker at {parsed.hostname}:{parsed.port or ''}"
+        if parsed.scheme in ("redis", "rediss"):
+            # Say which database: two portals (or a portal and its tests) sharing one Redis
+            # must not share a database, and the banner is where people look.
+            where += f", database {redis_database(parsed.path)}"
+        return explicit, {}, where
     if tcp_reachable("127.0.0.1", 6379):
-        return "redis://127.0.0.1:6379/0", {}, "redis broker at 127.0.0.1:6379 (auto-detected)"
+        return (
+            "redis://127.0.0.1:6379/0",
+            {},
+            "redis broker at 127.0.0.1:6379, database 0 (auto-detected)",
+        )
     return (
         "filesystem://",
         filesystem_transport_options(var_dir),
         f"embedded filesystem broker under {var_dir / 'broker'} (no Redis reachable)",
     )
+
+
+def redis_database(path: str) -> int:
+    """The database number of a Redis URL's path (``/3`` → 3; none → 0, Redis' default)."""
+    digits = path.strip("/")
+    return int(digits) if digits.isdigit() else 0
 
 
 def filesystem_transport_options(var_dir: Path) -> dict:

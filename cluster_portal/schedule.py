@@ -12,10 +12,22 @@ BEAT_SCHEDULE: dict[str, dict] = {
     # Proves a worker is consuming the queue; the status page shows workers whose last
     # heartbeat is older than HEARTBEAT_STALE_AFTER_SECONDS (45 s) as down. 10 s gives three
     # chances before that.
+    # One per queue group, so a worker that consumes only ticks and gates (or only outbound
+    # work) is seen alive too.
     "worker-heartbeat": {
         "task": "monitoring.heartbeat",
         "schedule": 10.0,
         "options": {"expires": 10.0},
+    },
+    "worker-heartbeat-ticks": {
+        "task": "monitoring.heartbeat",
+        "schedule": 10.0,
+        "options": {"expires": 10.0, "queue": settings.TICK_QUEUE},
+    },
+    "worker-heartbeat-outbound": {
+        "task": "monitoring.heartbeat",
+        "schedule": 10.0,
+        "options": {"expires": 10.0, "queue": settings.OUTBOUND_QUEUE},
     },
     # Advances every running digital-twin run by one tick. Expires after one interval: a tick
     # queued behind a stopped worker is superseded by the next one instead of piling up.
@@ -43,6 +55,15 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "task": "monitoring.telemetry_retention",
         "schedule": 600.0,
         "options": {"expires": 600.0},
+    },
+    # The allocation ledger: each ended hour is billed once from its minute detail and
+    # persisted (cost.hours), so bills of past windows stop depending on what retention keeps.
+    # Once a minute closes an hour within ~3 minutes of its end, well before its minute
+    # frames are pruned (2 h at least); a run is a few queries per cluster when nothing is due.
+    "ledger-hours-close": {
+        "task": "cost.close_ledger_hours",
+        "schedule": 60.0,
+        "options": {"expires": 60.0},
     },
     # Alert rules over the store. 30 s keeps detection within one rule window's fraction
     # while each run stays a handful of grouped queries per rule; it expires after one period
@@ -92,5 +113,13 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "task": "monitoring.promql_sources_sync",
         "schedule": float(settings.PROMQL_SYNC_SECONDS),
         "options": {"expires": float(settings.PROMQL_SYNC_SECONDS)},
+    },
+    # Scheduler sources (Slurm through slurmrestd): jobs, nodes and partitions. Incremental
+    # (jobs since the last poll; an idle controller answers 304), so half a minute costs three
+    # small calls per source and keeps "who holds which card" within a sync of the scheduler.
+    "scheduler-source-sync": {
+        "task": "scheduling.scheduler_sources_sync",
+        "schedule": float(settings.SCHEDULER_SYNC_SECONDS),
+        "options": {"expires": float(settings.SCHEDULER_SYNC_SECONDS)},
     },
 }

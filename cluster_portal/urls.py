@@ -11,6 +11,7 @@ from telemetry.api.prometheus_export import PrometheusMetricsView
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("favicon.ico", health.favicon, name="favicon"),
     path("metrics", PrometheusMetricsView.as_view(), name="prometheus-metrics"),
     path("csp-report/", csp_report, name="csp-report"),
     path("i18n/", include("django.conf.urls.i18n")),

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from cost.models import CostAssumptions
+from cost.models import CostAssumptions, LedgerHour
 
 
 @admin.register(CostAssumptions)
@@ -19,3 +19,17 @@ class CostAssumptionsAdmin(admin.ModelAdmin):
         "is_assumption",
         "updated_at",
     )
+
+
+@admin.register(LedgerHour)
+class LedgerHourAdmin(admin.ModelAdmin):
+    """Closed ledger hours, read-only: they are written by the hourly close task alone."""
+
+    list_display = ("cluster", "hour", "cost_cents", "billed_cents", "idle_cents", "revision")
+    list_filter = ("cluster",)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -57,11 +57,13 @@ def cluster_ledger(
     cards: int,
     currency: str,
     workloads: list[Billable],
+    pad_seconds: float = 0.0,
 ) -> Ledger:
     """The cluster's ledger over ``[start, end)`` (start aligned as the per-hour read needs);
-    its lines are keyed by workload pk, in ``workloads``' order, with their basis."""
+    its lines are keyed by workload pk, in ``workloads``' order, with their basis.
+    ``pad_seconds``: coverage read that far past both ends (``covered_by_hour``)."""
     aligned = ledger_start(start, end)
-    coverage = covered_by_hour(cluster, aligned, end)
+    coverage = covered_by_hour(cluster, aligned, end, pad_seconds=pad_seconds)
     sums = entity_hourly_sums(
         cluster=cluster,
         metric_name=ALLOCATED_CARDS,

@@ -11,7 +11,7 @@ last point. Pure arithmetic in :func:`covered_seconds`; one series read in
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from statistics import median
 
 from inventory.models import Cluster
@@ -101,13 +101,19 @@ def covered_intervals(
 
 
 def covered_by_hour(
-    cluster: Cluster, start: datetime, end: datetime
+    cluster: Cluster, start: datetime, end: datetime, *, pad_seconds: float = 0.0
 ) -> dict[int, tuple[float, int]]:
     """``{hour start: (covered seconds, cluster values)}`` of ``[start, end)``, from the same
-    series :func:`cluster_covered_hours` reads; each span is cut at the hours it crosses."""
+    series :func:`cluster_covered_hours` reads; each span is cut at the hours it crosses.
+
+    ``pad_seconds`` reads that much on either side and cuts the spans at the window: an hour
+    read on its own otherwise loses the stretch between its edge and its first point (and
+    stops its last point's span at the edge), so hours closed one by one would add up to
+    less than the data covers."""
     lo, hi = start.timestamp(), end.timestamp()
+    pad = timedelta(seconds=pad_seconds)
     for name in COVERAGE_METRICS:
-        series = cluster_series(cluster, name, start, end)
+        series = cluster_series(cluster, name, start - pad, end + pad, hour_aligned=True)
         if series is None or not series.points:
             continue
         out: dict[int, list[float]] = {}
@@ -117,11 +123,11 @@ def covered_by_hour(
             step_seconds=series.step_seconds,
         )
         for a, b, values in spans:
+            if a >= hi or b <= lo:
+                continue  # a padding point whose span misses the window
+            if a >= lo:  # a padding point lends its span, not its observations
+                out.setdefault(int(a // HOUR * HOUR), [0.0, 0])[1] += values
             a, b = max(a, lo), min(b, hi)
-            if a >= hi:
-                continue
-            hour = int(a // HOUR * HOUR)
-            out.setdefault(hour, [0.0, 0])[1] += values
             while a < b:
                 cut = min(b, (a // HOUR + 1) * HOUR)
                 out.setdefault(int(a // HOUR * HOUR), [0.0, 0])[0] += cut - a

@@ -66,6 +66,10 @@ class HourLine:
     billed_cents: int
     idle_cents: int
     overcommitted: bool
+    # ``cost.hours.HourState``: closed (read from the persisted ledger), closing (ended,
+    # not yet written by the close task: computed from kept minute data) or open (so far).
+    state: str = "closed"
+    revision: int = 0  # how many times late data revised this closed hour
 
     @property
     def cost_cents(self) -> int:
@@ -102,6 +106,20 @@ class Ledger:
     basis: dict[Hashable, str] = field(default_factory=dict)
     unbound_card_seconds: float = 0.0
     ambiguous_intervals: int = 0
+    start: float | None = None  # the first hour billed (whole hours: ``cost.hours``)
+
+    @property
+    def closed_hours(self) -> int:
+        return sum(1 for h in self.hours if h.state == "closed")
+
+    @property
+    def revised_hours(self) -> int:
+        return sum(1 for h in self.hours if h.revision)
+
+    @property
+    def open_hours(self) -> list[HourLine]:
+        """Hours not (yet) in the persisted ledger: the current one and any still closing."""
+        return [h for h in self.hours if h.state != "closed"]
 
     @property
     def billed_cents(self) -> int:

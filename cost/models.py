@@ -142,3 +142,104 @@ class CostAssumptions(models.Model):
         if self.currency and not (len(self.currency) == 3 and self.currency.isalpha()):
             raise ValidationError({"currency": _("Use a three-letter ISO 4217 code, e.g. USD.")})
         self.currency = (self.currency or "").upper()
+
+
+class LedgerHour(models.Model):
+    """One closed hour of a cluster's allocation ledger, written once the hour has closed.
+
+    Bills of past windows are sums of these rows, so a closed hour reads the same through a
+    24 h and a 7-day window and does not change as telemetry ages and its minute rollups are
+    pruned. A row is revised only when late telemetry changes its figures while that hour's
+    minute data is still kept; ``revision`` counts those revisions (0: as first closed).
+    Amounts are whole cents of ``currency``: ``billed_cents + idle_cents = cost_cents``.
+    """
+
+    cluster = models.ForeignKey(
+        "inventory.Cluster",
+        verbose_name=_("cluster"),
+        on_delete=models.CASCADE,
+        related_name="ledger_hours",
+    )
+    hour = models.DateTimeField(_("hour (start, UTC)"))
+    currency = models.CharField(_("currency"), max_length=3)
+    cards = models.PositiveIntegerField(_("cards"))
+    per_hour = models.FloatField(_("asset cost per hour"))
+    covered_seconds = models.FloatField(_("seconds covered by telemetry"))
+    capacity_card_seconds = models.FloatField(_("capacity (card-seconds)"))
+    held_card_seconds = models.FloatField(_("card-seconds held, as measured"))
+    cost_cents = models.BigIntegerField(_("asset cost (cents)"))
+    billed_cents = models.BigIntegerField(_("billed (cents)"))
+    idle_cents = models.BigIntegerField(_("idle (cents)"))
+    overcommitted = models.BooleanField(_("over-committed"), default=False)
+    unbound_card_seconds = models.FloatField(_("card-seconds no workload claimed"), default=0.0)
+    ambiguous_intervals = models.PositiveIntegerField(_("ambiguous intervals"), default=0)
+    revision = models.PositiveIntegerField(
+        _("revision"),
+        default=0,
+        help_text=_("How many times late data revised this hour after it closed."),
+    )
+    closed_at = models.DateTimeField(_("closed at"))
+    revised_at = models.DateTimeField(_("revised at"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["cluster_id", "hour"]
+        verbose_name = _("ledger hour")
+        verbose_name_plural = _("ledger hours")
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "hour"], name="ledgerhour_one_per_hour"),
+            models.CheckConstraint(
+                condition=Q(billed_cents__gte=0)
+                & Q(idle_cents__gte=0)
+                & Q(cost_cents=models.F("billed_cents") + models.F("idle_cents")),
+                name="ledgerhour_billed_plus_idle_is_cost",
+            ),
+            models.CheckConstraint(
+                condition=Q(covered_seconds__gte=0) & Q(covered_seconds__lte=3600),
+                name="ledgerhour_covered_within_hour",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster_id} {self.hour:%Y-%m-%d %H:00}"
+
+
+class LedgerLine(models.Model):
+    """What one workload held and is billed in one closed :class:`LedgerHour`.
+
+    The workload's tenant is kept on the line (showback scopes by it), and so is its name,
+    so a bill still reads after the workload is deleted.
+    """
+
+    hour = models.ForeignKey(
+        LedgerHour, verbose_name=_("ledger hour"), on_delete=models.CASCADE, related_name="lines"
+    )
+    workload = models.ForeignKey(
+        "inventory.Workload",
+        verbose_name=_("workload"),
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="ledger_lines",
+    )
+    tenant = models.ForeignKey(
+        "monitoring.Tenant",
+        verbose_name=_("tenant"),
+        on_delete=models.CASCADE,
+        related_name="ledger_lines",
+    )
+    workload_name = models.CharField(_("workload name"), max_length=120)
+    basis = models.CharField(_("basis"), max_length=16)
+    card_seconds = models.FloatField(_("card-seconds held"))
+    billed_cents = models.BigIntegerField(_("billed (cents)"))
+
+    class Meta:
+        ordering = ["hour_id", "workload_id"]
+        verbose_name = _("ledger line")
+        verbose_name_plural = _("ledger lines")
+        constraints = [
+            models.UniqueConstraint(fields=["hour", "workload"], name="ledgerline_one_per_hour"),
+            models.CheckConstraint(condition=Q(billed_cents__gte=0), name="ledgerline_billed"),
+        ]
+        indexes = [models.Index(fields=["tenant", "hour"], name="ledgerline_tenant_hour")]
+
+    def __str__(self) -> str:
+        return f"{self.workload_name} @ {self.hour_id}"

@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
 from cluster_portal.web.caching import shared_read
 from cluster_portal.web.rows import plain_rows
 from cost import model as cm
-from cost.allocation import Basis, Billable, cluster_ledger
+from cost.allocation import Basis, Billable
+from cost.hours import Pricing, WindowNotCovered, window_ledger
 from cost.ledger import Ledger
 from cost.models import CostAssumptions
 from inventory.models import Accelerator, Cluster, Workload
@@ -92,6 +94,9 @@ class ClusterCost:
     workloads: list[cm.WorkloadUse] = field(default_factory=list)
     allocation: cm.Allocation | None = None
     ledger: Ledger | None = None  # billed + idle = cost, in cents (``cost.ledger``)
+    # Why there is no ledger although the cluster has a cost: the window needs closed hours
+    # the ledger never persisted and whose minute data is pruned (``cost.hours``).
+    refusal: str = ""
 
     @property
     def hours(self) -> float:
@@ -190,30 +195,26 @@ def workload_uses(
     return uses
 
 
-def _ledger(cluster: Cluster, start, end, found: Roster, asset, inputs) -> Ledger | None:
-    if asset is None:
-        return None
-    return cluster_ledger(
-        cluster,
-        start,
-        end,
-        per_hour=asset.per_hour,
-        cards=found.cards,
-        currency=inputs.currency,
-        workloads=[
-            Billable(
-                pk=row[0],
-                entity=found.entity_of.get(row[0]),
-                selector=found.selector_of.get(row[0], ""),
-                cards_requested=row[5],
-            )
-            for row in found.workloads
-        ],
-    )
+def billables(found: Roster) -> list[Billable]:
+    """The roster's workloads as the ledger bills them (cost.allocation)."""
+    return [
+        Billable(
+            pk=row[0],
+            entity=found.entity_of.get(row[0]),
+            selector=found.selector_of.get(row[0], ""),
+            cards_requested=row[5],
+        )
+        for row in found.workloads
+    ]
 
 
-def cluster_cost(cluster: Cluster, start: datetime, end: datetime) -> ClusterCost:
-    """Asset cost rate of one cluster over ``[start, end)`` and its ledger (billed + idle)."""
+def cluster_cost(
+    cluster: Cluster, start: datetime, end: datetime, *, now: datetime | None = None
+) -> ClusterCost:
+    """Asset cost rate of one cluster over ``[start, end)`` and its ledger (billed + idle).
+
+    A window the ledger cannot cover leaves ``ledger`` empty and says why in ``refusal``;
+    bills (:func:`tenant_showback`, the cost API) refuse such a window outright."""
     row = assumptions_for(cluster)
     inputs = inputs_of(row)
     found = roster(cluster)
@@ -243,7 +244,19 @@ def cluster_cost(cluster: Cluster, start: datetime, end: datetime) -> ClusterCos
         if cards
         else None,
     )
-    result.ledger = _ledger(cluster, start, end, found, result.asset, inputs)
+    if result.asset is not None:
+        # Whole hours: closed ones from the persisted ledger, the open one so far (cost.hours).
+        try:
+            result.ledger = window_ledger(
+                cluster,
+                start,
+                end,
+                now=now or timezone.now(),
+                pricing=Pricing(inputs=inputs, cards=cards, tdp_watts=tdp),
+                workloads=billables(found),
+            )
+        except WindowNotCovered as refused:
+            result.refusal = str(refused)
     result.workloads = workload_uses(found, result.ledger)
     if result.asset is not None:
         result.allocation = cm.allocation_of(result.asset, result.workloads)
@@ -252,6 +265,16 @@ def cluster_cost(cluster: Cluster, start: datetime, end: datetime) -> ClusterCos
 
 def clusters_cost(start: datetime, end: datetime) -> list[ClusterCost]:
     return [cluster_cost(c, start, end) for c in Cluster.objects.select_related("hardware_model")]
+
+
+def refuse_uncovered(costs: list[ClusterCost]) -> list[ClusterCost]:
+    """``costs``, or :class:`WindowNotCovered` naming each cluster the window cannot bill."""
+    refused = [c for c in costs if c.refusal]
+    if refused:
+        raise WindowNotCovered(
+            " ".join(f"{c.cluster.name}: {c.refusal}" for c in refused), hours=[], kept_from=None
+        )
+    return costs
 
 
 @dataclass(frozen=True)
@@ -377,7 +400,7 @@ def tenant_showback(tenant_id: int, start: datetime, end: datetime) -> list[Show
     rows: list[ShowbackRow] = []
     clusters = Cluster.objects.filter(workloads__tenant_id=tenant_id).distinct()
     for cluster in clusters.select_related("hardware_model"):
-        cost = cluster_cost(cluster, start, end)
+        cost = refuse_uncovered([cluster_cost(cluster, start, end)])[0]
         hours = cost.covered_hours
         per_card_hour = cost.asset.per_card_hour if cost.asset else 0.0
         for use in workload_uses(roster(cluster), cost.ledger, tenant_id=tenant_id):

@@ -18,6 +18,7 @@ from cluster_portal.web.units import duration
 from cost import charts
 from cost.allocation import hour_start
 from cost.forms import CostAssumptionsForm
+from cost.hours import WindowNotCovered
 from cost.models import CostAssumptions
 from cost.selectors import (
     ClusterCost,
@@ -27,6 +28,7 @@ from cost.selectors import (
     compare_policies,
     customer_ledger,
     default_pair,
+    refuse_uncovered,
     tenant_ledgers,
     tenant_showback,
 )
@@ -89,8 +91,20 @@ def _pick(costs: list[ClusterCost], request: HttpRequest) -> Comparison | None:
 
 @login_required
 def cost_page(request: HttpRequest) -> HttpResponse:
-    """GET: the page or ``?format=csv&table=...``; POST (operators): save the cost inputs."""
+    """GET: the page or ``?format=csv&table=...``; POST (operators): save the cost inputs.
+
+    A window the ledger cannot cover (closed hours never persisted, minute data pruned) is
+    refused with a 400 saying which hours and why, never billed from what is left."""
     hours, start, end = window(request)
+    try:
+        return _cost_page(request, hours, start, end)
+    except WindowNotCovered as refused:
+        context = {"refusal": str(refused), "hours": hours, "windows": WINDOWS}
+        context.update(start=start, end=end)
+        return render(request, "cost/cost_refused.html", context, status=400)
+
+
+def _cost_page(request: HttpRequest, hours: int, start: datetime, end: datetime) -> HttpResponse:
     user = request.user
     form = None
     if request.method == "POST":
@@ -114,7 +128,7 @@ def cost_page(request: HttpRequest) -> HttpResponse:
         context["currency"] = rows[0].currency if rows else ""
         context["coverage"] = coverage_notes(rows)
         return render(request, "cost/cost_customer.html", context)
-    costs = clusters_cost(start, end)
+    costs = refuse_uncovered(clusters_cost(start, end))
     comparison = _pick(costs, request)
     table = request.GET.get("table")
     if request.GET.get("format") == "csv":
@@ -288,7 +302,7 @@ def comparison_csv(comparison: Comparison | None) -> HttpResponse:
 
 LEDGER_COLUMNS = (
     "cluster", "hour_start", "covered_seconds", "capacity_card_seconds", "held_card_seconds",
-    "overcommitted", "cost", "billed", "idle", "currency",
+    "overcommitted", "cost", "billed", "idle", "currency", "state", "revision",
 )  # fmt: skip
 
 
@@ -311,6 +325,8 @@ def ledger_csv(costs: list[ClusterCost]) -> HttpResponse:
                     f"{h.billed_cents / 100:.2f}",
                     f"{h.idle_cents / 100:.2f}",
                     c.ledger.currency,
+                    h.state,
+                    h.revision,
                 ]
             )
     return _csv("cost-ledger.csv", LEDGER_COLUMNS, rows)

@@ -58,6 +58,7 @@ def inventory_import_page(request: HttpRequest) -> HttpResponse:
     every problem with its line (400, nothing written)."""
     form = InventoryImportForm()
     report = problems = None
+    unlisted = 0
     status = 200
     if request.method == "POST":
         form = InventoryImportForm(request.POST, request.FILES)
@@ -71,7 +72,7 @@ def inventory_import_page(request: HttpRequest) -> HttpResponse:
                     dry_run=data["dry_run"],
                 )
             except InventoryImportError as exc:
-                problems = exc.problems
+                problems, unlisted = exc.problems, exc.unlisted
                 status = 400
         else:
             status = 400
@@ -82,6 +83,7 @@ def inventory_import_page(request: HttpRequest) -> HttpResponse:
             "form": form,
             "report": report,
             "problems": problems,
+            "unlisted": unlisted,
             "columns": COLUMNS,
             "models": HardwareModel.objects.order_by("slug"),
         },

@@ -40,15 +40,14 @@ from rollout.models import (
 from rollout.selectors import gate_choices
 from rollout.services.audit import Actor, audit_record
 from rollout.services.commands import plan_command
-from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
-from rollout.services.plans import (
+from rollout.services.criteria import (
     criterion_delete,
     criterion_save,
     criterion_save_check,
     phase_manual_gate_set,
-    phases_create_default,
-    phases_without_gate,
 )
+from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
+from rollout.services.plans import phases_create_default, phases_without_gate
 from rollout.services.routing import router_choose
 
 
@@ -191,6 +190,24 @@ class CriterionAdminForm(forms.ModelForm):
             "error_retry_seconds",
             "trusted_sources",
         ]
+
+    def _update_errors(self, errors) -> None:
+        # The model's clean() may name a field this form does not show (``workload``: moving a
+        # criterion to another tenant's plan): Django raises ValueError (a 500) for those, so
+        # they are shown at the top of the form instead, naming the field.
+        from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+
+        if hasattr(errors, "error_dict"):
+            shown, hidden = {}, []
+            for field, messages_ in errors.error_dict.items():
+                if field in self.fields or field == NON_FIELD_ERRORS:
+                    shown[field] = messages_
+                else:
+                    hidden += [f"{field}: {m}" for e in messages_ for m in e.messages]
+            if hidden:
+                shown.setdefault(NON_FIELD_ERRORS, []).extend(ValidationError(hidden).error_list)
+            errors = ValidationError(shown)
+        super()._update_errors(errors)
 
     def _post_clean(self) -> None:
         super()._post_clean()  # the instance now carries the submitted phase and dry-run flag

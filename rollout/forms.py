@@ -70,6 +70,11 @@ class PlanAuthorForm(forms.Form):
     required_approvals = forms.IntegerField(
         label=_("Approvals required per gate"), min_value=1, max_value=10, initial=2
     )
+    manual_empty_phases = forms.BooleanField(
+        label=_("A phase left without workloads becomes a manual gate (approvers decide)"),
+        required=False,
+        help_text=_("Without this, a plan with an empty pilot or gray phase is refused."),
+    )
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -103,6 +108,17 @@ class PlanAuthorForm(forms.Form):
         data = super().clean()
         if not data.get("pilot") and not data.get("gray"):
             raise forms.ValidationError(_("Choose at least one workload to move."))
+        empty = [name for name in ("pilot", "gray") if not data.get(name)]
+        if empty and not data.get("manual_empty_phases"):
+            # A phase without workloads has nothing to measure: refused unless the operator
+            # consents here to an explicit (audited) manual gate for it.
+            raise forms.ValidationError(
+                _(
+                    "The %(phases)s phase has no workloads: choose some, or tick the box to make "
+                    "it a manual gate."
+                )
+                % {"phases": ", ".join(empty)}
+            )
         return data
 
 
@@ -144,6 +160,7 @@ class CriterionForm(forms.ModelForm):
             "threshold",
             "compare_to_baseline",
             "baseline_workload",
+            "baseline_window",
             "window_seconds",
             "min_samples",
             "initial_delay_seconds",
@@ -167,6 +184,8 @@ class CriterionForm(forms.ModelForm):
         self.fields["workload"].queryset = mine.filter(cluster_id=plan.target_cluster_id)
         self.fields["baseline_workload"].queryset = mine.filter(cluster_id=plan.source_cluster_id)
         self.fields["entity_key"].required = False
+        # A form posted without it (an older page, a script) keeps what the criterion has.
+        self.fields["baseline_window"].required = False
         if self.instance.pk is None and not self.is_bound:
             derived = analysis_defaults()
             for name in (
@@ -178,6 +197,9 @@ class CriterionForm(forms.ModelForm):
                 "count",
             ):
                 self.initial.setdefault(name, getattr(derived, name))
+
+    def clean_baseline_window(self) -> str:
+        return self.cleaned_data.get("baseline_window") or self.instance.baseline_window
 
 
 class PlanListForm(forms.Form):

@@ -46,6 +46,12 @@ ACTIONS = {
     "router_confirmed": pgettext_lazy("audit action", "router confirmed rollback"),
     "verify_rollback": pgettext_lazy("audit action", "verify rollback"),
     "router_choose": pgettext_lazy("audit action", "choose traffic router"),
+    "override": pgettext_lazy("audit action", "request promotion past the analysis (override)"),
+    "approve_override": pgettext_lazy("audit action", "approve override"),
+    "reanalyse": pgettext_lazy("audit action", "criteria changed: analyse again"),
+    "router_drift": pgettext_lazy("audit action", "router lost the share"),
+    "router_not_served": pgettext_lazy("audit action", "served split not reached"),
+    "router_superseded": pgettext_lazy("audit action", "router: call superseded"),
 }
 OBJECT_TYPES = {
     "migrationplan": gettext_lazy("migration plan"),
@@ -80,6 +86,30 @@ REASONS = {
     "baseline_premove": gettext_lazy(
         "(threshold %(factor)s × source %(baseline)s before the move)"
     ),
+    "expected_on_target": gettext_lazy(
+        "(%(factor)s × expected %(expected)s on %(target)s: source %(baseline)s on %(source)s "
+        "before the move × %(scale)s, the twin's model of both; measured %(measured)s)"
+    ),
+    "expected_on_target_live": gettext_lazy(
+        "(%(factor)s × expected %(expected)s on %(target)s: baseline %(baseline)s on "
+        "%(source)s in the same window × %(scale)s, the twin's model of both; measured "
+        "%(measured)s)"
+    ),
+    "no_hardware_model": gettext_lazy(
+        "the twin does not model %(label)s of %(workload)s from %(pair)s: no expected figure "
+        "on the target, no verdict"
+    ),
+    "stale": gettext_lazy(
+        "stale: no value of %(label)s in the last %(seconds)s s (the newest is older than two "
+        "telemetry intervals): no verdict on old data"
+    ),
+    "override_vote": gettext_lazy(
+        "override %(count)s/%(required)s of an analysis that was %(outcome)s: %(comment)s"
+    ),
+    "override_request": gettext_lazy(
+        "override requested past an analysis that was %(outcome)s: %(comment)s"
+    ),
+    "reanalyse": gettext_lazy("criteria changed: approvals void, the gate measures again"),
     "unbound": gettext_lazy(
         "criterion not bound to a workload identity (%(name)s was ambiguous): edit it"
     ),
@@ -115,6 +145,14 @@ REASONS = {
         "%(answer)s"
     ),
     "router_chosen": gettext_lazy("%(what)s: router %(old)s → %(new)s"),
+    "router_drift": gettext_lazy(
+        "router no longer applies the share: %(router)s for %(workload)s: %(detail)s"
+    ),
+    "router_not_served": gettext_lazy(
+        "the served split never reached the share: %(router)s for %(workload)s: %(detail)s"
+    ),
+    "router_errors": gettext_lazy("router: %(errors)s of %(requests)s target requests failed"),
+    "split_out_of_tolerance": gettext_lazy("served split left the tolerance at %(at)s: %(detail)s"),
     "router_failed": gettext_lazy(
         "router %(router)s: %(outcome)s setting %(workload)s to %(share)s%%: %(answer)s"
     ),
@@ -133,6 +171,7 @@ ROUTER_OUTCOMES = {
     "unreachable": gettext_lazy("router unreachable"),
     "mismatch": gettext_lazy("router confirmed another share"),
     "garbage": gettext_lazy("router answered garbage"),
+    "superseded": gettext_lazy("superseded by a later call"),
     "unknown_name": gettext_lazy("unknown backend or server"),
 }
 # The kinds of telemetry source (``kind:name`` labels from telemetry.store.provenance).
@@ -196,6 +235,10 @@ def reason_text(data: dict | None, fallback: str, *, outcomes: dict | None = Non
                 "phase": label,
                 "criterion": params["criterion"],
             }
+        if code == "expected_on_target" and params.get("when") == "same_window":
+            code = "expected_on_target_live"
+        if code in ("override_vote", "override_request"):
+            params["outcome"] = str((outcomes or {}).get(params["outcome"], params["outcome"]))
         if code in ("router_call", "router_failed"):
             params["outcome"] = str(ROUTER_OUTCOMES.get(params["outcome"], params["outcome"]))
         if code in ("evidence_counted", "evidence_ignored"):

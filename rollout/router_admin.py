@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from rollout.models import RouterCall, TrafficRouter
+from rollout.models import RouterCall, RouterReading, TrafficRouter
 
 
 @admin.register(TrafficRouter)
@@ -29,6 +29,9 @@ class TrafficRouterAdmin(admin.ModelAdmin):
         "timeout_seconds",
         "max_attempts",
         "confirm_within_seconds",
+        "split_tolerance_points",
+        "split_window_seconds",
+        "split_min_requests",
     )
 
 
@@ -47,6 +50,23 @@ class RouterCallAdmin(admin.ModelAdmin):
         "outcome",
     )
     list_filter = ("outcome", "operation")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(RouterReading)
+class RouterReadingAdmin(admin.ModelAdmin):
+    """Each re-read of a router during a step: weights, served split, its own errors."""
+
+    list_display = ("at", "plan_workload", "asked_share", "served_share", "verdict")
+    list_filter = ("verdict",)
 
     def has_add_permission(self, request) -> bool:
         return False

@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db.models import Q, QuerySet
 
 from accounts.selectors.people import role_of, sees_people
 from accounts.selectors.scoping import scope_to_tenant
 from inventory.models import Workload
-from rollout.models import AuditEntry, MigrationPlan, PhaseKind, PlanState, PlanWorkload
+from rollout.models import (
+    AuditEntry,
+    MigrationPlan,
+    PhaseKind,
+    PlanState,
+    PlanWorkload,
+    RouterReading,
+)
+from rollout.models.plans import moved_elsewhere
 from rollout.services.guards import APPROVE_PERMISSION, people_still_holding
 from telemetry.models import Entity, ServingBinding
-from telemetry.read import DataSourceUnavailable, latest_values, serving_canary_comparison
+from telemetry.read import (
+    DataSourceUnavailable,
+    evidence_writers,
+    latest_values,
+    serving_canary_comparison,
+)
 
 # ``training_state`` of a job that has finished (the twin's 0 not submitted … 3 done).
 TRAINING_DONE = 3.0
@@ -57,8 +70,13 @@ def traffic_shares_for_cluster(*, cluster_id: int) -> dict[str, float]:
 def workloads_movable(*, tenant_id: int, cluster_id: int) -> QuerySet[Workload]:
     """What a plan of ``tenant_id`` may move off ``cluster_id``: the tenant's workloads
     there, without finished training jobs (newest ``training_state`` within the hour is
-    done; a job whose state is unknown stays listed)."""
-    workloads = Workload.objects.filter(tenant_id=tenant_id, cluster_id=cluster_id)
+    done; a job whose state is unknown stays listed) and without workloads another plan
+    holds or fully moved (:func:`rollout.models.plans.moved_elsewhere`). The form offers
+    only these; the plan service itself still accepts any of the tenant's workloads there."""
+    taken = PlanWorkload.objects.filter(moved_elsewhere()).values("workload_id")
+    workloads = Workload.objects.filter(tenant_id=tenant_id, cluster_id=cluster_id).exclude(
+        pk__in=taken
+    )
     entities = list(
         Entity.objects.filter(
             workload__in=workloads.filter(kind=Workload.Kind.TRAINING), kind="workload"
@@ -150,9 +168,15 @@ def plan_routing(plan: MigrationPlan, *, staff: bool) -> dict:
     share it confirmed, and the router calls step by step (answers only for staff: they may
     name internal addresses)."""
     items = list(plan.workloads.select_related("workload", "router").order_by("phase", "pk"))
+    # The split each workload's router actually served, from its latest reading (weights are
+    # what it was told; rollout.services.router_watch).
+    observed: dict[int, RouterReading] = {}
+    for reading in RouterReading.objects.filter(plan=plan).order_by("-at", "-id")[:200]:
+        observed.setdefault(reading.plan_workload_id, reading)
     rows = [
         {
             "item": item,
+            "reading": observed.get(item.pk),
             "router": item.router or plan.router,
             "own_router": item.router_id is not None,
             "unconfirmed": item.confirmed_share is None
@@ -250,3 +274,29 @@ def plan_serving(plan: MigrationPlan, *, now: datetime) -> list[dict]:
             ("canary", key, requests) for key, requests in found.canary.per_endpoint.items()
         ] + [("baseline", key, requests) for key, requests in found.baseline.per_endpoint.items()]
     return rows
+
+
+# A writer made less than this before the plan (or after it) is flagged for the approvers: the
+# planted exporter of issue 31 was made shortly before its plan.
+EVIDENCE_RECENT = timedelta(days=7)
+
+
+def plan_evidence_writers(plan: MigrationPlan) -> list[dict]:
+    """The exporter targets, data source and serving bindings the plan's gates could count on
+    its target cluster, each with its creator and approver, whether it counts on this plan
+    (someone other than the requester made or approved it) and whether it is recent."""
+    workload_ids = [
+        pk
+        for pair in plan.workloads.values_list("workload_id", "target_workload_id")
+        for pk in pair
+        if pk is not None
+    ]
+    since = plan.created_at - EVIDENCE_RECENT
+    return [
+        {
+            "writer": w,
+            "counts": w.counts_for(plan.created_by_id),
+            "recent": w.created_at is not None and w.created_at >= since,
+        }
+        for w in evidence_writers(cluster_id=plan.target_cluster_id, workload_ids=workload_ids)
+    ]

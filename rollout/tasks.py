@@ -11,6 +11,7 @@ from rollout.models import WebhookDelivery
 from rollout.services.analysis import analysis_due_run_ids, analysis_run_step
 from rollout.services.router_callbacks import router_confirmations_expire
 from rollout.services.router_dispatch import router_intents_sweep
+from rollout.services.router_watch import routers_reread
 from rollout.services.webhooks import (
     MAX_ATTEMPTS,
     retry_countdown,
@@ -39,10 +40,28 @@ def measure_analyses() -> dict[str, int]:
     due = analysis_due_run_ids(now=now)
     for run_id in due:
         analysis_run_step(run_id=run_id, now=now)
-    # Router calls an automatic rollback intended, or a lost worker left unsent: sent now,
-    # outside the measurement's transaction.
-    router_intents_sweep(now=now)
+    # Router calls an automatic rollback intended, or a lost worker left unsent: sent at once
+    # by the outbound queue's workers, so a slow router never delays the next measurement.
+    dispatch_now("router intents", lambda: send_router_intents.delay())
     return {"runs": len(due)}
+
+
+@shared_task(
+    name="rollout.send_router_intents",
+    acks_late=True,
+    # Queued after every measurement pass (10 s): a copy older than that is superseded.
+    expires=10,
+    max_retries=0,
+    # Each call has its router's deadline (≤ 30 s × ≤ 5 attempts); these are the backstop.
+    soft_time_limit=200,
+    time_limit=240,
+)
+def send_router_intents() -> dict[str, int]:
+    """Send every router call that was intended and not yet sent, then re-read every running
+    step's routers (weights and served split; one that lost the share pauses its step) — on
+    the outbound queue, after each measurement pass, so a slow router never delays one."""
+    sent = router_intents_sweep(now=timezone.now())
+    return {"sent": sent, "read": routers_reread(now=timezone.now())}
 
 
 @shared_task(

@@ -22,7 +22,7 @@ urlpatterns = [
     ),
     re_path(
         r"^(?P<pk>\d+)/(?P<command>start|promote|approve|reject|pause|resume|abort|retry"
-        r"|force-promote|skip|verify-rollback)/$",
+        r"|force-promote|override|skip|verify-rollback)/$",
         views.plan_command,
         name="migration-command",
     ),

@@ -25,6 +25,7 @@ from rollout.models import AnalysisRun, Approval, TrafficRouter, WebhookDelivery
 from rollout.selectors import (
     audit_visible_to,
     gate_choices,
+    plan_evidence_writers,
     plan_routing,
     plan_serving,
     plan_timeline,
@@ -33,7 +34,7 @@ from rollout.selectors import (
     sees_people,
 )
 from rollout.services.audit import Actor
-from rollout.services.authoring import plan_author
+from rollout.services.authoring import plan_author, plan_manual_empty_phases
 from rollout.services.commands import plan_command as plan_command_run
 from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
 from rollout.services.routing import CHOOSABLE_IN, router_choose
@@ -66,11 +67,23 @@ def plan_new(request: HttpRequest) -> HttpResponse:
         for k, v in request.GET.items()
         if k in PlanAuthorForm.base_fields and k not in ("pilot", "gray")
     }
+    if request.method == "POST" and "list_workloads" in request.POST:
+        # "List workloads" posts (the CSRF token never goes into a URL) and re-renders.
+        chosen = {
+            k: v
+            for k, v in request.POST.items()
+            if k in PlanAuthorForm.base_fields and k not in ("pilot", "gray")
+        }
+        form = PlanAuthorForm(initial=chosen)
+        return render(request, "rollout/plan_new.html", {"form": form})
     form = PlanAuthorForm(request.POST or None, initial=chosen)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
+        data = dict(form.cleaned_data)
+        manual = data.pop("manual_empty_phases", False)
         try:
             plan = plan_author(actor=Actor.from_request(request), **data)
+            if manual:
+                plan_manual_empty_phases(plan=plan, actor=Actor.from_request(request))
         except DjangoValidationError as exc:
             for field, errors in getattr(exc, "message_dict", {"__all__": exc.messages}).items():
                 target = field if field in form.fields else None
@@ -147,6 +160,7 @@ def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context.update(criteria_context(plan, user))
     context["routing"] = plan_routing(plan, staff=user.is_staff)
     context["serving"] = plan_serving(plan, now=timezone.now())
+    context["evidence_writers"] = plan_evidence_writers(plan) if user.is_staff else []
     context["can_choose_router"] = context["can_operate"] and plan.state in CHOOSABLE_IN
     if context["can_choose_router"]:
         context["routers"] = list(TrafficRouter.objects.order_by("name"))

@@ -21,8 +21,8 @@ from rollout.forms import CriterionForm
 from rollout.models import Criterion, MigrationPlan
 from rollout.selectors import plans_visible_to
 from rollout.services.audit import Actor
+from rollout.services.criteria import criterion_delete, criterion_save
 from rollout.services.errors import NotPermitted, WorkflowConflict
-from rollout.services.plans import criterion_delete, criterion_save
 
 
 def criterion_form_prefix(criterion: Criterion | None) -> str:

@@ -27,3 +27,10 @@ class SimulationConfig(AppConfig):
 
         # The validation report shows which mechanism contributed what (the what-if ablation).
         ablation_provider_register(latest_whatif_ablation)
+
+        from rollout.analysis.scaling import scaling_provider_register
+        from simulation.scaling import twin_scaling
+
+        # Relative gate criteria expect what the move should give on the target's accelerator:
+        # the twin's model of both (rollout cannot import this app).
+        scaling_provider_register(twin_scaling)

@@ -129,4 +129,6 @@ def latest_whatif_ablation(*, cards: int | None = None, hardware: str | None = N
         "runs": [r.pk for r in repeats],
         "seeds": sorted({x for r in repeats for x in r.result.get("seeds") or [r.seed]}),
         "rows": rows,
+        # The run's headline gain as engine.headline defines it (None for older runs).
+        "headline": run.result.get("headline"),
     }

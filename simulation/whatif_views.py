@@ -23,8 +23,9 @@ from simulation.whatif_forms import WhatIfForm
 # (summary key, label, format) of the side-by-side table; keys from the engine's summary.
 # TTFT and TPOT P99 are the headline latency; end-to-end stays, labelled as such.
 ROWS = (
-    ("utilization_allocated_mean", gettext_lazy("allocated utilization"), "pct"),
+    ("goodput_pflop_per_card_hour", gettext_lazy("goodput (PFLOP per card-hour)"), "num"),
     ("utilization_busy_mean", gettext_lazy("busy utilization"), "pct"),
+    ("utilization_allocated_mean", gettext_lazy("allocated utilization (not a gain)"), "pct"),
     ("training_samples_per_s_mean", gettext_lazy("training samples/s"), "num"),
     ("mfu_mean", gettext_lazy("MFU (running training)"), "pct"),
     ("training_goodput_pflops", gettext_lazy("training goodput (PFLOP/s)"), "num"),
@@ -153,6 +154,48 @@ def _table(result: dict) -> list[dict]:
     return rows
 
 
+HEADLINE_LABELS = (
+    ("goodput", gettext_lazy("Goodput per card-hour"), "num", "ratio"),
+    ("busy", gettext_lazy("Busy utilization"), "pct", "points"),
+    ("allocated", gettext_lazy("Allocated utilization (beside it, not a gain)"), "pct", "points"),
+)
+
+
+def _gain(value: float | None, kind: str) -> str:
+    if value is None:
+        return "—"
+    if kind == "ratio":
+        return ("+" if value >= 0 else "−") + units.percent(abs(value))
+    return delta_display(value * 100, "pct")
+
+
+def _headline(result: dict) -> list[dict]:
+    """The run's headline (engine.headline, the figure ``compare`` prints): per figure the
+    split and unified means, the paired gain and its 95% interval over the seeds."""
+    h = result.get("headline")
+    if not h:
+        return []
+    rows = []
+    for key, label, fmt, kind in HEADLINE_LABELS:
+        fig = h.get(key) or {}
+        if "gain" not in fig:
+            continue
+        g = fig["gain"]
+        rows.append(
+            {
+                "key": key,
+                "label": label,
+                "split": display(fig["split"]["mean"], fmt),
+                "unified": display(fig["unified"]["mean"], fmt),
+                "gain": _gain(g["mean"], kind),
+                "low": None if g.get("ci95_low") is None else _gain(g["ci95_low"], kind),
+                "high": None if g.get("ci95_high") is None else _gain(g["ci95_high"], kind),
+                "n": g.get("n", 1),
+            }
+        )
+    return rows
+
+
 def _ablation(result: dict) -> list[dict]:
     """The ablation rows with each figure and its change from the row before."""
     rows, previous = [], None
@@ -236,6 +279,7 @@ def whatif_detail(request: HttpRequest, pk: int) -> HttpResponse:
     }
     if run.status == WhatIfRun.Status.DONE and run.result:
         context["rows"] = _table(run.result)
+        context["headline"] = _headline(run.result)
         context["ablation"] = _ablation(run.result)
         context["ablation_columns"] = [label for _k, label, _f in ABLATION_COLUMNS]
         context["figures"] = _figures(run.result)

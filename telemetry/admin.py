@@ -1,6 +1,7 @@
 """Admin registrations for the metric catalogue, exporter targets and heartbeats."""
 
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
 from telemetry.ingest.scrape import exporter_scrape
@@ -15,6 +16,31 @@ from telemetry.models import (
 from telemetry.read.promql.client import DataSourceUnavailable
 from telemetry.services.promql_sync import promql_source_sync
 from telemetry.services.serving_bindings import serving_binding_create, serving_binding_delete
+from telemetry.services.vouching import evidence_source_approve, evidence_source_authored
+
+
+class _VouchedAdmin(admin.ModelAdmin):
+    """Who made a writer a gate could count, and the approve action (four eyes on evidence)."""
+
+    vouch_fields = ("created_by", "created_at", "approved_by", "approved_at")
+
+    def get_readonly_fields(self, request, obj=None):
+        return (*super().get_readonly_fields(request, obj), *self.vouch_fields)
+
+    def save_model(self, request, obj, form, change) -> None:
+        # Creating or changing it makes this operator its author; an approval lapses.
+        evidence_source_authored(source=obj, user_id=request.user.pk)
+        super().save_model(request, obj, form, change)
+
+    @admin.action(description=_("Approve as gate evidence (another operator's)"))
+    def approve_evidence(self, request, queryset) -> None:
+        for source in queryset:
+            try:
+                evidence_source_approve(source=source, user_id=request.user.pk)
+            except ValidationError as exc:
+                self.message_user(request, f"{source}: {exc.messages[0]}", messages.ERROR)
+            else:
+                self.message_user(request, _("%(name)s: approved as evidence.") % {"name": source})
 
 
 @admin.register(Heartbeat)
@@ -27,7 +53,7 @@ class HeartbeatAdmin(admin.ModelAdmin):
 
 
 @admin.register(ExporterTarget)
-class ExporterTargetAdmin(admin.ModelAdmin):
+class ExporterTargetAdmin(_VouchedAdmin):
     list_display = (
         "name",
         "cluster",
@@ -39,6 +65,8 @@ class ExporterTargetAdmin(admin.ModelAdmin):
         "last_error_at",
         "last_error",
         "consecutive_failures",
+        "created_by",
+        "approved_by",
     )
     list_filter = ("cluster", "kind", "enabled")
     search_fields = ("name", "url", "node")
@@ -52,7 +80,7 @@ class ExporterTargetAdmin(admin.ModelAdmin):
         "last_counts",
         "consecutive_failures",
     )
-    actions = ["scrape_now"]
+    actions = ["scrape_now", "approve_evidence"]
 
     @admin.action(description=_("Scrape now"))
     def scrape_now(self, request, queryset) -> None:
@@ -95,10 +123,11 @@ class MetricDefinitionAdmin(admin.ModelAdmin):
 
 
 @admin.register(PromQLDataSource)
-class PromQLDataSourceAdmin(admin.ModelAdmin):
-    list_display = ("cluster", "url", "enabled", "last_success_at", "last_error_at", "last_error")
+class PromQLDataSourceAdmin(_VouchedAdmin):
+    list_display = ("cluster", "url", "enabled", "last_success_at", "last_error_at", "last_error",
+                    "created_by", "approved_by")  # fmt: skip
     readonly_fields = ("last_success_at", "last_error_at", "last_error")
-    actions = ["sync_inventory"]
+    actions = ["sync_inventory", "approve_evidence"]
 
     @admin.action(description=_("Register the nodes and cards the server reports"))
     def sync_inventory(self, request, queryset) -> None:
@@ -126,21 +155,26 @@ class RemoteWriteStatusAdmin(admin.ModelAdmin):
 
 
 @admin.register(ServingBinding)
-class ServingBindingAdmin(admin.ModelAdmin):
+class ServingBindingAdmin(_VouchedAdmin):
     """Which serving endpoints (model, instance or pod) a workload is, for gates and pages."""
 
-    list_display = ("workload", "model_name", "instance")
+    list_display = ("workload", "model_name", "instance", "created_by", "approved_by")
+    actions = ["approve_evidence"]
     search_fields = ("workload__name", "model_name", "instance")
     raw_id_fields = ("workload",)
 
     def get_readonly_fields(self, request, obj=None):
         # A binding is created or deleted, never edited: the page and API do the same.
-        return ("workload", "model_name", "instance") if obj is not None else ()
+        fixed = ("workload", "model_name", "instance") if obj is not None else ()
+        return (*fixed, *self.vouch_fields)
 
     def save_model(self, request, obj, form, change) -> None:
         if not change:
             saved = serving_binding_create(
-                workload_id=obj.workload_id, model_name=obj.model_name, instance=obj.instance
+                workload_id=obj.workload_id,
+                model_name=obj.model_name,
+                instance=obj.instance,
+                created_by_id=request.user.pk,
             )
             obj.pk, obj._state.adding, obj._state.db = saved.pk, False, saved._state.db
 

@@ -97,6 +97,15 @@ def client_as(client, users):
     return login
 
 
+@pytest.fixture(autouse=True, scope="session")
+def router_sockets_under_pytest_temp(tmp_path_factory):
+    # The real HAProxies the tests start keep their Runtime API sockets under pytest's
+    # temporary folder; routers may name sockets only under ROUTER_SOCKET_DIRS.
+    base = str(tmp_path_factory.getbasetemp())
+    settings.ROUTER_SOCKET_DIRS = [*settings.ROUTER_SOCKET_DIRS, base]
+    yield
+
+
 @pytest.fixture(autouse=True)
 def fast_password_hashing(settings):
     # PBKDF2's deliberate slowness protects real logins; in tests it only costs minutes.

@@ -182,13 +182,21 @@ class PostgresCluster:
 class WebServer:
     """``gunicorn cluster_portal.wsgi`` on a free port, as production runs it (several processes)."""
 
-    def __init__(self, *, env: dict[str, str], workers: int = 2, threads: int = 4) -> None:
+    def __init__(
+        self,
+        *,
+        env: dict[str, str],
+        workers: int = 2,
+        threads: int = 4,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
         self.port = free_port()
         self.process = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "gunicorn",
+                *extra_args,
                 "cluster_portal.wsgi",
                 "--workers",
                 str(workers),
@@ -469,6 +477,7 @@ class HAProxyServer:
         *,
         backend: str = "llm",
         weights: dict[str, int] | None = None,
+        balance: str = "roundrobin",
     ) -> None:
         binary = haproxy_binary()
         if binary is None:
@@ -498,7 +507,7 @@ frontend gateway
     bind 127.0.0.1:{self.port}
     default_backend {backend}
 backend {backend}
-    balance roundrobin
+    balance {balance}
 {lines}
 """
         )

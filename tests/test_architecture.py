@@ -21,12 +21,24 @@ ALLOWED: dict[str, set[str]] = {
     "inventory": {"accounts"},
     "telemetry": {"accounts", "inventory"},
     "alerts": {"accounts", "inventory", "telemetry"},
-    "cost": {"accounts", "inventory", "telemetry"},
+    "cost": {"accounts", "inventory", "telemetry", "scheduling"},
     # dashboards reads rollout for the customer home's migration progress (rollout imports no
     # dashboards: still one direction).
-    "dashboards": {"accounts", "inventory", "telemetry", "alerts", "cost", "rollout"},
+    "dashboards": {"accounts", "inventory", "telemetry", "alerts", "cost", "rollout", "scheduling"},
     "rollout": {"accounts", "inventory", "telemetry"},
-    "simulation": {"accounts", "inventory", "telemetry", "alerts", "cost", "dashboards", "rollout"},
+    # The workload scheduler's view (jobs, allocations, account → tenant); cost, dashboards
+    # and simulation may read it later, it reads none of them.
+    "scheduling": {"accounts", "inventory", "telemetry"},
+    "simulation": {
+        "accounts",
+        "inventory",
+        "telemetry",
+        "alerts",
+        "cost",
+        "dashboards",
+        "rollout",
+        "scheduling",
+    },
 }
 APPS = set(ALLOWED)
 WEB = "cluster_portal.web"

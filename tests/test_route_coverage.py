@@ -30,6 +30,7 @@ EXEMPT_NAMES = {
     "logout": "authentication itself",
     "healthz": "liveness probe for load balancers, no data",
     "readyz": "readiness probe (database and broker up or not), no data",
+    "favicon": "the portal's icon, a static file, no data",
     "csp-report": "browsers post CSP violation reports here, anonymously by design",
     "rollout-api:router-callback": (
         "a deploy tool's callback, authenticated by its HMAC signature (no session, no token):"

@@ -54,8 +54,11 @@ def wait_for(predicate, timeout: float, what: str) -> None:
 class Worker:
     """A solo-pool Celery worker subprocess whose output is collected in the background."""
 
-    def __init__(self, queue: str, broker: str, var_dir: Path, **extra_env: str) -> None:
-        self.name = f"{queue}-{uuid.uuid4().hex[:4]}@test"
+    def __init__(
+        self, queue: str, broker: str, var_dir: Path, *, name: str | None = None, **extra_env: str
+    ) -> None:
+        # ``queue`` may list several queues (``ticks,gates``), as ``celery worker -Q`` takes.
+        self.name = f"{name or queue}-{uuid.uuid4().hex[:4]}@test"
         env = {
             **os.environ,
             "CELERY_BROKER_URL": broker,

@@ -289,11 +289,13 @@ class TokenDetailView(_TokenViewMixin, generics.RetrieveAPIView):
     """``GET``: one token (never its secret)."""
 
 
-@extend_schema(request=None, responses={201: IssuedTokenSerializer})
 class TokenRotateView(_TokenViewMixin, APIView):
     """``POST``: revoke the token and issue a replacement with the same name, tenant and
     scopes; the answer (201) carries the new ``token`` and ``replaces`` (the old id)."""
 
+    @extend_schema(
+        operation_id="tokens_rotate", request=None, responses={201: IssuedTokenSerializer}
+    )
     def post(self, request: Request, pk: int) -> Response:
         with transaction.atomic():
             token = get_object_or_404(self.get_queryset().select_for_update(of=("self",)), pk=pk)
@@ -311,10 +313,10 @@ class TokenRotateView(_TokenViewMixin, APIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
-@extend_schema(request=None, responses={200: TokenSerializer})
 class TokenRevokeView(_TokenViewMixin, APIView):
     """``POST``: revoke the token at once; revoking a revoked token changes nothing."""
 
+    @extend_schema(operation_id="tokens_revoke", request=None, responses={200: TokenSerializer})
     def post(self, request: Request, pk: int) -> Response:
         with transaction.atomic():
             token = get_object_or_404(self.get_queryset().select_for_update(of=("self",)), pk=pk)

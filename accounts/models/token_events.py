@@ -24,6 +24,8 @@ class TokenEvent(models.Model):
     class Action(models.TextChoices):
         ISSUED = "issued", _("issued")
         REVOKED = "revoked", _("revoked")
+        # The row itself was removed (the admin, a shell): the history says so, and who.
+        DELETED = "deleted", _("deleted")
 
     class Cause(models.TextChoices):
         REQUESTED = "requested", _("requested by a person")

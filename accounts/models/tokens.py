@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -20,6 +22,14 @@ def validate_scopes(value: list[str]) -> None:
             _("Unknown scope(s): %(unknown)s. Valid scopes: %(valid)s."),
             params={"unknown": ", ".join(unknown), "valid": ", ".join(TOKEN_SCOPES)},
         )
+
+
+def max_token_lifetime() -> timedelta | None:
+    """The longest a token that expires may live (``TOKEN_MAX_LIFETIME_DAYS``; 0: no bound).
+    Also what keeps a rotation's renewed expiry inside the calendar (an expiry in year 9999
+    once overflowed it into a 500)."""
+    days = getattr(settings, "TOKEN_MAX_LIFETIME_DAYS", 0) or 0
+    return timedelta(days=days) if days > 0 else None
 
 
 class IntegrationToken(models.Model):
@@ -81,6 +91,21 @@ class IntegrationToken(models.Model):
         # Only a new token must expire in the future: an existing one may already be past it.
         if self._state.adding and self.expires_at is not None and self.expires_at <= timezone.now():
             raise ValidationError({"expires_at": _("The expiry must be in the future.")})
+        longest = max_token_lifetime()
+        if (
+            self._state.adding
+            and self.expires_at is not None
+            and longest is not None
+            and self.expires_at > timezone.now() + longest
+        ):
+            raise ValidationError(
+                {
+                    "expires_at": _(
+                        "A token may live at most %(days)s days (TOKEN_MAX_LIFETIME_DAYS)."
+                    )
+                    % {"days": longest.days}
+                }
+            )
 
     @property
     def is_expired(self) -> bool:

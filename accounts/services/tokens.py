@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import IntegrationToken, Tenant, TokenEvent, User
+from accounts.models.tokens import max_token_lifetime
 from accounts.services.authority import Refusal, token_event_record, token_refusal
 
 TOKEN_PREFIX = "cp"
@@ -120,11 +121,15 @@ def token_rotate(*, token: IntegrationToken, created_by: User | None = None) -> 
     Rotation never widens or transfers authority: the replacement acts for the same person
     (who decides whether to rotate is :func:`accounts.api.tokens.token_manageable_by`). A token
     that expires keeps its lifetime: the replacement expires as long after now as the old one
-    did after its creation (so rotating renews it, never makes it permanent).
+    did after its creation (so rotating renews it, never makes it permanent), within the
+    maximum lifetime (``TOKEN_MAX_LIFETIME_DAYS``; a far-future expiry is capped, not an error).
     """
     expires_at = None
     if token.expires_at is not None:
-        expires_at = timezone.now() + max(token.expires_at - token.created_at, _ONE_MINUTE)
+        now = timezone.now()
+        lifetime = max(token.expires_at - token.created_at, _ONE_MINUTE)
+        longest = max_token_lifetime() or _CALENDAR_LEFT(now)
+        expires_at = now + min(lifetime, longest, _CALENDAR_LEFT(now))
     token_revoke(token=token, actor=created_by, cause=TokenEvent.Cause.ROTATED)
     return token_create(
         name=token.name,
@@ -138,3 +143,8 @@ def token_rotate(*, token: IntegrationToken, created_by: User | None = None) -> 
 
 
 _ONE_MINUTE = timedelta(minutes=1)
+
+
+def _CALENDAR_LEFT(now: datetime) -> timedelta:  # noqa: N802 - reads as the constant it bounds
+    # What is left before datetime.max (a day's margin for time zones): no lifetime may pass it.
+    return datetime.max.replace(tzinfo=now.tzinfo) - now - timedelta(days=1)

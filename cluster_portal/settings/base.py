@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "cost",
     "dashboards",
     "rollout",
+    "scheduling",
     "simulation",
 ]
 
@@ -70,6 +71,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A lost database connection inside a view: a retryable 503, not a 500.
+    "cluster_portal.web.db_unavailable.DatabaseUnavailableMiddleware",
     # Under DEBUG (the demo), Django's technical 404 page only for staff; others get the 404 page.
     "cluster_portal.web.error_pages.FriendlyNotFoundMiddleware",
     # A page whose cluster's PromQL server is down answers 503 "data source unavailable".
@@ -107,7 +110,15 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web, worker and beat share one SQLite file in the demo: wait for locks instead of failing.
-    DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+    # WAL: readers (a person logging in, a page) never wait for the twin's writing tick, and
+    # commits are cheaper (synchronous=NORMAL is safe under WAL: a crash loses no committed
+    # transaction's integrity, at most the last ones before a power cut).
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+        "PRAGMA busy_timeout=20000;",
+    }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file (not :memory:) so a real worker subprocess in the tests sees the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_portal.sqlite3")}
@@ -257,6 +268,27 @@ CACHES = {
 }
 CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None
 CELERY_TASK_ACKS_LATE = True
+# Queues (docs/architecture.md, "Workers and queues"): the twin's ticks and the gates'
+# measurements never wait behind outbound work — a trickling webhook receiver, exporter,
+# PromQL server or router holds only an "outbound" worker. Everything else (alerts, rollups,
+# retention, what-ifs) runs on the default "celery" queue. Run at least one worker per group:
+#   celery worker -Q ticks,gates   and   celery worker -Q outbound,celery
+TICK_QUEUE, GATE_QUEUE, OUTBOUND_QUEUE = "ticks", "gates", "outbound"
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_ROUTES = {
+    "simulation.advance_run": {"queue": TICK_QUEUE},
+    "simulation.advance_pool": {"queue": TICK_QUEUE},
+    "simulation.schedule_ticks": {"queue": TICK_QUEUE},
+    "simulation.schedule_pool_ticks": {"queue": TICK_QUEUE},
+    "rollout.measure_analyses": {"queue": GATE_QUEUE},
+    "rollout.send_router_intents": {"queue": OUTBOUND_QUEUE},
+    "rollout.deliver_webhook": {"queue": OUTBOUND_QUEUE},
+    "rollout.sweep_webhook_deliveries": {"queue": OUTBOUND_QUEUE},
+    "monitoring.scrape_due_targets": {"queue": OUTBOUND_QUEUE},
+    "monitoring.scrape_target": {"queue": OUTBOUND_QUEUE},
+    "monitoring.promql_sources_sync": {"queue": OUTBOUND_QUEUE},
+    "scheduling.scheduler_sources_sync": {"queue": OUTBOUND_QUEUE},
+}
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
@@ -270,7 +302,7 @@ CELERY_WORKER_ENABLE_REMOTE_CONTROL = not CELERY_BROKER_URL.startswith("filesyst
 # A worker or beat is shown as alive when it reported within this many seconds.
 HEARTBEAT_STALE_AFTER_SECONDS = env_int("HEARTBEAT_STALE_AFTER_SECONDS", 45)
 
-# `make demo` sets PORTAL_DEMO=1: one machine, SQLite, an 8,192-card twin at 10 simulated
+# `make demo` sets PORTAL_DEMO=1: one machine, SQLite, two 4,096-card twins at 10 simulated
 # minutes per 10 s. Its defaults keep the database under ~1 GB after a day (BENCHMARKS.md
 # "Demo storage"); each value below can still be set explicitly.
 PORTAL_DEMO = env_bool("PORTAL_DEMO", False)
@@ -284,11 +316,12 @@ TELEMETRY_RETENTION = {
     "rollup_15min_days": env_int("TELEMETRY_ROLLUP_15MIN_DAYS", 35),
     # Per-entity minute rollups of dense sources (twin frames): ~200 KB per metric-minute at
     # 10,240 cards, so two days by default (TELEMETRY_FRAME_MINUTE_HOURS overrides it in
-    # hours: the demo keeps 1 h); 15-minute frames for 8 days (a 7-day chart; demo 12 h),
+    # hours: the demo keeps 2 h, the floor — the cost ledger closes each hour from its minute
+    # detail); 15-minute frames for 8 days (a 7-day chart; demo 12 h),
     # hourly and daily frames follow the values below.
     "frame_minute_hours": env_int(
         "TELEMETRY_FRAME_MINUTE_HOURS",
-        1 if PORTAL_DEMO else 24 * env_int("TELEMETRY_FRAME_MINUTE_DAYS", 2),
+        2 if PORTAL_DEMO else 24 * env_int("TELEMETRY_FRAME_MINUTE_DAYS", 2),
     ),
     "frame_15min_hours": env_int(
         "TELEMETRY_FRAME_15MIN_HOURS",
@@ -333,6 +366,10 @@ TELEMETRY_MAX_ABS_VALUE = float(env_str("TELEMETRY_MAX_ABS_VALUE") or 1e18)
 # reserved address (also after redirects), unless it lies in one of these networks (CIDR,
 # comma-separated), e.g. "10.20.0.0/16,192.168.7.0/24" for exporters on a private LAN.
 OUTBOUND_ALLOWED_NETWORKS = env_list("OUTBOUND_ALLOWED_NETWORKS", [])
+# Directories whose unix sockets an HAProxy router may name (``unix:/run/haproxy/admin.sock``,
+# Debian's default). Any other local socket — PostgreSQL's, Redis's — is refused at save and
+# at connect time (comma-separated; empty refuses every unix: address).
+ROUTER_SOCKET_DIRS = env_list("ROUTER_SOCKET_DIRS", ["/run/haproxy"])
 # Anonymous CSP reports (/csp-report/) per client address: a browser sends a handful per page.
 CSP_REPORT_RATE = env_str("CSP_REPORT_RATE") or "30/min"
 # Every outbound call has one wall-clock deadline over connect, headers and body
@@ -363,9 +400,11 @@ TWIN_TICK_SECONDS = env_int("TWIN_TICK_SECONDS", 10)
 TWIN_POOL_TICK_SECONDS = env_int("TWIN_POOL_TICK_SECONDS", 5)
 # Test-only fault injection: pause between writing a tick's telemetry and committing it.
 TWIN_TICK_FAULT_PAUSE_SECONDS = float(env_str("TWIN_TICK_FAULT_PAUSE_SECONDS") or 0)
-# Cards in the demo's unified twin cluster (make demo). Per-card data is stored as frames,
-# so even SQLite writes a 8,192-card tick of 10 simulated minutes in about 2.5 s.
-TWIN_DEMO_CARDS = env_int("TWIN_DEMO_CARDS", 8192)
+# Cards in each of the demo's two twin clusters (make demo: the same workloads on the same
+# cards, so the report compares like with like; a what-if of this size is queued too, and
+# what-if runs stop at 4,096 cards). Per-card data is stored as frames, so even SQLite
+# writes a 8,192-card tick of 10 simulated minutes in about 2.5 s.
+TWIN_DEMO_CARDS = env_int("TWIN_DEMO_CARDS", 4096)
 # A twin run's engine stays resident in the worker between ticks; its state is checkpointed to
 # the database once the ticks since the last checkpoint, times this share, cover what that
 # checkpoint cost (saving stays within the share of tick time), and at least every N ticks
@@ -389,6 +428,8 @@ ATTRIBUTION_WRITE_SECONDS = env_int("ATTRIBUTION_WRITE_SECONDS", 60)
 # attribution intervals): the precision of a PromQL cluster's attribution. Keep it well below
 # ATTRIBUTION_MAX_GAP_SECONDS, or every sync would start a new interval.
 PROMQL_SYNC_SECONDS = env_int("PROMQL_SYNC_SECONDS", 60)
+# How often beat syncs the scheduler sources (scheduling.tasks).
+SCHEDULER_SYNC_SECONDS = env_int("SCHEDULER_SYNC_SECONDS", 30)
 ROLLOUT_INITIAL_DELAY_SECONDS = env_int(
     "ROLLOUT_INITIAL_DELAY_SECONDS", max(2 * TELEMETRY_INTERVAL_SECONDS, TWIN_TICK_SECONDS)
 )
@@ -460,6 +501,10 @@ AXES_LOCKOUT_CALLABLE = "cluster_portal.security.lockout_response"
 # append to X-Forwarded-For — the address the outermost trusted proxy saw.
 AXES_CLIENT_IP_CALLABLE = "cluster_portal.security.client_ip"
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+# The longest an expiring integration token may live (days; 0 = no bound). A token created
+# without an expiry works until revoked; one with an expiry, or a rotation's renewal, stays
+# within this bound.
+TOKEN_MAX_LIFETIME_DAYS = env_int("TOKEN_MAX_LIFETIME_DAYS", 366)
 
 LOGGING = {
     "version": 1,

@@ -20,10 +20,15 @@ if not os.environ.get("SECRET_KEY", "").strip():
 from cluster_portal.settings.base import *  # noqa: E402,F401,F403
 
 DEBUG = False
-SESSION_COOKIE_SECURE = True
-CSRF_COOKIE_SECURE = True
-SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
-SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
+# PORTAL_TRIAL_WITHOUT_TLS=1: a trial of the production settings over plain HTTP (no TLS in
+# front yet). Without it the browser never sends the Secure session cookie back over HTTP and
+# the login silently returns to the login page. Never in production: cookies travel in clear,
+# and `manage.py check --deploy` warns about each relaxed setting.
+TRIAL_WITHOUT_TLS = env_bool("PORTAL_TRIAL_WITHOUT_TLS", False)
+SESSION_COOKIE_SECURE = not TRIAL_WITHOUT_TLS
+CSRF_COOKIE_SECURE = not TRIAL_WITHOUT_TLS
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True) and not TRIAL_WITHOUT_TLS
+SECURE_HSTS_SECONDS = 0 if TRIAL_WITHOUT_TLS else env_int("SECURE_HSTS_SECONDS", 31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = True
 SECURE_HSTS_PRELOAD = True
 SECURE_CONTENT_TYPE_NOSNIFF = True

@@ -1,6 +1,7 @@
 """Liveness and readiness probes for load balancers and orchestrators."""
 
-from django.http import HttpRequest, JsonResponse
+from django.contrib.staticfiles import finders
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -35,3 +36,19 @@ def readyz(request: HttpRequest) -> JsonResponse:
         },
     }
     return JsonResponse(body, status=503 if failing else 200)
+
+
+_FAVICON: bytes | None = None
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """``/favicon.ico``, which browsers and tools ask for whatever the page's icon link says
+    (it answered 404 on every page): the portal's SVG icon, cached for a day."""
+    global _FAVICON
+    if _FAVICON is None:
+        with open(finders.find("img/favicon.svg"), "rb") as icon:
+            _FAVICON = icon.read()
+    response = HttpResponse(_FAVICON, content_type="image/svg+xml")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response

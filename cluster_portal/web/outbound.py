@@ -32,6 +32,7 @@ import concurrent.futures
 import functools
 import http.client
 import ipaddress
+import os
 import socket
 import ssl
 import time
@@ -357,13 +358,39 @@ def outbound_request(
         raise
 
 
+def unix_socket_allowed(path: str) -> bool:
+    """Whether a local socket path lies inside a directory the operator listed in
+    ``ROUTER_SOCKET_DIRS``. The path is resolved (symlinks, ``..``) before the check, so a
+    link inside the directory cannot lead to the database's or the broker's socket."""
+    if not path.startswith("/"):
+        return False
+    real = os.path.realpath(path)
+    for directory in getattr(settings, "ROUTER_SOCKET_DIRS", ()) or ():
+        root = os.path.realpath(directory)
+        if real.startswith(root.rstrip("/") + "/"):
+            return True
+    return False
+
+
+def stream_address_refused(address: str) -> bool:
+    """A save-time check of a ``unix:/path`` or ``host:port`` stream address: a socket outside
+    the operator's socket directories, or a literal host the outbound policy refuses. (Names
+    are checked again where it counts, on the address dialled, at connect time.)"""
+    if address.startswith("unix:"):
+        return not unix_socket_allowed(address[5:])
+    host = address.rpartition(":")[0].strip("[]").lower()
+    if not host:
+        return True
+    return url_host_refused(f"tcp://[{host}]/" if ":" in host else f"tcp://{host}/")
+
+
 def socket_exchange(
     address: str, payload: bytes, *, deadline_seconds: float, max_bytes: int
 ) -> bytes:
     """Send ``payload`` on a stream socket and read the answer until the peer closes it.
 
     For line protocols such as HAProxy's Runtime API (one command line, answer, close).
-    ``address`` is ``unix:/path`` (a local socket: no network policy applies) or
+    ``address`` is ``unix:/path`` (a local socket, only inside ``ROUTER_SOCKET_DIRS``) or
     ``host:port`` (dialled through the same outbound policy as HTTP). One wall-clock deadline
     covers resolving, connecting, sending and every read; past it :class:`OutboundTimeout`.
     More than ``max_bytes`` of answer raises :class:`ResponseTooLarge`.
@@ -371,6 +398,8 @@ def socket_exchange(
     deadline = Deadline(deadline_seconds)
     try:
         if address.startswith("unix:"):
+            if not unix_socket_allowed(address[5:]):
+                raise OutboundRefused
             sock = _DeadlineSocket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 sock.settimeout(deadline.remaining())

@@ -7,6 +7,9 @@ Two sources, the larger wins:
   (where requests pile up when every thread is busy) is known;
 - a proxy in front may send ``X-Request-Start: t=<unix time>`` (seconds, milli- or
   microseconds, the convention of HAProxy/nginx setups), which also covers its own queue.
+  The header is honoured only behind a configured proxy (``TRUSTED_PROXY_COUNT`` > 0, the
+  setting that also says whose ``X-Forwarded-For`` to believe): without one any client could
+  stamp its request as old and have it shed; a stamp from the future is ignored.
 
 Used by the remote-write receiver to shed a request its sender has already given up on.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import threading
 import time
 
+from django.conf import settings
 from gunicorn.workers.gthread import ThreadWorker
 
 __all__ = ["QueueTimedWorker", "queued_seconds"]
@@ -54,7 +58,7 @@ def queued_seconds(meta: dict, now: float | None = None) -> float:
     now = time.time() if now is None else now
     starts = [getattr(_CURRENT, "queued_at", None)]
     header = meta.get("HTTP_X_REQUEST_START")
-    if header:
+    if header and getattr(settings, "TRUSTED_PROXY_COUNT", 0) > 0:
         starts.append(_header_start(header))
-    waits = [now - start for start in starts if start is not None]
+    waits = [now - start for start in starts if start is not None and start <= now]
     return max(waits, default=0.0)

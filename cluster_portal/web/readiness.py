@@ -11,6 +11,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from kombu import Connection
 
+from cluster_portal.env import redis_database
+
 # The components' names as the status page shows them; ``ComponentCheck.name`` stays the
 # code /readyz answers with.
 COMPONENT_LABELS = {"database": gettext_lazy("database"), "broker": gettext_lazy("broker")}
@@ -70,6 +72,8 @@ def broker_description() -> str:
             "host": parsed.hostname or "",
             "port": parsed.port or "",
         }
+        if parsed.scheme in ("redis", "rediss"):
+            text += _(", database %(number)s") % {"number": redis_database(parsed.path)}
     if "(auto-detected)" in described:
         text += " " + _("(auto-detected)")
     elif "(no Redis reachable)" in described:

@@ -3,6 +3,7 @@ tenant showback (customers: their own tenant only)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 
@@ -19,6 +20,7 @@ from accounts.models import Tenant
 from accounts.selectors.scoping import principal_sees_all
 from cluster_portal.web.caching import cached_payload
 from cost.allocation import hour_start
+from cost.hours import WindowNotCovered
 from cost.ledger import Ledger
 from cost.selectors import (
     INPUT_FIELDS,
@@ -26,6 +28,7 @@ from cost.selectors import (
     clusters_cost,
     compare_policies,
     default_pair,
+    refuse_uncovered,
     tenant_ledger_json,
     tenant_ledgers,
     tenant_showback,
@@ -46,6 +49,19 @@ def _window(request: Request) -> tuple[datetime, datetime]:
         raise ValidationError({"hours": f"between 0 and {MAX_HOURS}"})
     end = datetime.now(tz=UTC)
     return end - timedelta(hours=hours), end
+
+
+def window_refusals_are_400(get):
+    """A window the ledger cannot cover is a 400 naming the hours and why, not a smaller bill."""
+
+    @functools.wraps(get)
+    def wrapped(self, request: Request, *args, **kwargs) -> Response:
+        try:
+            return get(self, request, *args, **kwargs)
+        except WindowNotCovered as refused:
+            raise ValidationError({"hours": str(refused)}) from None
+
+    return wrapped
 
 
 def _stat(stat: WindowStat | None) -> dict | None:
@@ -104,6 +120,11 @@ def ledger_json(ledger: Ledger | None) -> dict | None:
         "idle_cents": ledger.idle_cents,
         "mean_cards_held": ledger.mean_cards_held,
         "overcommitted_hours": ledger.overcommitted_hours,
+        # Whole hours from ``start``: closed ones are the persisted ledger's (``revision``:
+        # how often late data revised it); ``closing`` / ``open`` ones are not final yet.
+        "start": hour_start(ledger.start).isoformat() if ledger.start is not None else None,
+        "closed_hours": ledger.closed_hours,
+        "revised_hours": ledger.revised_hours,
         "hours": [
             {
                 "start": hour_start(h.start).isoformat(),
@@ -112,6 +133,8 @@ def ledger_json(ledger: Ledger | None) -> dict | None:
                 "billed_cents": h.billed_cents,
                 "idle_cents": h.idle_cents,
                 "overcommitted": h.overcommitted,
+                "state": h.state,
+                "revision": h.revision,
             }
             for h in ledger.hours
         ],
@@ -131,6 +154,7 @@ class ClusterCostView(StaffOnlyMixin, APIView):
     permission_classes = [IsAuthenticated, HasRequiredScope]
     required_scope = "read"
 
+    @window_refusals_are_400
     def get(self, request: Request) -> Response:
         self.check_staff(request)
         start, end = _window(request)
@@ -138,7 +162,11 @@ class ClusterCostView(StaffOnlyMixin, APIView):
             cached_payload(
                 request,
                 "cost-clusters",
-                lambda: {"results": [cluster_cost_json(c) for c in clusters_cost(start, end)]},
+                lambda: {
+                    "results": [
+                        cluster_cost_json(c) for c in refuse_uncovered(clusters_cost(start, end))
+                    ]
+                },
             )
         )
 
@@ -157,6 +185,7 @@ class CostComparisonView(StaffOnlyMixin, APIView):
     permission_classes = [IsAuthenticated, HasRequiredScope]
     required_scope = "read"
 
+    @window_refusals_are_400
     def get(self, request: Request) -> Response:
         self.check_staff(request)
         start, end = _window(request)
@@ -165,7 +194,7 @@ class CostComparisonView(StaffOnlyMixin, APIView):
         )
 
     def build(self, request: Request, start, end) -> dict:
-        costs = clusters_cost(start, end)
+        costs = refuse_uncovered(clusters_cost(start, end))
         unified, baseline = default_pair(costs)
         by_name = {c.cluster.name: c for c in costs}
         for param in ("unified", "baseline"):
@@ -209,6 +238,7 @@ class ShowbackView(APIView):
     permission_classes = [IsAuthenticated, HasRequiredScope]
     required_scope = "read"
 
+    @window_refusals_are_400
     def get(self, request: Request) -> Response:
         start, end = _window(request)
         user = request.user
@@ -225,7 +255,7 @@ class ShowbackView(APIView):
             if slug and slug != user.tenant.slug:
                 raise PermissionDenied("Customers see only their own tenant.")
             tenants = Tenant.objects.filter(pk=user.tenant_id)
-        unified, baseline = default_pair(clusters_cost(start, end))
+        unified, baseline = default_pair(refuse_uncovered(clusters_cost(start, end)))
         by_tenant = {}
         if unified is not None and baseline is not None:
             by_tenant = {t.tenant: t for t in tenant_ledgers(compare_policies(unified, baseline))}

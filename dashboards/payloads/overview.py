@@ -31,11 +31,23 @@ def _serving(key: str, label: str, slo: ServiceSlo | None, worst: Worst | None, 
     if worst is None:
         return kpi(key, label, None, unit, hint=_scope(slo))
     shown = format_value(worst.weighted, "ratio" if unit == "ratio" else "seconds")
-    hint = _("worst: %(service)s; request-weighted %(weighted)s · %(scope)s") % {
-        "service": worst.service,
-        "weighted": shown,
-        "scope": _scope(slo),
-    }
+    if worst.exact:  # percentiles of the window's requests (merged histograms)
+        hint = _("worst: %(service)s; all requests %(weighted)s · %(scope)s") % {
+            "service": worst.service,
+            "weighted": shown,
+            "scope": _scope(slo),
+        }
+    elif unit == "ratio":
+        hint = _("worst: %(service)s; request-weighted %(weighted)s · %(scope)s") % {
+            "service": worst.service,
+            "weighted": shown,
+            "scope": _scope(slo),
+        }
+    else:
+        hint = _(
+            "worst: %(service)s; request-weighted %(weighted)s · %(scope)s · mean of "
+            "per-step P99s (approximation: no histogram in the window)"
+        ) % {"service": worst.service, "weighted": shown, "scope": _scope(slo)}
     return kpi(key, label, worst.value, unit, hint=hint)
 
 
@@ -221,7 +233,8 @@ def overview_payload(data: OverviewData) -> dict:
                 _("TTFT P99"): s.get("cluster_inference_ttft_p99_seconds", []),
                 _("TPOT P99"): s.get("cluster_inference_tpot_p99_seconds", []),
             },
-            title=_("Serving latency (request-weighted mean of service P99s)"),
+            # Per step, as the twin stores it: a chart of per-step values, not a window's P99.
+            title=_("Serving latency per step (request-weighted mean of service P99s)"),
             y_unit="seconds",
         ),
     }

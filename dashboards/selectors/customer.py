@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from cost.hours import WindowNotCovered
 from cost.selectors import TenantLedger, customer_ledger, tenant_showback
 from rollout.models import MigrationPlan, PlanState
 from rollout.selectors import plans_visible_to
@@ -37,12 +38,17 @@ class CustomerSummary:
     covered_hours: float
     ledger: TenantLedger | None
     plans: list[PlanProgress] = field(default_factory=list)
+    refusal: str = ""  # the window needs ledger hours that are gone (cost.hours)
 
 
 def customer_summary(user, *, now: datetime | None = None) -> CustomerSummary:
     end = now or datetime.now(tz=UTC)
     start = end - COST_WINDOW
-    rows = tenant_showback(user.tenant_id, start, end) if user.tenant_id else []
+    refusal = ""
+    try:
+        rows = tenant_showback(user.tenant_id, start, end) if user.tenant_id else []
+    except WindowNotCovered as refused:
+        rows, refusal = [], str(refused)
     ledger = customer_ledger(user.tenant.slug, start, end) if user.tenant_id else None
     plans = [
         PlanProgress(
@@ -59,4 +65,5 @@ def customer_summary(user, *, now: datetime | None = None) -> CustomerSummary:
         covered_hours=max((r.covered_hours for r in rows), default=0.0),
         ledger=ledger,
         plans=plans,
+        refusal=refusal,
     )

@@ -2,7 +2,10 @@
 
 Each figure is computed from stored telemetry only and carries its source — cluster, metric,
 window, number of stored values — or ``None`` when the cluster has no data in the window,
-which the report says instead of showing a number.
+which the report says instead of showing a number. Latency percentiles are percentiles of
+the window's requests (:mod:`.report_services`); per-card figures divide by the cards the
+work held (inference tokens by inference cards, training samples by training cards), and
+each side states its size and load so a reader sees whether the two are comparable.
 """
 
 from __future__ import annotations
@@ -10,18 +13,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.utils import timezone
+
 from cost.selectors import ClusterCost, Comparison, cluster_cost, compare_policies
 from dashboards.report_sources import latest_ablation
 from dashboards.selectors.report_decision import (
     Coverage,
-    Verdict,
+    ReportRefused,
     common_window,
     coverage,
-    slo_verdicts,
+    overlap_seconds,
+    retention_refusal,
+)
+from dashboards.selectors.report_recommend import Recommendation, recommend
+from dashboards.selectors.report_services import (
+    ClusterServing,
+    Percentile,
+    ServicePair,
+    Verdict,
+    cluster_serving,
+    service_pairs,
 )
 from inventory.models import Cluster
-from telemetry.models import EntityKind
-from telemetry.read import Series, WindowStat, cluster_series, entity_sums, stat_of_series
+from telemetry.read import Series, WindowStat, cluster_series, stat_of_series
 
 P99_METRIC = "inference_latency_p99_seconds"  # end-to-end: the secondary latency figure
 TTFT_METRIC = "inference_ttft_p99_seconds"
@@ -30,90 +44,81 @@ RATE_METRIC = "inference_request_rate_per_second"
 CURVE_METRICS = ("cluster_utilization_allocated_ratio", "cluster_utilization_busy_ratio")
 HBM_METRIC = "cluster_hbm_live_ratio"
 SAMPLES_METRIC = "cluster_training_samples_per_second"
-
-
-@dataclass(frozen=True)
-class P99Figure:
-    """Request-weighted mean of the services' mean P99 (seconds) over the window.
-
-    A percentile of the pooled requests would need every request; weighting each service's
-    mean P99 by its mean request rate is the stated approximation.
-    """
-
-    value_seconds: float
-    services: int
-    values: int  # stored P99 values averaged
-    rows: list[tuple[str, float, float, int]]  # (workload, mean P99 s, mean rate/s, values)
+INFERENCE_CARDS = "cluster_inference_cards_allocated"
+TRAINING_CARDS = "cluster_training_cards_allocated"
 
 
 @dataclass
 class ClusterFigures:
+    """One side of the report over the compared window: size, load, work, latency, cost."""
+
     cluster: Cluster
     samples: WindowStat | None
-    p99: P99Figure | None  # end-to-end
-    ttft: P99Figure | None
-    tpot: P99Figure | None
+    serving: ClusterServing
     curves: dict[str, Series | None]
     curve_stats: dict[str, WindowStat | None]
     hbm_series: Series | None
     hbm: WindowStat | None
     cost: ClusterCost
+    inference_cards: WindowStat | None = None  # mean cards held by inference services
+    training_cards: WindowStat | None = None
 
     @property
     def cards(self) -> int:
         return self.cost.cards
 
+    # The headline latencies: the P99 of every request of every service (merged histograms).
+    @property
+    def ttft(self) -> Percentile:
+        return self.serving.pooled["ttft"]["p99"]
+
+    @property
+    def tpot(self) -> Percentile:
+        return self.serving.pooled["tpot"]["p99"]
+
+    @property
+    def p99(self) -> Percentile:
+        return self.serving.pooled["e2e"]["p99"]
+
     @property
     def samples_per_card(self) -> float | None:
-        """Training samples/s per card: the like-for-like figure across cluster sizes."""
-        if self.samples is None or not self.cards:
+        """Training samples/s per card held by training (the work's own cards; the cluster's
+        card count when the split of cards is not reported)."""
+        if self.samples is None:
             return None
-        return self.samples.mean / self.cards
+        cards = self.training_cards.mean if self.training_cards else self.cards
+        return self.samples.mean / cards if cards else None
 
     @property
     def tokens_per_card(self) -> float | None:
-        if self.cost.tokens is None or not self.cards:
+        """Tokens/s per card held by inference services (not per card of the cluster: the
+        training cards serve no tokens)."""
+        if self.cost.tokens is None:
             return None
-        return self.cost.tokens.mean / self.cards
+        cards = self.inference_cards.mean if self.inference_cards else self.cards
+        return self.cost.tokens.mean / cards if cards else None
 
 
-def inference_p99(
-    cluster: Cluster, start: datetime, end: datetime, metric: str = P99_METRIC
-) -> P99Figure | None:
-    """Request-weighted mean of the services' mean ``metric`` (a per-service P99)."""
-    kind = EntityKind.WORKLOAD
-    p99 = entity_sums(cluster=cluster, metric_name=metric, kind=kind, start=start, end=end)
-    if not p99:
-        return None
-    rate = entity_sums(cluster=cluster, metric_name=RATE_METRIC, kind=kind, start=start, end=end)
-    names = dict(cluster.entities.filter(pk__in=list(p99)).values_list("pk", "key"))
-    rows = []
-    for entity_id, (total, count) in p99.items():
-        r_total, r_count = rate.get(entity_id, (0.0, 0))
-        rows.append((names[entity_id], total / count, r_total / r_count if r_count else 0.0, count))
-    rows.sort()
-    weight = sum(r[2] for r in rows)
-    if weight > 0:
-        value = sum(r[1] * r[2] for r in rows) / weight
-    else:  # no request-rate data: an unweighted mean, still from stored values only
-        value = sum(r[1] for r in rows) / len(rows)
-    return P99Figure(value, len(rows), sum(r[3] for r in rows), rows)
-
-
-def cluster_figures(cluster: Cluster, start: datetime, end: datetime) -> ClusterFigures:
+def cluster_figures(
+    cluster: Cluster, start: datetime, end: datetime, *, now: datetime | None = None
+) -> ClusterFigures:
     curves = {m: cluster_series(cluster, m, start, end) for m in CURVE_METRICS}
     hbm_series = cluster_series(cluster, HBM_METRIC, start, end)
+
+    def stat(metric: str) -> WindowStat | None:
+        return stat_of_series(cluster_series(cluster, metric, start, end), start, end)
+
     return ClusterFigures(
         cluster=cluster,
-        samples=stat_of_series(cluster_series(cluster, SAMPLES_METRIC, start, end), start, end),
-        p99=inference_p99(cluster, start, end),
-        ttft=inference_p99(cluster, start, end, TTFT_METRIC),
-        tpot=inference_p99(cluster, start, end, TPOT_METRIC),
+        samples=stat(SAMPLES_METRIC),
+        serving=cluster_serving(cluster, start, end),
         curves=curves,
         curve_stats={m: stat_of_series(s, start, end) for m, s in curves.items()},
         hbm_series=hbm_series,
         hbm=stat_of_series(hbm_series, start, end),
-        cost=cluster_cost(cluster, start, end),
+        cost=cluster_cost(cluster, start, end, now=now),
+        inference_cards=stat(INFERENCE_CARDS),
+        training_cards=stat(TRAINING_CARDS),
     )
 
 
@@ -138,12 +143,16 @@ class Decision:
     verdicts: list[Verdict]
     comparison: Comparison
     ablation: dict | None
+    pairs: list[ServicePair]  # each service, source and target side by side
+    recommendation: Recommendation
 
     @property
-    def compared_seconds(self) -> float:
-        if self.compared is None:
-            return 0.0
-        return (self.compared[1] - self.compared[0]).total_seconds()
+    def window_seconds(self) -> float:
+        return (self.end - self.start).total_seconds()
+
+    # The one coverage statement: seconds of ``compared`` both sides' data cover (never
+    # more than the data covers, gaps excluded); 0 when nothing is compared.
+    compared_seconds: float = 0.0
 
     @property
     def verdicts_met(self) -> int:
@@ -154,17 +163,48 @@ class Decision:
         return sum(1 for v in self.verdicts if v.met is not None)
 
 
+def _compared_seconds(
+    baseline: Cluster, unified: Cluster, compared: tuple[datetime, datetime] | None
+) -> float:
+    """The time both sides' data cover in the compared window, read over that window alone
+    (its finest tier: a long asked window's coarse buckets would count a partly filled
+    bucket as a gap, or a gap as data)."""
+    if compared is None:
+        return 0.0
+    lo, hi = compared
+    return overlap_seconds(coverage(baseline, lo, hi), coverage(unified, lo, hi), lo=lo, hi=hi)
+
+
 def report_decision(
-    baseline: Cluster, unified: Cluster, start: datetime, end: datetime
+    baseline: Cluster,
+    unified: Cluster,
+    start: datetime,
+    end: datetime,
+    *,
+    now: datetime | None = None,
 ) -> Decision:
     """Both sides over the span where both have data (the asked window when they never
-    overlap: then nothing is compared and the page says so)."""
+    overlap: then nothing is compared and the page says so).
+
+    Raises :class:`ReportRefused` for a window the retained data cannot cover: one starting
+    before the kept serving counters, or one whose hours the cost ledger cannot bill (its
+    own refusal, :mod:`cost.hours`)."""
+    now = now or timezone.now()
+    refused = retention_refusal(start, now=now)
+    if refused:
+        raise ReportRefused(refused)
     sides = {"baseline": coverage(baseline, start, end), "unified": coverage(unified, start, end)}
     compared = common_window(*sides.values(), start=start, end=end)
     lo, hi = compared or (start, end)
-    base = cluster_figures(baseline, lo, hi)
-    uni = cluster_figures(unified, lo, hi)
+    base = cluster_figures(baseline, lo, hi, now=now)
+    uni = cluster_figures(unified, lo, hi, now=now)
+    for side in (base, uni):
+        if side.cost.refusal:
+            raise ReportRefused(f"{side.cluster.name}: {side.cost.refusal}")
     hardware = unified.hardware_model.slug if unified.hardware_model_id else None
+    pairs = service_pairs(base.serving, uni.serving) if compared else []
+    comparison = compare_policies(uni.cost, base.cost)
+    tco = comparison.tco if compared else None
     return Decision(
         start=start,
         end=end,
@@ -172,7 +212,18 @@ def report_decision(
         compared=compared,
         base=base,
         uni=uni,
-        verdicts=slo_verdicts(baseline, lo, hi) + slo_verdicts(unified, lo, hi) if compared else [],
-        comparison=compare_policies(uni.cost, base.cost),
+        verdicts=base.serving.verdicts + uni.serving.verdicts if compared else [],
+        comparison=comparison,
         ablation=latest_ablation(cards=uni.cards, hardware=hardware),
+        pairs=pairs,
+        compared_seconds=_compared_seconds(baseline, unified, compared),
+        recommendation=recommend(
+            compared=compared is not None,
+            pairs=pairs,
+            source_cost_per_million=base.cost.cost_per_million_tokens,
+            target_cost_per_million=uni.cost.cost_per_million_tokens,
+            saving_per_month=tco.saving_per_month if tco else None,
+            payback_months=comparison.payback_months if tco else None,
+            currency=uni.cost.inputs.currency,
+        ),
     )

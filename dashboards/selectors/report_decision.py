@@ -1,36 +1,76 @@
 """What makes the validation report decide: each side's data coverage, the one window both
 sides are compared over, a verdict per SLO and target, and the money with its inputs.
 
-* **Coverage**: the seconds of the asked window each cluster's telemetry covers ("14 min of
-  24 h"), from the same series the cost ledger reads (:mod:`cost.coverage`).
-* **Equal windows**: both sides are compared over the span where *both* have data — from the
-  later first value to the earlier last one, widened to whole minutes so two readings in the
-  same minute give the same figures. A "24 h" report whose unified side reported for 14
-  minutes compares those 14 minutes on both sides, and says so.
-* **Verdicts**: each inference service with an operator target gets one verdict per target
-  (TTFT P99, TPOT P99, end-to-end P99): met when the mean of its stored per-step P99 over the
-  compared window is at or under the target, not met above it, no verdict without data. The
-  mean of per-step P99s is the stated approximation (a pooled percentile needs every
-  request).
+* **Coverage, stated once**: both sides are compared over the span where *both* have data
+  within the asked window — from the later first value to the earlier last one (each side's
+  data read from the same series the cost ledger reads, :mod:`cost.coverage`), its bounds on
+  whole minutes so two readings in the same minute give the same figures. Its stated length
+  is the time *both* sides' data cover inside it (:func:`overlap_seconds`), so it never
+  exceeds what the data covers, gaps included. A "24 h" report whose unified side reported
+  for 14 minutes compares those 14 minutes on both sides, says so once, and computes every
+  figure over them.
+* **Retention**: a window that starts before the retained serving counters (or the minute
+  detail the cost ledger needs) begin is refused (:class:`ReportRefused`), naming what is
+  kept from when and the window that can be answered instead; nothing is computed on the
+  part that is left, so no verdict flips as data ages out of a window.
+* **Verdicts** (:mod:`.report_services`): each inference service with an operator target
+  gets one verdict per target and side (TTFT P99, TPOT P99, end-to-end P99): met when the
+  P99 of the compared window's requests (merged histograms) is at or under the target, not
+  met above it, no verdict over no requests or on an approximation.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
+from django.utils.formats import date_format
+from django.utils.translation import gettext as _
+
+from cluster_portal.web.timerange import PRESETS
+from cluster_portal.web.units import duration
 from cost.coverage import COVERAGE_METRICS, covered_intervals
-from inventory.models import Cluster, Workload
-from telemetry.models import Entity, EntityKind
-from telemetry.read import cluster_series, entity_sums
+from inventory.models import Cluster
+from telemetry.read import cluster_series, serving_counters_kept_for
 
 MINUTE = 60
-# (target field on Workload, stored per-step metric, label key for the page)
-TARGETS = (
-    ("slo_ttft_ms", "inference_ttft_p99_seconds", "ttft"),
-    ("slo_tpot_ms", "inference_tpot_p99_seconds", "tpot"),
-    ("slo_p99_ms", "inference_latency_p99_seconds", "e2e"),
-)
+
+
+class ReportRefused(ValueError):
+    """A window the retained data cannot cover (the message names what is kept from when)."""
+
+
+def default_range(preferred: str = "24h") -> str:
+    """The report's default window: ``preferred``, or the longest preset the kept serving
+    counters cover (the demo keeps 6 h, so its default report is not a refusal)."""
+    keep = serving_counters_kept_for()
+    if PRESETS[preferred] <= keep:
+        return preferred
+    fits = [name for name, span in PRESETS.items() if span <= keep]
+    return max(fits, key=PRESETS.__getitem__) if fits else min(PRESETS, key=PRESETS.__getitem__)
+
+
+def retention_refusal(start: datetime, *, now: datetime) -> str | None:
+    """Why the report cannot answer a window starting at ``start``, or ``None``.
+
+    The report's percentiles are read from raw serving counters (never rolled up into
+    mergeable buckets), so a window reaching back past their retention would be judged on
+    the part that is left, and its verdicts would move as that part shrinks. A minute of
+    slack absorbs the instant between parsing a preset window and reading it."""
+    keep = serving_counters_kept_for()
+    kept_from = now - keep
+    if start >= kept_from - timedelta(seconds=MINUTE):
+        return None
+    return _(
+        "Serving counters are kept for %(keep)s (TELEMETRY_RAW_OTHER_HOURS), from %(kept)s on, "
+        "so the request percentiles of a window starting at %(start)s cannot be read whole and "
+        "nothing is computed on the part that is left. Choose a window of at most %(keep)s, "
+        "starting at %(kept)s or later."
+    ) % {
+        "keep": duration(keep.total_seconds()),
+        "kept": date_format(kept_from, "Y-m-d H:i"),
+        "start": date_format(start, "Y-m-d H:i"),
+    }
 
 
 @dataclass(frozen=True)
@@ -42,6 +82,7 @@ class Coverage:
     window_seconds: float
     first: datetime | None
     last: datetime | None
+    spans: tuple[tuple[float, float], ...] = ()  # covered (from, to) epoch seconds
 
 
 def _spans(cluster: Cluster, name: str, start: datetime, end: datetime) -> tuple[list, int]:
@@ -86,6 +127,7 @@ def coverage(cluster: Cluster, start: datetime, end: datetime) -> Coverage:
             window_seconds=window,
             first=_at(first),
             last=_at(last),
+            spans=tuple((a, b) for a, b in spans),
         )
     return Coverage(cluster, 0.0, window, None, None)
 
@@ -94,7 +136,8 @@ def common_window(
     *sides: Coverage, start: datetime, end: datetime
 ) -> tuple[datetime, datetime] | None:
     """The span where every side has data, widened to whole minutes (the stored tiers'
-    buckets); ``None`` when the sides do not overlap."""
+    buckets, so a reading in the same minute reads the same values); ``None`` when the sides
+    do not overlap. How much of it is covered is :func:`overlap_seconds`."""
     if any(side.first is None or side.last is None for side in sides):
         return None
     lo = max(side.first.timestamp() for side in sides)
@@ -106,59 +149,14 @@ def common_window(
     return datetime.fromtimestamp(lo, tz=UTC), datetime.fromtimestamp(hi, tz=UTC)
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """One service against one of its operator targets over the compared window."""
-
-    cluster: str
-    service: str
-    target: str  # "ttft", "tpot" or "e2e"
-    target_seconds: float
-    measured_seconds: float | None
-    values: int
-
-    @property
-    def met(self) -> bool | None:
-        if self.measured_seconds is None:
-            return None
-        return self.measured_seconds <= self.target_seconds
-
-
-def slo_verdicts(cluster: Cluster, start: datetime, end: datetime) -> list[Verdict]:
-    """Every target of every inference service of ``cluster``, judged on ``[start, end)``."""
-    services = list(
-        Workload.objects.filter(cluster=cluster, kind=Workload.Kind.INFERENCE)
-        .exclude(slo_ttft_ms=None, slo_tpot_ms=None, slo_p99_ms=None)
-        .order_by("name")
-        .values_list("pk", "name", *(field for field, _, _ in TARGETS))
-    )
-    if not services:
-        return []
-    entity_of = dict(
-        Entity.objects.filter(
-            workload_id__in=[row[0] for row in services], kind=EntityKind.WORKLOAD
-        ).values_list("workload_id", "pk")
-    )
-    sums = {
-        metric: entity_sums(
-            cluster=cluster, metric_name=metric, kind=EntityKind.WORKLOAD, start=start, end=end
-        )
-        for _, metric, _ in TARGETS
-    }
-    out = []
-    for pk, name, *targets in services:
-        for (_, metric, key), target_ms in zip(TARGETS, targets, strict=True):
-            if target_ms is None:
-                continue
-            total, count = sums[metric].get(entity_of.get(pk, -1), (0.0, 0))
-            out.append(
-                Verdict(
-                    cluster=cluster.name,
-                    service=name,
-                    target=key,
-                    target_seconds=target_ms / 1000.0,
-                    measured_seconds=total / count if count else None,
-                    values=count,
-                )
-            )
-    return out
+def overlap_seconds(*sides: Coverage, lo: datetime, hi: datetime) -> float:
+    """Seconds of ``[lo, hi]`` every side's data covers (the intersection of their spans)."""
+    common = [(lo.timestamp(), hi.timestamp())]
+    for side in sides:
+        common = [
+            (max(a, c), min(b, d))
+            for a, b in common
+            for c, d in side.spans
+            if min(b, d) > max(a, c)
+        ]
+    return sum(b - a for a, b in common)

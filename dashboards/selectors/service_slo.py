@@ -8,6 +8,12 @@ two different sets and times (the cluster scalar, request-weighted and 1.0 when 
 the newest per-service value). For each figure the tiles give the worst service of the set
 and the request-weighted mean over the same set; the window is the SLO fast-burn alert's
 (five minutes), so a service the alert names at 0.73 is the tile's worst at 0.73 too.
+
+Latency P99s are percentiles of the window's requests: each service's from its serving
+histograms merged over the window, and beside the worst the P99 of *all* the set's requests
+(every service's buckets summed; ``telemetry.read.serving_windows``). Only where a service of
+the set has no histogram in the window (per-step P99 values alone) does the tile fall back
+to the mean of those values, and it says so ("approximation").
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from datetime import datetime, timedelta
 from cluster_portal.web.caching import shared_read
 from inventory.models import Cluster
 from telemetry.models import Entity, EntityKind
-from telemetry.read import entity_window_sums
+from telemetry.read import entity_window_sums, serving_windows
 
 WINDOW = timedelta(minutes=5)  # the slo-fast-burn alert rule's window (alerts.defaults)
 ATTAINMENT = "inference_slo_attainment_ratio"
@@ -28,15 +34,26 @@ LATENCIES = (
     "inference_tpot_p99_seconds",
     "inference_latency_p99_seconds",
 )
+# The serving histogram behind each stored per-step P99.
+HISTOGRAM_FIGURE = {
+    "inference_ttft_p99_seconds": "ttft",
+    "inference_tpot_p99_seconds": "tpot",
+    "inference_latency_p99_seconds": "e2e",
+}
 
 
 @dataclass(frozen=True)
 class Worst:
-    """One figure over the set: its worst service and the request-weighted mean."""
+    """One figure over the set: its worst service and the figure over all of it.
+
+    ``exact``: percentiles of the window's requests (``weighted`` is then the P99 of every
+    request of the set); otherwise means of per-step values, ``weighted`` their
+    request-weighted mean (an approximation)."""
 
     service: str
     value: float
     weighted: float
+    exact: bool = False
 
 
 @dataclass
@@ -86,13 +103,34 @@ def service_slo(cluster: Cluster, now: datetime) -> ServiceSlo:
         members = sorted(set(rates) & set(attainment))
         if not members:
             return out
-        names = dict(Entity.objects.filter(pk__in=members).values_list("pk", "key"))
+        rows = list(Entity.objects.filter(pk__in=members).values_list("pk", "key", "workload_id"))
+        names = {pk: key for pk, key, _ in rows}
+        workload_of = {pk: workload for pk, _, workload in rows}
         out.services = len(members)
         out.attainment = _worst({e: attainment[e] for e in members}, rates, names, highest=False)
+        workload_of = dict(Entity.objects.filter(pk__in=members).values_list("pk", "workload_id"))
+        found = serving_windows(
+            cluster_id=cluster.pk,
+            workload_ids=[w for w in workload_of.values() if w is not None],
+            start=start,
+            end=now,
+        )
         for metric in LATENCIES:
+            figure = HISTOGRAM_FIGURE[metric]
+            exact = {}
+            for e in members:
+                window = found.by_workload.get(workload_of.get(e))
+                value = getattr(window, figure).get("p99") if window is not None else None
+                if value is not None:
+                    exact[e] = value
             values = _means(sums[metric])
             values = {e: values[e] for e in members if e in values}
-            out.latency[metric] = _worst(values, rates, names, highest=True) if values else None
+            pooled = getattr(found.pooled, figure).get("p99")
+            if exact and set(values) <= set(exact) and pooled is not None:
+                entity = max(exact, key=lambda e: (exact[e], names[e]))
+                out.latency[metric] = Worst(names[entity], exact[entity], pooled, exact=True)
+            else:
+                out.latency[metric] = _worst(values, rates, names, highest=True) if values else None
         return out
 
     # The window ends "now": readers within a few seconds share one computation.

@@ -15,9 +15,12 @@ from dashboards.selectors.report import (
     CURVE_METRICS,
     HBM_METRIC,
     ClusterFigures,
+    Decision,
+    ReportRefused,
     ratio,
     report_decision,
 )
+from dashboards.selectors.report_decision import default_range
 from inventory.models import Cluster
 from inventory.selectors import defaults_first
 from telemetry.read import cluster_series
@@ -40,7 +43,7 @@ def _choose(request: HttpRequest) -> tuple[Cluster | None, Cluster | None]:
 def validation_report(request: HttpRequest) -> HttpResponse:
     params = request.GET.copy()
     if not params.get("range") and not params.get("start"):
-        params["range"] = "24h"  # the report's default window
+        params["range"] = default_range()  # the report's default window
     context: dict = {
         "clusters": Cluster.objects.order_by("name"),
         "presets": PRESET_LABELS.items(),
@@ -54,10 +57,17 @@ def validation_report(request: HttpRequest) -> HttpResponse:
     context.update({"window": window, "baseline": baseline, "unified": unified})
     if baseline is None or unified is None:
         return render(request, "dashboards/report.html", context)
-    decision = report_decision(baseline, unified, window.start, window.end)
+    try:
+        decision = report_decision(baseline, unified, window.start, window.end)
+    except ReportRefused as refused:
+        # Nothing computed on the part of the window that is left: no figure, no verdict.
+        if request.GET.get("format") == "csv":
+            return HttpResponse(str(refused), status=400, content_type="text/plain; charset=utf-8")
+        context["refusal"] = str(refused)
+        return render(request, "dashboards/report.html", context, status=400)
     base, uni = decision.base, decision.uni
     if request.GET.get("format") == "csv":
-        return _csv(request.GET.get("figure", ""), base, uni)
+        return _csv(request.GET.get("figure", ""), decision)
     comparable = decision.compared is not None
 
     def compared(u: float | None, b: float | None) -> float | None:
@@ -73,20 +83,16 @@ def validation_report(request: HttpRequest) -> HttpResponse:
                 uni.samples.mean if uni.samples else None,
                 base.samples.mean if base.samples else None,
             ),
-            "p99_ratio": compared(
-                uni.p99.value_seconds if uni.p99 else None,
-                base.p99.value_seconds if base.p99 else None,
-            ),
-            # Like for like across cluster sizes: throughput per card (stated on the page).
+            "p99_ratio": compared(_exact(uni.p99), _exact(base.p99)),
+            # Like for like across cluster sizes: per card the work held (stated on the page).
             "per_card_ratio": compared(uni.samples_per_card, base.samples_per_card),
             "tokens_per_card_ratio": compared(uni.tokens_per_card, base.tokens_per_card),
-            "ttft_ratio": compared(
-                uni.ttft.value_seconds if uni.ttft else None,
-                base.ttft.value_seconds if base.ttft else None,
-            ),
-            "tpot_ratio": compared(
-                uni.tpot.value_seconds if uni.tpot else None,
-                base.tpot.value_seconds if base.tpot else None,
+            "ttft_ratio": compared(_exact(uni.ttft), _exact(base.ttft)),
+            "tpot_ratio": compared(_exact(uni.tpot), _exact(base.tpot)),
+            "latency_rows": (
+                (_("TTFT P99 (time to first token)"), "ttft", base.ttft, uni.ttft),
+                (_("TPOT P99 (time per output token)"), "tpot", base.tpot, uni.tpot),
+                (_("End-to-end P99 (secondary)"), "p99", base.p99, uni.p99),
             ),
             "ablation": decision.ablation,
             "curve_figure": _curve_figure(base, uni),
@@ -97,6 +103,11 @@ def validation_report(request: HttpRequest) -> HttpResponse:
         }
     )
     return render(request, "dashboards/report.html", context)
+
+
+def _exact(p) -> float | None:
+    """A percentile's seconds when it is one (an approximation gives no ratio)."""
+    return p.seconds if p.exact else None
 
 
 def _points(series) -> tuple[list, list]:
@@ -126,19 +137,63 @@ def _hbm_figure(base: ClusterFigures, uni: ClusterFigures) -> dict:
     )
 
 
-def _csv(figure: str, base: ClusterFigures, uni: ClusterFigures) -> HttpResponse:
+class _Compared:
+    """A CSV writer that ends every row with the compared window (the report's one coverage
+    statement): each row says which window its figure was computed over."""
+
+    def __init__(self, writer, decision: Decision):
+        self.writer = writer
+        lo, hi = decision.compared or (None, None)
+        self.tail = (
+            lo.isoformat() if lo else "",
+            hi.isoformat() if hi else "",
+            decision.compared_seconds,
+            decision.window_seconds,
+        )
+        self.header = True
+
+    def writerow(self, row) -> None:
+        if self.header:
+            self.header = False
+            tail = ("compared_start", "compared_end", "compared_seconds", "window_seconds")
+            self.writer.writerow((*row, *tail))
+        else:
+            self.writer.writerow((*row, *self.tail))
+
+
+def _csv(figure: str, decision: Decision) -> HttpResponse:
     """The stored data behind one figure (column names are stable, not translated)."""
     if figure not in FIGURES:
         figure = "utilization"
+    base, uni = decision.base, decision.uni
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="report-{figure}.csv"'
-    writer = csv_writer(response)
+    writer = _Compared(csv_writer(response), decision)
     if figure in ("p99", "ttft", "tpot"):
-        writer.writerow(("cluster", "workload", "p99_seconds_mean", "request_rate_mean", "values"))
+        key = {"p99": "e2e"}.get(figure, figure)
+        writer.writerow(
+            (
+                "cluster",
+                "workload",
+                "p50_seconds",
+                "p95_seconds",
+                "p99_seconds",
+                "requests",
+                "percentile_of_requests",
+            )
+        )
         for f in (base, uni):
-            latency = getattr(f, figure)
-            for name, p99, rate, count in latency.rows if latency else []:
-                writer.writerow((f.cluster.name, name, p99, rate, count))
+            for name, side in f.serving.sides.items():
+                q = side.latency[key]
+                writer.writerow(
+                    (
+                        f.cluster.name,
+                        name,
+                        *(_blank(q[k].seconds) for k in ("p50", "p95", "p99")),
+                        side.requests,
+                        q["p99"].exact,
+                    )
+                )
         return response
     if figure == "cost":
         writer.writerow(("cluster", "figure", "value"))
@@ -166,6 +221,10 @@ def _csv(figure: str, base: ClusterFigures, uni: ClusterFigures) -> HttpResponse
                     (f.cluster.name, metric, p.ts.isoformat(), p.mean, p.min, p.max, p.count)
                 )
     return response
+
+
+def _blank(value):
+    return "" if value is None else value
 
 
 def _energy_source(c) -> str | None:

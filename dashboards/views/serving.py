@@ -17,6 +17,7 @@ from dashboards.selectors.workloads import workloads_visible_to
 from inventory.models import Workload
 from telemetry.models import ServingBinding
 from telemetry.services.serving_bindings import serving_binding_create, serving_binding_delete
+from telemetry.services.vouching import author_id_of
 
 
 class ServingBindingForm(forms.Form):
@@ -60,6 +61,7 @@ def serving_binding_add(request: HttpRequest, pk: int) -> HttpResponse:
                 workload_id=workload.pk,
                 model_name=form.cleaned_data["model_name"],
                 instance=form.cleaned_data["instance"],
+                created_by_id=author_id_of(request.user),
             )
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():

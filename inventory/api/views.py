@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import django_filters
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404
@@ -128,7 +130,8 @@ class InventoryImportSerializer(serializers.Serializer):
             OpenApiTypes.OBJECT, description="Imported: nodes created/updated/unchanged."
         ),
         400: OpenApiResponse(
-            OpenApiTypes.OBJECT, description="Refused: every problem with its line."
+            OpenApiTypes.OBJECT,
+            description="Refused: the first 100 problems with their lines, and their count.",
         ),
         404: OpenApiResponse(OpenApiTypes.OBJECT, description="No such cluster."),
     },
@@ -148,6 +151,10 @@ class InventoryImportView(StaffOnlyMixin, APIView):
 
     def post(self, request: Request, name: str) -> Response:
         cluster = get_object_or_404(Cluster, name=name)
+        if not isinstance(request.data, Mapping):  # a JSON null, number, list or string
+            raise serializers.ValidationError(
+                {"non_field_errors": [_("The body must be a JSON object (or a form upload).")]}
+            )
         fields = ("file", "content", "format", "dry_run")
         data = {k: request.data.get(k) for k in fields if k in request.data}
         if "dry_run" not in data and request.query_params.get("dry_run"):
@@ -170,6 +177,8 @@ class InventoryImportView(StaffOnlyMixin, APIView):
                         {"line": p.line, "field": p.field, "message": p.message}
                         for p in exc.problems
                     ],
+                    "error_count": exc.problem_count,
+                    "errors_listed": len(exc.problems),
                 },
                 status=status.HTTP_400_BAD_REQUEST,
             )

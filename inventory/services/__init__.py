@@ -3,7 +3,7 @@ creates supernodes, racks, nodes, cards and links for everyone (``topology``), t
 inventory import from a CSV or YAML file (``imports``) and a workload's series selector
 (``workloads``)."""
 
-from inventory.services.clusters import cluster_default_set
+from inventory.services.clusters import ClusterEnsured, cluster_default_set, cluster_ensure
 from inventory.services.imports import (
     ImportProblem,
     ImportReport,
@@ -26,6 +26,7 @@ from inventory.services.topology import (
 from inventory.services.workloads import workload_selector_set
 
 __all__ = [
+    "ClusterEnsured",
     "DeviceSpec",
     "ImportProblem",
     "ImportReport",
@@ -36,6 +37,7 @@ __all__ = [
     "accelerators_move",
     "accelerators_seen",
     "cluster_default_set",
+    "cluster_ensure",
     "inventory_import",
     "links_ensure",
     "nodes_ensure",

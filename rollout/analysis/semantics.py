@@ -9,14 +9,19 @@ Per metric (one gate criterion):
 - the metric ends ``error`` when consecutive errors exceed ``consecutive_error_limit``,
   ``inconclusive`` when inconclusive measurements exceed ``inconclusive_limit``, ``failed``
   when failed ones exceed ``failure_limit``, and ``successful`` once ``count`` measurements
-  were taken without tripping a limit. When several limits trip at once, Error beats
-  Inconclusive beats Failed.
+  were taken without tripping a limit **and at least one of them was Successful**. When several
+  limits trip at once, Error beats Inconclusive beats Failed.
+- **No pass on nothing**: a metric whose ``count`` is used up without a single Successful
+  measurement ends ``failed`` if any was Failed, else ``inconclusive`` — whatever its limits
+  (``count: 1`` with an Inconclusive measurement under an inconclusive limit of 1 is not a
+  pass: nothing was measured to hold).
 
 Per run: the run takes its worst decisive (not dry-run) metric with the same precedence;
 as soon as one decisive metric ends unsuccessfully the run ends and the other metrics stop
 early. The run is successful when every decisive metric is; dry-run metrics are measured and
-shown but never change the outcome (a run made only of dry-run metrics succeeds once they
-are all done).
+shown but never change the outcome. A run without a decisive metric is never successful
+(inconclusive once its dry-run metrics are done): only an explicit manual gate passes without
+measurements, and that is decided before any run is measured.
 """
 
 from __future__ import annotations
@@ -73,7 +78,11 @@ def metric_phase(c: MetricCounters) -> str:
     for phase in PRECEDENCE:
         if tripped[phase]:
             return phase
-    return SUCCESSFUL if c.taken >= c.count else RUNNING
+    if c.taken < c.count:
+        return RUNNING
+    if c.successful == 0:  # count used up without one measurement that held
+        return FAILED if c.failed else INCONCLUSIVE
+    return SUCCESSFUL
 
 
 def run_phase(metrics: list[tuple[str, bool]]) -> str:
@@ -82,8 +91,11 @@ def run_phase(metrics: list[tuple[str, bool]]) -> str:
     for phase in PRECEDENCE:
         if phase in decisive:
             return phase
-    considered = decisive if decisive else [phase for phase, _dry in metrics]
-    if all(phase != RUNNING for phase in considered):
+    if not decisive:
+        # Nothing decisive measured is nothing proven: never a pass.
+        done = all(phase != RUNNING for phase, _dry in metrics)
+        return INCONCLUSIVE if done else RUNNING
+    if all(phase != RUNNING for phase in decisive):
         return SUCCESSFUL
     return RUNNING
 

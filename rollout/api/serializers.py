@@ -13,6 +13,7 @@ from rollout.models import (
     AnalysisRun,
     Approval,
     AuditEntry,
+    BaselineWindow,
     Comparator,
     Criterion,
     Gate,
@@ -166,6 +167,8 @@ class GateSerializer(_PeopleRedacted, serializers.ModelSerializer):
             "revision",
             "requested_by",
             "requested_at",
+            "override_of",
+            "override_reason",
             "decided_at",
             "criteria",
         ]
@@ -211,7 +214,16 @@ class AnalysisRunSerializer(serializers.ModelSerializer):
 class ApprovalSerializer(_PeopleRedacted, serializers.ModelSerializer):
     class Meta:
         model = Approval
-        fields = ["id", "gate", "revision", "principal", "decision", "comment", "created_at"]
+        fields = [
+            "id",
+            "gate",
+            "revision",
+            "principal",
+            "decision",
+            "override",
+            "comment",
+            "created_at",
+        ]
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
@@ -263,6 +275,14 @@ class CommandSerializer(serializers.Serializer):
         return attrs
 
 
+class OverrideSerializer(CommandSerializer):
+    """Body of an override: the reason (why promote past an analysis that did not pass) and the
+    gate revision you saw are required."""
+
+    reason = serializers.CharField(max_length=2000)
+    revision = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
+
+
 def command_input(command: str, data: dict) -> dict:
     """Validate a command body with :class:`CommandSerializer` — the one input contract of the
     API, the pages and the admin (lengths, NUL characters, revision, version). Empty form
@@ -304,6 +324,7 @@ class CriterionDraftSerializer(serializers.Serializer):
     # Left out: derived from the telemetry interval (``analysis_defaults``), like the page's.
     window_seconds = serializers.IntegerField(min_value=10, required=False)
     compare_to_baseline = serializers.BooleanField(default=False)
+    baseline_window = serializers.ChoiceField(choices=BaselineWindow.choices, required=False)
     count = serializers.IntegerField(min_value=1, required=False)
     interval_seconds = serializers.IntegerField(min_value=5, required=False)
     min_samples = serializers.IntegerField(min_value=1, required=False)
@@ -317,7 +338,9 @@ class PlanAuthorSerializer(serializers.Serializer):
     """A new draft plan: workloads by id, steps, approvals, analysis settings and criteria.
 
     Without ``criteria`` every phase gets the template criteria (TTFT/TPOT P99 within each
-    inference workload's targets, its timeout rate, training throughput ≥ 0.9 × source).
+    inference workload's targets and, in gray and full, against the baseline's over the same
+    window; its error rate; training throughput ≥ 0.9 × what the source's figure should give
+    on the target's accelerator).
     """
 
     tenant = serializers.SlugRelatedField(slug_field="slug", queryset=Tenant.objects.all())

@@ -19,11 +19,17 @@ urlpatterns = [
     ),
     path("plans/<int:pk>/approvals/", views.ApprovalListView.as_view(), name="plan-approvals"),
     path("plans/<int:pk>/audit/", views.AuditListView.as_view(), name="plan-audit"),
-    re_path(
-        r"^plans/(?P<pk>\d+)/(?P<command>start|promote|approve|reject|pause|resume|abort|retry"
-        r"|force-promote|skip|verify-rollback)/$",
-        views.PlanCommandView.as_view(),
-        name="plan-command",
+    path("plans/<int:pk>/override/", views.PlanOverrideView.as_view(), name="plan-override"),
+    # One route per command (same URLs, same name: reverse with ``pk`` and ``command`` still
+    # works), each its own OpenAPI operation ``plans_<command>``.
+    *(
+        re_path(
+            rf"^plans/(?P<pk>\d+)/{command}/$",
+            views.plan_command_view(command),
+            {"command": command},
+            name="plan-command",
+        )
+        for command in views.PLAN_COMMANDS
     ),
     path("plans/<int:pk>/router/", views.RouterChoiceView.as_view(), name="plan-router"),
     path(

@@ -7,9 +7,12 @@ missing permission or a four-eyes violation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.generics import ListAPIView, RetrieveAPIView
@@ -145,23 +148,22 @@ class AuditListView(_Read, ListAPIView):
         return entries
 
 
-@extend_schema(
-    request=s.CommandSerializer,
-    responses={200: s.PlanSerializer},
-    parameters=[OpenApiParameter("command", str, OpenApiParameter.PATH, enum=list(COMMAND_NAMES))],
-)
+@extend_schema(request=s.CommandSerializer, responses={200: s.PlanSerializer})
 class PlanCommandView(APIView):
     """``POST /api/v1/plans/<id>/<command>/``; answers the plan as it is afterwards."""
+
+    # Routed once per command (``plan_command_view``), so each is its own OpenAPI operation.
 
     # No scope gate here: another tenant's plan is a 404 first, then the one service decides
     # (the person's permission and, through a token, its scope) and audits every refusal
     # as ``<command>_denied`` — a read token's attempt to approve leaves its trace too.
     permission_classes = [IsAuthenticated]
     throttle_scope = "approve"
+    body_serializer = s.CommandSerializer
 
     def post(self, request, pk: int, command: str) -> Response:
         plan = get_object_or_404(plans_visible_to(request.user), pk=pk)
-        body = s.CommandSerializer(data=request.data, context={"command": command})
+        body = self.body_serializer(data=request.data, context={"command": command})
         body.is_valid(raise_exception=True)
         data = body.validated_data
         try:
@@ -184,6 +186,48 @@ class PlanCommandView(APIView):
             )
         plan.refresh_from_db()
         return Response(s.PlanSerializer(plan).data)
+
+
+#: The commands routed to ``PlanCommandView``; override has its own view (a different body).
+PLAN_COMMANDS = tuple(name for name in COMMAND_NAMES if name != "override")
+
+
+def plan_command_view(command: str) -> Callable[..., HttpResponseBase]:
+    """``PlanCommandView`` for one command: its own OpenAPI operation ``plans_<command>``.
+
+    The route still passes ``command`` to ``post`` as a URL keyword, so the view behaves as
+    it did behind the single ``<command>`` route.
+    """
+
+    @extend_schema(
+        operation_id=f"plans_{command.replace('-', '_')}",
+        description=(
+            f"``POST /api/v1/plans/<id>/{command}/``; answers the plan as it is afterwards."
+        ),
+        request=s.CommandSerializer,
+        responses={200: s.PlanSerializer},
+    )
+    def post(self, request, pk: int, command: str) -> Response:
+        return PlanCommandView.post(self, request, pk, command)
+
+    name = "Plan" + command.title().replace("-", "") + "CommandView"
+    attrs = {"__doc__": PlanCommandView.__doc__, "__module__": __name__, "__qualname__": name}
+    return type(name, (PlanCommandView,), {**attrs, "post": post}).as_view()
+
+
+class PlanOverrideView(PlanCommandView):
+    """``POST /api/v1/plans/<id>/override/``: request promotion past an Inconclusive or Failed
+    analysis — a reason and the gate revision required; its approvals are marked override."""
+
+    body_serializer = s.OverrideSerializer
+
+    @extend_schema(
+        operation_id="plans_override",
+        request=s.OverrideSerializer,
+        responses={200: s.PlanSerializer},
+    )
+    def post(self, request, pk: int, command: str = "override") -> Response:
+        return super().post(request, pk, "override")
 
 
 class RouterCallListView(_Read, ListAPIView):

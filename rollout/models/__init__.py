@@ -3,7 +3,15 @@
 from rollout.models.analysis import AnalysisRun, Measurement, MetricResult, Outcome
 from rollout.models.audit import AuditEntry, AuditImmutable
 from rollout.models.denials import DeniedAttemptCount
-from rollout.models.gates import Aggregation, Approval, Comparator, Criterion, Gate, GateState
+from rollout.models.gates import (
+    Aggregation,
+    Approval,
+    BaselineWindow,
+    Comparator,
+    Criterion,
+    Gate,
+    GateState,
+)
 from rollout.models.plans import (
     DEFAULT_GRAY_STEPS,
     DEFAULT_PHASE_DAYS,
@@ -14,6 +22,7 @@ from rollout.models.plans import (
     PlanState,
     PlanWorkload,
 )
+from rollout.models.router_readings import ReadingVerdict, RouterReading
 from rollout.models.routers import (
     ROUTER_FAILURES,
     RouterCall,
@@ -29,6 +38,7 @@ __all__ = [
     "EVENT_NAMES",
     "PHASE_ORDER",
     "Aggregation",
+    "BaselineWindow",
     "AnalysisRun",
     "Approval",
     "AuditEntry",
@@ -47,9 +57,11 @@ __all__ = [
     "PlanState",
     "PlanWorkload",
     "ROUTER_FAILURES",
+    "ReadingVerdict",
     "RouterCall",
     "RouterKind",
     "RouterOutcome",
+    "RouterReading",
     "TrafficRouter",
     "WebhookDelivery",
     "WebhookSubscription",

@@ -82,6 +82,10 @@ class MetricResult(models.Model):
     baseline_samples = models.PositiveIntegerField(_("values in the baseline window"), default=0)
     baseline_start = models.DateTimeField(_("baseline window start"), null=True, blank=True)
     baseline_end = models.DateTimeField(_("baseline window end"), null=True, blank=True)
+    # The twin's model of both accelerators for this workload: expected on the target =
+    # baseline × expected_scale ("15.41 on H100 → expected 8.2 on 910B"); the note says how.
+    expected_scale = models.FloatField(_("target/source scale (twin)"), null=True, blank=True)
+    expected_note = models.CharField(_("how the scale was modelled"), max_length=300, blank=True)
     stopped_early = models.BooleanField(_("stopped early"), default=False)
 
     class Meta:

@@ -33,6 +33,15 @@ class Comparator(models.TextChoices):
     GE = "ge", "≥"
 
 
+class BaselineWindow(models.TextChoices):
+    """Which source figure a relative criterion compares with (both scaled to the target's
+    hardware by the twin's model of the two accelerators)."""
+
+    PRE_MOVE = "pre_move", _("the source before the move")
+    # Kayenta's live baseline: the source's share of the same traffic over the same window.
+    SAME_WINDOW = "same_window", _("the source over the same window (canary vs baseline)")
+
+
 class Criterion(models.Model):
     """A condition on telemetry a gate of ``phase`` must meet, with its analysis settings.
 
@@ -97,6 +106,16 @@ class Criterion(models.Model):
         _("relative to the source cluster"),
         default=False,
         help_text=_("The threshold is then a factor of the same figure on the source cluster."),
+    )
+    baseline_window = models.CharField(
+        _("baseline window"),
+        max_length=12,
+        choices=BaselineWindow.choices,
+        default=BaselineWindow.PRE_MOVE,
+        help_text=_(
+            "Relative criteria: the source's pre-move window, or the source's remaining traffic "
+            "over the same window as the canary (a live baseline, gray steps)."
+        ),
     )
     dry_run = models.BooleanField(
         _("dry run"), default=False, help_text=_("Measured and shown, never decides the gate.")
@@ -183,7 +202,8 @@ class Criterion(models.Model):
     def describe(self) -> str:
         """``p99(inference_ttft_p99_seconds[chat #12], 80s) ≤ 1.2 × source`` — what the UI
         shows (the workload's id after its name: names are not identities)."""
-        target = f"{self.threshold:g}" + (" × source" if self.compare_to_baseline else "")
+        source = " × source" if self.baseline_window == BaselineWindow.PRE_MOVE else " × baseline"
+        target = f"{self.threshold:g}" + (source if self.compare_to_baseline else "")
         entity = self.entity_key + (f" #{self.workload_id}" if self.workload_id else "")
         trusted = f" trusting {', '.join(self.trusted_sources)}" if self.trusted_sources else ""
         return (
@@ -229,6 +249,12 @@ class Gate(models.Model):
         related_name="+",
     )
     requested_at = models.DateTimeField(_("requested at"), null=True, blank=True)
+    # An override: promotion requested past an analysis that did not pass (its own command,
+    # rollout.services.overrides) — the outcome overridden and the requester's reason.
+    override_of = models.CharField(
+        _("overrides an analysis that was"), max_length=20, blank=True, default=""
+    )
+    override_reason = models.TextField(_("override reason"), blank=True, default="")
     decided_at = models.DateTimeField(_("decided at"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
@@ -274,6 +300,8 @@ class Approval(models.Model):
     principal = models.CharField(_("approver"), max_length=200)
     decision = models.CharField(_("decision"), max_length=10, choices=Decision.choices)
     comment = models.TextField(_("comment"), blank=True)
+    # The approval was given on an override (the gate's analysis did not pass): it says so.
+    override = models.BooleanField(_("override"), default=False)
     created_at = models.DateTimeField(_("at"), auto_now_add=True)
 
     class Meta:
@@ -297,4 +325,12 @@ class Approval(models.Model):
         return f"{self.principal} {self.decision} {self.gate} r{self.revision}"
 
 
-__all__ = ["Aggregation", "Approval", "Comparator", "Criterion", "Gate", "GateState"]
+__all__ = [
+    "Aggregation",
+    "Approval",
+    "BaselineWindow",
+    "Comparator",
+    "Criterion",
+    "Gate",
+    "GateState",
+]

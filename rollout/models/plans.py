@@ -206,6 +206,23 @@ class Phase(models.Model):
         return PHASE_ORDER.index(self.kind)
 
 
+# States in which a plan still holds its workloads: traffic is moving (or may still be on
+# the target, ``rollback_unconfirmed``), so no second plan may take them.
+HOLDING_STATES: tuple[str, ...] = (
+    PlanState.RUNNING,
+    PlanState.AWAITING_APPROVAL,
+    PlanState.PAUSED,
+    PlanState.ROLLBACK_UNCONFIRMED,
+)
+
+
+def moved_elsewhere() -> Q:
+    """Plan workloads that rule their workload out of a new plan: held by a plan in flight,
+    or fully moved (100% on the target) by a plan that succeeded. A rolled-back or aborted
+    plan gives its workloads back; a draft holds nothing yet."""
+    return Q(plan__state__in=HOLDING_STATES) | Q(plan__state=PlanState.SUCCEEDED, share__gte=1.0)
+
+
 class PlanWorkload(models.Model):
     """A workload the plan moves, the phase that moves it and its traffic share on the target.
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from cluster_portal.web.outbound import validate_outbound_url
+from cluster_portal.web.outbound import stream_address_refused, validate_outbound_url
 
 # HAProxy's own rule for proxy and server names (letters, digits, "-", "_", ".", ":").
 HAPROXY_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
@@ -31,14 +32,29 @@ class RouterKind(models.TextChoices):
 
 
 def validate_haproxy_address(value: str) -> None:
-    """``unix:/path/to/admin.sock`` or ``host:port`` (the stats socket, ``level admin``)."""
+    """``unix:/path/to/admin.sock`` or ``host:port`` (the stats socket, ``level admin``).
+
+    A unix socket must lie in one of ``ROUTER_SOCKET_DIRS`` and a literal TCP host must pass
+    the outbound policy, as webhook URLs do: a router must not become a probe of the portal's
+    own database or broker sockets."""
     if value.startswith("unix:"):
         if not value[5:].startswith("/"):
             raise ValidationError(_("A unix socket address is unix:/absolute/path."))
+        if stream_address_refused(value):
+            raise ValidationError(
+                _("Only sockets inside ROUTER_SOCKET_DIRS (%(dirs)s) may be named.")
+                % {"dirs": ", ".join(settings.ROUTER_SOCKET_DIRS) or _("none configured")},
+                code="refused",
+            )
         return
     host, sep, port = value.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValidationError(_("Give unix:/path/to/socket or host:port."))
+    if stream_address_refused(value):
+        raise ValidationError(
+            _("Address refused by the outbound policy (OUTBOUND_ALLOWED_NETWORKS)."),
+            code="refused",
+        )
 
 
 class TrafficRouter(models.Model):
@@ -83,6 +99,32 @@ class TrafficRouter(models.Model):
         _("callback confirmation within (s)"),
         default=300,
         validators=[MinValueValidator(5), MaxValueValidator(3600)],
+    )
+    # Weights are not a split: with a tolerance, a step's analysis clock starts only once the
+    # router's own per-server counters show the target served its share over a window of
+    # ``split_window_seconds`` holding at least ``split_min_requests`` requests, and a served
+    # split outside it during the step makes the step's measurements Inconclusive. Empty: the
+    # weights' read-back alone confirms (a router that reports no counters).
+    split_tolerance_points = models.FloatField(
+        _("served split tolerance (points)"),
+        null=True,
+        blank=True,
+        default=5.0,
+        validators=[MinValueValidator(0.5), MaxValueValidator(50.0)],
+        help_text=_(
+            "How far the share the target actually served may be from the share asked, in "
+            "percentage points. Empty: confirm by the weights alone."
+        ),
+    )
+    split_window_seconds = models.PositiveIntegerField(
+        _("served split window (s)"),
+        default=30,
+        validators=[MinValueValidator(5), MaxValueValidator(600)],
+    )
+    split_min_requests = models.PositiveIntegerField(
+        _("requests needed to judge the split"),
+        default=20,
+        validators=[MinValueValidator(1), MaxValueValidator(1_000_000)],
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
@@ -132,12 +174,21 @@ class RouterOutcome(models.TextChoices):
     MISMATCH = "mismatch", _("router confirmed another share")
     GARBAGE = "garbage", _("router answered garbage")
     UNKNOWN_NAME = "unknown_name", _("unknown backend or server")
+    # A later call of the same workload replaced this one before its answer: the answer is
+    # recorded and changes nothing (an old callback must not undo an abort).
+    SUPERSEDED = "superseded", _("superseded by a later call")
 
 
 ROUTER_FAILURES = tuple(
     o
     for o in RouterOutcome.values
-    if o not in (RouterOutcome.CONFIRMED, RouterOutcome.PENDING, RouterOutcome.INTENDED)
+    if o
+    not in (
+        RouterOutcome.CONFIRMED,
+        RouterOutcome.PENDING,
+        RouterOutcome.INTENDED,
+        RouterOutcome.SUPERSEDED,
+    )
 )
 
 

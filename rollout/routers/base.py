@@ -65,6 +65,12 @@ class Router(ABC):
     def read_share(self) -> float:
         """The target's share (percent) the router applies now."""
 
+    def counters(self) -> dict[str, dict[str, int]] | None:
+        """The source's and target's cumulative served counters (``{"source": {"requests",
+        "errors", "retries"}, "target": {...}}``), or ``None``: this router reports none, and
+        its weights' read-back is all that confirms a share."""
+        return None
+
     def restore(self, desired: Desired) -> Confirmation:
         """Put the source back (``desired.share`` is what the target keeps, usually 0)."""
         return self.set_share(desired)

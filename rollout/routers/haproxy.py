@@ -8,16 +8,27 @@ both servers (an unknown backend or server is refused by name and nothing is set
 setting, the same command is read again and the share confirmed is
 ``target / (source + target)`` of the weights HAProxy reports (``srv_uweight``).
 In-flight requests are not touched by a weight change: HAProxy only routes new ones by it.
+
+**Weights are not a split**: :meth:`HAProxyRouter.counters` reads the servers' own cumulative
+counters (``show stat``, :mod:`rollout.routers.haproxy_stats`), from which the split actually
+served and the router's own errors are computed over a window. A restore to share 0 is
+confirmed by the weights *and* by the target receiving no new request over a short window.
 """
 
 from __future__ import annotations
 
+import time
+
 from cluster_portal.web.outbound import OutboundRefused, OutboundTimeout, socket_exchange
 from rollout.routers.base import ANSWER_CHARS, Confirmation, Desired, Router, RouterError
 from rollout.routers.base import share_checked as _checked
+from rollout.routers.haproxy_stats import servers_counters
 
 WEIGHT_SCALE = 100
 MAX_ANSWER = 256 * 1024
+# A restore to 0 is confirmed only if the target got no new request for this long (bounded
+# by the router's deadline): a weight of 0 that still receives traffic is not a rollback.
+RESTORE_QUIET_SECONDS = 1.0
 
 
 class HAProxyRouter(Router):
@@ -131,3 +142,34 @@ class HAProxyRouter(Router):
 
     def read_share(self) -> float:
         return self._share_of(self._known())
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        """The source's and target's cumulative counters: ``{"source": {...}, "target": {...}}``
+        (``requests``, ``errors``, ``retries``; see :mod:`rollout.routers.haproxy_stats`)."""
+        found = servers_counters(self._command(f"show stat {self.backend} 4 -1"), self.backend)
+        missing = [s for s in (self.source, self.target) if s not in found]
+        if missing:
+            raise RouterError(
+                "unknown_name",
+                f"show stat lists no server {', '.join(map(repr, missing))} "
+                f"in backend {self.backend!r}",
+            )
+        return {"source": found[self.source], "target": found[self.target]}
+
+    def restore(self, desired: Desired) -> Confirmation:
+        confirmation = self.set_share(desired)
+        if desired.share > 0:
+            return confirmation
+        before = self.counters()["target"]["requests"]
+        time.sleep(min(RESTORE_QUIET_SECONDS, self.deadline_seconds / 2))
+        after = self.counters()["target"]["requests"]
+        if after > before:
+            raise RouterError(
+                "mismatch",
+                f"{confirmation.answer}, yet {self.target} received {after - before} new "
+                "request(s) after its weight went to 0",
+            )
+        return Confirmation(
+            share=confirmation.share,
+            answer=f"{confirmation.answer}; no new request on {self.target}",
+        )

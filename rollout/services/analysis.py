@@ -41,7 +41,6 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from datetime import datetime, timedelta
-from functools import partial
 
 from django.conf import settings
 from django.db import transaction
@@ -49,12 +48,7 @@ from django.forms.models import model_to_dict
 from django.utils import timezone
 
 from rollout.analysis import semantics as S
-from rollout.analysis.evidence import (
-    evidence_ignored_audit,
-    evidence_of,
-    evidence_parts,
-    reason_joined,
-)
+from rollout.analysis.evidence import evidence_ignored_audit
 from rollout.labels import reason_data
 from rollout.models import (
     AnalysisRun,
@@ -67,15 +61,12 @@ from rollout.models import (
     PlanState,
 )
 from rollout.services.audit import SYSTEM, audit_record
-from rollout.services.baselines import baseline_capture, binding_spec, idle, unbound
+from rollout.services.baselines import baseline_capture, binding_spec, unbound
+from rollout.services.measuring import evaluate, trusted_reader
 from rollout.services.plans import plan_lock, plan_move, traffic_rollback
+from rollout.services.router_readings import router_evidence
 from rollout.services.traffic import restore_verified
-from telemetry.read import (
-    DataSourceUnavailable,
-    MeasurementError,
-    WindowAggregate,
-    window_aggregate,
-)
+from telemetry.read import DataSourceUnavailable, MeasurementError
 
 SPEC_FIELDS = (
     "metric",
@@ -86,6 +77,7 @@ SPEC_FIELDS = (
     "threshold",
     "window_seconds",
     "compare_to_baseline",
+    "baseline_window",
     "count",
     "interval_seconds",
     "initial_delay_seconds",
@@ -169,7 +161,7 @@ def _baseline_at_start(metric: MetricResult, plan: MigrationPlan, now: datetime)
         return
     try:
         with transaction.atomic():
-            baseline_capture(_trusted(metric.spec), metric, plan, now=now)
+            baseline_capture(trusted_reader(metric.spec, plan), metric, plan, now=now)
     except (DataSourceUnavailable, MeasurementError):
         return
 
@@ -347,7 +339,7 @@ def _measure(
     evidence: dict = {}
     try:
         with transaction.atomic():  # a failed read must not poison the step's transaction
-            outcome, value, baseline, threshold, samples, (reason, data), evidence = _evaluate(
+            outcome, value, baseline, threshold, samples, (reason, data), evidence = evaluate(
                 spec, plan, start, now, metric=metric
             )
     except DataSourceUnavailable as exc:
@@ -360,6 +352,11 @@ def _measure(
     except Exception as exc:  # noqa: BLE001 - any failure to read is an Error measurement
         outcome, reason = S.ERROR, f"error: {type(exc).__name__}: {exc}"[:500]
         data = reason_data("error", detail=f"{type(exc).__name__}: {exc}"[:400])
+    # What the routers did in the window: their own failures, a split off its share.
+    outcome, value, reason, data = router_evidence(
+        plan, spec, start, now, outcome=outcome, value=value, threshold=threshold,
+        reason=reason, data=data,
+    )  # fmt: skip
     counters = S.MetricCounters(
         **{k: getattr(metric, k) for k in _COUNTER_FIELDS},
         count=spec["count"],
@@ -401,95 +398,3 @@ _COUNTER_FIELDS = (
     "errors",
     "consecutive_errors",
 )
-
-
-def _aggregate(*, aggregation: str, start: datetime, end: datetime, **where) -> WindowAggregate:
-    """The window's aggregate over trusted values only (``where`` carries ``trusted``)."""
-    if aggregation != "rate":
-        return window_aggregate(aggregation=aggregation, start=start, end=end, **where)
-    # A counter's increase per second: (max − min) over the window (counters only grow).
-    high = window_aggregate(aggregation="max", start=start, end=end, **where)
-    if high.value is None:
-        return high
-    low = window_aggregate(aggregation="min", start=start, end=end, **where)
-    span = max((end - start).total_seconds(), 1.0)
-    return WindowAggregate(
-        (high.value - low.value) / span, high.samples, sources=high.sources, ignored=high.ignored
-    )
-
-
-def _trusted(spec: dict):
-    """``_aggregate`` reading only the sources the criterion trusts (runs started before
-    criteria named sources have none in their spec: the default)."""
-    return partial(_aggregate, trusted=spec.get("trusted_sources") or [])
-
-
-def _evaluate(
-    spec: dict, plan: MigrationPlan, start: datetime, end: datetime, *, metric: MetricResult
-) -> tuple:
-    problem = unbound(spec)
-    if problem is not None:
-        return S.INCONCLUSIVE, None, None, None, 0, problem, {}
-    aggregate = _trusted(spec)
-    where = {
-        "metric": spec["metric"],
-        "entity_kind": spec["entity_kind"],
-        "entity_key": spec["entity_key"],
-        "aggregation": spec["aggregation"],
-        "start": start,
-        "end": end,
-    }
-    result = aggregate(cluster_id=plan.target_cluster_id, **where)
-    evidence = evidence_of(result)
-    extra, extra_parts = evidence_parts(evidence)
-    label = f"{spec['aggregation']}({spec['metric']})"
-    if result.value is None:
-        reason = (
-            f"no data in the window for {label}{extra}",
-            reason_joined(reason_data("no_data", label=label), extra_parts),
-        )
-        return S.INCONCLUSIVE, None, None, None, 0, reason, evidence
-    needed = spec.get("min_samples") or 1
-    if result.samples < needed:
-        reason = (
-            f"too few values in the step for {label}: {result.samples} of {needed}{extra}",
-            reason_joined(
-                reason_data("too_few", label=label, samples=result.samples, needed=needed),
-                extra_parts,
-            ),
-        )
-        return S.INCONCLUSIVE, result.value, None, None, result.samples, reason, evidence
-    problem = idle(
-        aggregate, spec, cluster_id=plan.target_cluster_id, start=start, end=end, label=label
-    )
-    if problem is not None:
-        return S.INCONCLUSIVE, result.value, None, None, result.samples, problem, evidence
-    threshold = float(spec["threshold"])
-    baseline = None
-    if spec["compare_to_baseline"]:
-        if metric.baseline_value is None:
-            captured = baseline_capture(aggregate, metric, plan, now=end)
-            if captured.problem is not None:
-                problem = captured.problem
-                return S.INCONCLUSIVE, result.value, None, None, result.samples, problem, evidence
-        baseline = metric.baseline_value
-        threshold = threshold * baseline
-    symbol = {"lt": "<", "le": "≤", "gt": ">", "ge": "≥"}[spec["comparator"]]
-    holds = S.compare(result.value, spec["comparator"], threshold)
-    verdict = "holds" if holds else "does not hold"
-    reason = f"{label} = {result.value:.4g} {symbol} {threshold:.4g} {verdict}"
-    compared = {"label": label, "symbol": symbol}
-    compared.update(value=f"{result.value:.4g}", threshold=f"{threshold:.4g}")
-    parts = [reason_data("holds" if holds else "does_not_hold", **compared)]
-    if baseline is not None:
-        reason += f" (threshold {spec['threshold']:g} × source {baseline:.4g} before the move)"
-        factor, source = f"{spec['threshold']:g}", f"{baseline:.4g}"
-        parts.append(reason_data("baseline_premove", factor=factor, baseline=source))
-    reason += f"; {result.samples} values" + extra
-    # Shown as "<comparison> <baseline>; <n values>; <sources>" in the reader's language.
-    data = {
-        "parts": [{"parts": parts}, reason_data("values", samples=result.samples), *extra_parts]
-    }
-    data["joiner"] = "; "
-    outcome = S.SUCCESSFUL if holds else S.FAILED
-    return outcome, result.value, baseline, threshold, result.samples, (reason, data), evidence

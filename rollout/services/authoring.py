@@ -9,8 +9,14 @@ Default criteria per phase, for the workloads that phase moves (the full phase c
   serving histograms' bucket increases (a real engine's endpoints bound to the workload, or
   the twin's) — and ``mean(serving_error_ratio) ≤ ERROR_RATIO_MAX`` (failed ÷ finished
   requests over the window);
-- training: ``mean(training_samples_per_second) ≥ THROUGHPUT_FLOOR ×`` the same figure on the
-  source cluster.
+- inference, gray steps: beside the SLO ceilings, canary vs baseline (Kayenta):
+  ``p99(serving_ttft_seconds)`` and ``p99(serving_tpot_seconds) ≤ CANARY_TOLERANCE ×`` the
+  baseline's — the source's remaining share of the same traffic over the **same** window
+  (``baseline_window = same_window``), scaled to the target's accelerator by the twin's model.
+  Only gray has a live baseline (the pilot and full move everything);
+- training: ``mean(training_samples_per_second) ≥ THROUGHPUT_FLOOR ×`` what the source's
+  pre-move figure should give on the target's accelerator (the twin's model of both;
+  ``rollout.analysis.scaling``) — never a raw cross-hardware ratio.
 
 Each criterion takes the plan's analysis ``interval_seconds`` and ``count``; the caller may
 edit, drop or add criteria before the plan is created (``criteria=``), and a phase left
@@ -41,8 +47,10 @@ from inventory.models import Cluster, Workload
 from rollout.models import PHASE_ORDER, Criterion, MigrationPlan, PhaseKind, PlanWorkload
 from rollout.models.gates import MAX_WINDOW_SECONDS
 from rollout.services.audit import Actor
-from rollout.services.plans import criterion_save, plan_create
+from rollout.services.criteria import criterion_save, phase_manual_gate_set
+from rollout.services.plans import phases_without_gate, plan_create
 
+CANARY_TOLERANCE = 1.2  # the canary's P99 at most 20 % above the baseline's (same window)
 ERROR_RATIO_MAX = 0.01  # at most 1 % of the step's requests failed (aborted, timed out)
 THROUGHPUT_FLOOR = 0.9
 DEFAULT_COUNT = 5
@@ -94,6 +102,7 @@ class CriterionDraft:
     inconclusive_limit: int
     workload: object = None  # the Workload on the target cluster (its identity)
     compare_to_baseline: bool = False
+    baseline_window: str = "pre_move"
     count: int = DEFAULT_COUNT
     entity_kind: str = "workload"
 
@@ -164,6 +173,23 @@ def criteria_defaults(
                             aggregation="p99",
                             comparator="le",
                             threshold=target / 1000.0,
+                            **common,
+                        )
+                    )
+            if phase == PhaseKind.GRAY:
+                for metric, short in (
+                    ("serving_ttft_seconds", "ttft"),
+                    ("serving_tpot_seconds", "tpot"),
+                ):
+                    drafts.append(
+                        CriterionDraft(
+                            name=f"{slug}-{short}-p99-vs-baseline"[:80],
+                            metric=metric,
+                            aggregation="p99",
+                            comparator="le",
+                            threshold=CANARY_TOLERANCE,
+                            compare_to_baseline=True,
+                            baseline_window="same_window",
                             **common,
                         )
                     )
@@ -250,3 +276,15 @@ def plan_author(
         except TypeError as exc:
             raise ValidationError({"criteria": f"criterion {index}: {exc}"}) from exc
     return plan
+
+
+def plan_manual_empty_phases(*, plan: MigrationPlan, actor: Actor) -> None:
+    """The author consented (in the form) to manual gates for phases left without workloads:
+    each becomes an explicit, audited manual gate."""
+    for kind in phases_without_gate(plan):
+        phase_manual_gate_set(
+            phase=plan.phases.get(kind=kind),
+            manual=True,
+            actor=actor,
+            reason="no workloads in this phase: manual gate chosen in the plan form",
+        )

@@ -11,9 +11,10 @@ from __future__ import annotations
 from rollout.models import MigrationPlan
 from rollout.services import transitions as t
 from rollout.services.audit import Actor
+from rollout.services.overrides import plan_override
 
 # Commands that decide on a gate and therefore must name its revision.
-GATE_DECISIONS = ("approve", "reject", "force-promote")
+GATE_DECISIONS = ("approve", "reject", "force-promote", "override")
 
 COMMAND_NAMES = (
     "start",
@@ -25,6 +26,7 @@ COMMAND_NAMES = (
     "abort",
     "retry",
     "force-promote",
+    "override",
     "skip",
     "verify-rollback",
 )
@@ -49,6 +51,8 @@ def plan_command(
         return t.gate_approve(**common, comment=text, revision=revision)
     if command == "reject":
         return t.gate_reject(**common, reason=text, revision=revision)
+    if command == "override":
+        return plan_override(**common, reason=text, revision=revision)
     if command == "force-promote":
         return t.plan_force_promote(**common, reason=text, revision=revision)
     simple = {

@@ -3,8 +3,11 @@
 The state machine (action: from → to) — anything else is a 409:
 
 - ``start``: draft → running (pilot begins, its gate's analysis starts)
-- ``promote`` (request): running with a passed analysis, or paused on an inconclusive one
-  → awaiting_approval
+- ``promote`` (request): running with a passed analysis → awaiting_approval
+- ``override`` (request, with a reason): paused on an inconclusive analysis, or rolled back
+  on a failed one → awaiting_approval; its approvals are ``approve_override``
+- ``reanalyse``: criteria changed under a gate awaiting approval or paused on its analysis
+  → running (a new revision, a new analysis run; ``rollout.services.criteria``)
 - ``approve``: awaiting_approval → awaiting_approval (more approvals needed), or → running
   (next gray step / phase) or → succeeded (last gate)
 - ``reject``: awaiting_approval → paused
@@ -36,13 +39,11 @@ from django.utils.translation import gettext_noop
 
 from accounts.models import Tenant
 from inventory.models import Cluster, Workload
-from rollout.labels import action_label_lazy, reason_data, state_label_lazy
+from rollout.labels import action_label_lazy, state_label_lazy
 from rollout.models import (
     DEFAULT_PHASE_DAYS,
     PHASE_ORDER,
-    Criterion,
     Gate,
-    GateState,
     MigrationPlan,
     Phase,
     PhaseKind,
@@ -56,8 +57,10 @@ from rollout.services.webhooks import webhooks_emit
 # Who may move a plan from which states (the table in the module docstring).
 LEGAL_FROM: dict[str, tuple[str, ...]] = {
     "start": (PlanState.DRAFT,),
+    # Paused: refused by the gate's state with the reason (an override is its own command).
     "promote": (PlanState.RUNNING, PlanState.PAUSED),
     "approve": (PlanState.AWAITING_APPROVAL,),
+    "approve_override": (PlanState.AWAITING_APPROVAL,),
     "reject": (PlanState.AWAITING_APPROVAL,),
     "pause": (PlanState.RUNNING, PlanState.AWAITING_APPROVAL),
     "resume": (PlanState.PAUSED,),
@@ -76,6 +79,12 @@ LEGAL_FROM: dict[str, tuple[str, ...]] = {
     "skip": (PlanState.RUNNING,),
     "rollback": (PlanState.RUNNING,),
     "analysis_inconclusive": (PlanState.RUNNING,),
+    # Criteria changed under a gate awaiting approval or paused on its analysis.
+    "reanalyse": (PlanState.AWAITING_APPROVAL, PlanState.PAUSED),
+    # Promotion past an analysis that did not pass (rollout.services.overrides).
+    "override": (PlanState.PAUSED, PlanState.ROLLED_BACK),
+    "router_drift": (PlanState.RUNNING,),
+    "router_not_served": (PlanState.RUNNING,),
 }
 
 
@@ -139,196 +148,6 @@ def phases_without_gate(plan: MigrationPlan) -> list[str]:
         for phase in plan.phases.all()
         if not phase.manual_gate and not phase.criteria.filter(dry_run=False).exists()
     ]
-
-
-def _gate_revise(*, phase: Phase) -> list[Gate]:
-    """What the open gates of ``phase`` ask approvers to approve changed: a new revision.
-
-    Approvals (and break-glass votes) are bound to a revision, so earlier ones stop counting.
-    """
-    open_gates = list(
-        Gate.objects.select_for_update().filter(
-            phase=phase,
-            state__in=(
-                GateState.ANALYSING,
-                GateState.PASSED,
-                GateState.AWAITING_APPROVAL,
-                GateState.INCONCLUSIVE,
-                GateState.REJECTED,
-            ),
-        )
-    )
-    for gate in open_gates:
-        gate.revision += 1
-        gate.save(update_fields=["revision"])
-    return open_gates
-
-
-def _keeps_a_gate(phase: Phase, *, without: Criterion | None = None) -> bool:
-    if phase.manual_gate or phase.plan.state == PlanState.DRAFT:
-        return True
-    decisive = phase.criteria.filter(dry_run=False)
-    if without is not None and without.pk is not None:
-        decisive = decisive.exclude(pk=without.pk)
-    return decisive.exists()
-
-
-def _revisions(gates: list[Gate]) -> str:
-    return "".join(f"; gate {g.pk} now at revision {g.revision}" for g in gates)
-
-
-def _in_words(first: dict, gates: list[Gate]) -> dict:
-    """An audit reason as codes: what changed, then each revised gate by name ("the gray 5%
-    gate is now at revision 4"), read in the reader's language (``rollout.labels``)."""
-    parts = [first]
-    for gate in gates:
-        step = gate.plan.gray_steps[gate.step_index] if gate.phase.kind == PhaseKind.GRAY else ""
-        parts.append(
-            reason_data("gate_revised", phase=gate.phase.kind, percent=step, revision=gate.revision)
-        )
-    return {"parts": parts, "joiner": "; "}
-
-
-def criterion_save_check(*, criterion: Criterion) -> Phase | None:
-    """Refuse an edit that would leave a started plan's gate measuring nothing.
-
-    Returns the phase the criterion leaves when the edit moves it to another phase (another
-    plan's, say), else ``None``. Shared by :func:`criterion_save` and the admin's form, so a
-    refused edit is a form error there, not a 500. Raises ``WorkflowConflict``.
-    """
-    left: Phase | None = None
-    if criterion.pk is not None:
-        old_phase_id = (
-            Criterion.objects.filter(pk=criterion.pk).values_list("phase_id", flat=True).first()
-        )
-        if old_phase_id is not None and old_phase_id != criterion.phase_id:
-            left = Phase.objects.select_related("plan").get(pk=old_phase_id)
-    if left is not None and not _keeps_a_gate(left, without=criterion):
-        # Moving it away strips the old gate exactly as deleting it would.
-        raise WorkflowConflict(
-            gettext_noop(
-                "this is the last decisive criterion of %(plan)s's %(phase)s gate: add another "
-                "there first, or make that phase an explicit manual gate"
-            ),
-            plan=left.plan.name,
-            phase=left.kind,
-        )
-    if criterion.dry_run and not _keeps_a_gate(criterion.phase, without=criterion):
-        raise WorkflowConflict(
-            gettext_noop("a started plan's gate needs at least one decisive criterion")
-        )
-    return left
-
-
-@transaction.atomic
-def criterion_save(*, criterion: Criterion, actor: Actor) -> Criterion:
-    """Validate and save a criterion; an open gate of its phase moves to a new revision.
-
-    Changing what a gate measures changes what approvers approve, so approvals given so far
-    stop counting (they are bound to the old revision). Turning a started plan's last
-    decisive criterion into a dry run is refused (the gate would then measure nothing).
-    Moving a criterion to another phase changes **both** gates: each open gate of the phase
-    it leaves and of the phase it joins gets a new revision and its plan an audit row, and
-    moving a started plan's last decisive criterion away is refused like deleting it.
-    """
-    if not actor.can_operate():
-        raise NotPermitted(gettext_noop("editing gate criteria needs the operate permission"))
-    criterion.full_clean()
-    created = criterion.pk is None
-    left = criterion_save_check(criterion=criterion)
-    criterion.save()
-    gates = _gate_revise(phase=criterion.phase)
-    audit_record(
-        actor=actor,
-        action="criterion_add" if created else "criterion_change",
-        plan=criterion.phase.plan,
-        obj=criterion,
-        reason=criterion.describe() + _revisions(gates),
-        reason_data=_in_words(
-            reason_data("criterion_saved", name=criterion.name, condition=criterion.describe()),
-            gates,
-        ),
-    )
-    if left is not None:
-        left_gates = _gate_revise(phase=left)
-        destination = f"{criterion.phase.plan.name} / {criterion.phase.kind}"
-        audit_record(
-            actor=actor,
-            action="criterion_move",
-            plan=left.plan,
-            obj=criterion,
-            reason=f"criterion {criterion.pk} moved to {destination}: {criterion.describe()}"
-            + _revisions(left_gates),
-            reason_data=_in_words(
-                reason_data(
-                    "criterion_moved",
-                    name=criterion.name,
-                    destination=destination,
-                    condition=criterion.describe(),
-                ),
-                left_gates,
-            ),
-        )
-    return criterion
-
-
-@transaction.atomic
-def criterion_delete(*, criterion: Criterion, actor: Actor) -> None:
-    """Delete a criterion: a new gate revision and an audit row, like any change.
-
-    Refused (409) when it is the last decisive criterion of a started plan's phase that is
-    not an explicit manual gate: a gate with nothing to measure must not pass by itself.
-    """
-    if not actor.can_operate():
-        raise NotPermitted(gettext_noop("editing gate criteria needs the operate permission"))
-    phase = criterion.phase
-    if not _keeps_a_gate(phase, without=criterion):
-        raise WorkflowConflict(
-            gettext_noop(
-                "this is the gate's last decisive criterion: add another first, or make the "
-                "phase an explicit manual gate"
-            )
-        )
-    described, pk, name = criterion.describe(), criterion.pk, criterion.name
-    criterion.delete()
-    gates = _gate_revise(phase=phase)
-    audit_record(
-        actor=actor,
-        action="criterion_delete",
-        plan=phase.plan,
-        obj=None,
-        reason=f"criterion {pk} deleted: {described}" + _revisions(gates),
-        reason_data=_in_words(
-            reason_data("criterion_deleted", name=name, condition=described), gates
-        ),
-    )
-
-
-@transaction.atomic
-def phase_manual_gate_set(*, phase: Phase, manual: bool, actor: Actor, reason: str) -> Phase:
-    """Explicitly choose (or drop) a manual gate for ``phase``: audited, with a reason."""
-    if not actor.can_operate():
-        raise NotPermitted(gettext_noop("choosing a manual gate needs the operate permission"))
-    if not (reason or "").strip():
-        raise WorkflowConflict(gettext_noop("choosing a manual gate needs a reason"))
-    if phase.manual_gate == manual:
-        return phase
-    phase.manual_gate = manual
-    if not manual and not _keeps_a_gate(phase):
-        raise WorkflowConflict(
-            gettext_noop("the phase has no decisive criteria: it must stay a manual gate")
-        )
-    phase.save(update_fields=["manual_gate"])
-    gates = _gate_revise(phase=phase)
-    audit_record(
-        actor=actor,
-        action="manual_gate_on" if manual else "manual_gate_off",
-        plan=phase.plan,
-        obj=phase,
-        reason=reason.strip() + _revisions(gates),
-        reason_data=_in_words(reason_data("text", text=reason.strip()), gates),
-    )
-    return phase
 
 
 # --- helpers shared by the transition services (callers hold the transaction) ---------------
@@ -425,6 +244,14 @@ def traffic_rollback(plan: MigrationPlan) -> None:
     for item in plan.workloads.all():
         if item.share != item.stable_share:
             item.share = item.stable_share
+            item.save(update_fields=["share"])
+
+
+def traffic_withdraw(plan: MigrationPlan) -> None:
+    """Every workload's target share to 0: the source takes all the traffic back (abort)."""
+    for item in plan.workloads.all():
+        if item.share != 0.0:
+            item.share = 0.0
             item.save(update_fields=["share"])
 
 

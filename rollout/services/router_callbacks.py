@@ -7,7 +7,9 @@ The callback body is ``{"idempotency_key", "status": "confirmed"|"refused", "sha
 ``CALLBACK_MAX_AGE_SECONDS`` is refused (replays). Confirmed at the share asked: the step's
 analysis clock starts now; for a restore, the plan reaches the state its abort or rollback was
 heading to. Refused, another share, or no callback within the router's window: the step
-pauses (``traffic_unconfirmed``), a restore stays ``rollback_unconfirmed``.
+pauses (``traffic_unconfirmed``), a restore stays ``rollback_unconfirmed``. A callback for a
+call a later call of the same workload superseded (an abort's restore after a pending set) is
+audited and changes nothing: the aborted plan's workload never shows the old share.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from rollout.models import (
 )
 from rollout.routers import RouterError
 from rollout.routers.webhook import answer_read, router_secret
-from rollout.services.audit import SYSTEM
+from rollout.services.audit import SYSTEM, audit_record
 from rollout.services.plans import plan_lock
 from rollout.services.router_dispatch import router_call_settle
 from rollout.services.traffic import SHARE_TOLERANCE
@@ -85,6 +87,20 @@ def router_callback(*, router, body: bytes, headers) -> RouterCall:
         # A tool may call back before the portal committed its 202 (the call is still
         # ``intended``, sent once at least): the callback is the answer then.
         in_flight = call.outcome == RouterOutcome.INTENDED and call.attempts > 0
+        if call.outcome == RouterOutcome.SUPERSEDED:
+            # A later call of the workload replaced this one (an abort's restore): the
+            # tool's word is recorded and changes nothing.
+            audit_record(
+                actor=SYSTEM,
+                action="router_superseded",
+                plan=plan,
+                obj=call,
+                reason=(
+                    f"{call.router_label}: callback for a superseded call "
+                    f"({body[:300].decode(errors='replace')}) changes nothing"
+                )[:1000],
+            )
+            return call
         if call.outcome != RouterOutcome.PENDING and not in_flight:
             return call  # already answered (or timed out): a repeated callback changes nothing
         try:

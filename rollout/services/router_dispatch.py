@@ -45,11 +45,17 @@ from rollout.services.analysis import (
 )
 from rollout.services.audit import SYSTEM, Actor
 from rollout.services.plans import plan_lock, plan_move
+from rollout.services.router_watch import (
+    reading_baseline,
+    router_counters,
+    split_pending,
+)
 from rollout.services.traffic import (
     call_reason,
     confirmation_store,
     pending_calls,
     router_call_audit,
+    router_call_supersede,
     router_send,
 )
 
@@ -98,11 +104,18 @@ def router_intents_dispatch(plan_id: int, *, actor: Actor = SYSTEM, wait: bool =
             return sent
         call, config = claimed
         # Outside any transaction: the router may take its whole deadline.
+        counters = None
         if config is None:
             outcome, text, share = RouterOutcome.UNREACHABLE, "the router was deleted", None
         else:
             outcome, text, share = router_send(call, config)
-        _commit(plan_id, call.pk, outcome=outcome, text=text, share=share, actor=actor)
+            if outcome == RouterOutcome.CONFIRMED:
+                # Where the served split's window and the router's error count start.
+                counters = router_counters(config)
+        _commit(
+            plan_id, call.pk, outcome=outcome, text=text, share=share, actor=actor,
+            counters=counters,
+        )  # fmt: skip
         sent += 1
 
 
@@ -158,14 +171,19 @@ def _claim(plan_id: int, *, actor: Actor):
     return call, config
 
 
-def _commit(plan_id: int, call_id: int, *, outcome: str, text: str, share, actor: Actor) -> None:
+def _commit(
+    plan_id: int, call_id: int, *, outcome: str, text: str, share, actor: Actor, counters=None
+) -> None:
     at = timezone.now()
     with transaction.atomic():
         plan = plan_lock(plan_id)
         call = RouterCall.objects.select_for_update().get(pk=call_id)
         if call.outcome != RouterOutcome.INTENDED:
             return  # answered already (a lapsed claim sent again by another worker)
-        router_call_settle(plan, call, outcome=outcome, share=share, text=text, actor=actor, at=at)
+        router_call_settle(
+            plan, call, outcome=outcome, share=share, text=text, actor=actor, at=at,
+            counters=counters,
+        )  # fmt: skip
 
 
 def router_call_settle(
@@ -178,10 +196,23 @@ def router_call_settle(
     actor: Actor,
     at: datetime | None = None,
     action: str = "",
+    counters: dict | None = None,
 ) -> None:
     """Commit a router's answer to ``call`` and move the plan by it (caller holds the plan
-    lock): the dispatcher's answers, a deploy tool's callback, a callback that never came."""
+    lock): the dispatcher's answers, a deploy tool's callback, a callback that never came.
+
+    **Calls are ordered**: the answer to a call that a later call of the same workload
+    replaced (an abort's restore after a set, a retry's push) is recorded — outcome
+    ``superseded``, the router's words kept, audited — and changes nothing."""
     at = at or timezone.now()
+    later = (
+        RouterCall.objects.filter(plan_workload_id=call.plan_workload_id, id__gt=call.pk)
+        .order_by("id")
+        .first()
+    )
+    if later is not None:
+        router_call_supersede(call, by=later, actor=actor, said=f"{outcome}: {text}", share=share)
+        return
     intended_at = call.at
     call.outcome, call.confirmed_share, call.answer = outcome, share, text[:500]
     call.confirmed_at = at if outcome == RouterOutcome.CONFIRMED else None
@@ -229,8 +260,11 @@ def router_call_settle(
     if gate is None or not on_step or gate.state != GateState.ANALYSING:
         return
     if outcome == RouterOutcome.CONFIRMED:
+        reading_baseline(plan, call, counters, at=at)
         if not still_pending:
-            _step_clock(plan, gate, started=intended_at, at=at)
+            # Weights confirmed; a router whose served split is checked starts the clock
+            # only once it served the share (rollout.services.router_watch).
+            _step_clock(plan, gate, started=intended_at, at=None if split_pending(plan) else at)
         elif (
             not pending_calls(plan, operation="set").filter(outcome=RouterOutcome.INTENDED).exists()
         ):

@@ -34,10 +34,12 @@ def step_traffic_start(
     now: datetime,
     reason: str = "",
     obj=None,
+    force: bool = False,
 ) -> bool:
     """Route the plan's shares, then run the gate's analysis; ``True`` if it runs now, ``False``
-    when it waits for real routers' read-back (committed after this transaction)."""
-    routed = traffic_route(plan, actor=actor)
+    when it waits for real routers' read-back (committed after this transaction).
+    ``force``: push every real router's share even where it was confirmed (``retry``)."""
+    routed = traffic_route(plan, actor=actor, force=force)
     plan.resume_state = ""
     plan_move(plan, to=PlanState.RUNNING, action=action, actor=actor, reason=reason, obj=obj)
     if routed.pending:

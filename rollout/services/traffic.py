@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
@@ -116,7 +117,9 @@ def step_label(plan: MigrationPlan) -> str:
     return plan.current_phase or "draft"
 
 
-def traffic_route(plan: MigrationPlan, *, actor: Actor, operation: str = "set") -> RouteResult:
+def traffic_route(
+    plan: MigrationPlan, *, actor: Actor, operation: str = "set", force: bool = False
+) -> RouteResult:
     """Commit each workload's ``share`` as an intent for its router (caller's transaction).
 
     No router is called here: a slow router must not hold the plan's row locks, and a
@@ -125,8 +128,10 @@ def traffic_route(plan: MigrationPlan, *, actor: Actor, operation: str = "set") 
     :func:`rollout.services.router_dispatch.router_intents_dispatch` sends it and commits what
     the router read back. ``operation="set"`` asks a real router only where the share asked
     differs from the one it last confirmed (or is already intended); ``"restore"`` (abort,
-    rollback) asks every real router again, so a rollback is always verified. The twin's
-    shares take effect here, at the commit.
+    rollback) asks every real router again, so a rollback is always verified; so does
+    ``force`` (``retry``: a router that lost the share — a restart — is pushed and read back,
+    never measured again on what the portal last believed). The twin's shares take effect
+    here, at the commit.
     """
     result = RouteResult()
     now = timezone.now()
@@ -140,17 +145,21 @@ def traffic_route(plan: MigrationPlan, *, actor: Actor, operation: str = "set") 
             continue
         result.real = True
         asked = round(item.share * 100, 4)
-        if operation == "set" and (
-            (
-                item.confirmed_share is not None
-                and abs(item.confirmed_share - item.share) * 100 < SHARE_TOLERANCE
+        if (
+            operation == "set"
+            and not force
+            and (
+                (
+                    item.confirmed_share is not None
+                    and abs(item.confirmed_share - item.share) * 100 < SHARE_TOLERANCE
+                )
+                or RouterCall.objects.filter(
+                    plan_workload=item,
+                    operation=operation,
+                    outcome=RouterOutcome.INTENDED,
+                    desired_share=asked,
+                ).exists()
             )
-            or RouterCall.objects.filter(
-                plan_workload=item,
-                operation=operation,
-                outcome=RouterOutcome.INTENDED,
-                desired_share=asked,
-            ).exists()
         ):
             continue
         result.calls.append(router_intent(plan, item, config, actor=actor, operation=operation))
@@ -163,8 +172,19 @@ def traffic_route(plan: MigrationPlan, *, actor: Actor, operation: str = "set") 
 def router_intent(
     plan: MigrationPlan, item: PlanWorkload, config: TrafficRouter, *, actor: Actor, operation: str
 ) -> RouterCall:
-    """One call to one router for one workload, committed before it is sent (``intended``)."""
-    return RouterCall.objects.create(
+    """One call to one router for one workload, committed before it is sent (``intended``).
+
+    It replaces, explicitly and audited, the workload's earlier calls still unanswered — one
+    awaiting a callback, one not sent yet — so a late confirmation of those changes nothing (a
+    restore never waits behind a set, nor loses to it). One being sent right now is answered
+    first (the dispatcher sends a plan's calls in order) and superseded when that answer
+    commits."""
+    earlier = RouterCall.objects.select_for_update().filter(
+        Q(outcome=RouterOutcome.PENDING) | Q(outcome=RouterOutcome.INTENDED, attempts=0),
+        plan_workload=item,
+    )
+    earlier = list(earlier)
+    call = RouterCall.objects.create(
         plan=plan,
         plan_workload=item,
         router=config,
@@ -176,6 +196,22 @@ def router_intent(
         idempotency_key=f"plan-{plan.pk}-v{plan.version}-w{item.pk}-{operation}",
         actor_label=actor.label,
     )
+    for old in earlier:
+        router_call_supersede(old, by=call, actor=actor)
+    return call
+
+
+def router_call_supersede(
+    call: RouterCall, *, by: RouterCall, actor: Actor, said: str = "", share=None
+) -> None:
+    """Mark ``call`` replaced by the later ``by`` (caller holds the plan lock), audited."""
+    what = f"superseded by {by.operation} {by.desired_share:g}% (call {by.pk})"
+    call.outcome, call.claimed_until = RouterOutcome.SUPERSEDED, None
+    call.confirmed_share, call.confirmed_at = share, None
+    call.answer = (f"{what}; the router said {said}" if said else what)[:500]
+    fields = ["outcome", "claimed_until", "confirmed_share", "confirmed_at", "answer"]
+    call.save(update_fields=fields)
+    router_call_audit(call, actor=actor, action="router_superseded")
 
 
 def router_send(call: RouterCall, config: TrafficRouter) -> tuple[str, str, float | None]:

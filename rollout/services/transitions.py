@@ -63,7 +63,7 @@ from rollout.services.plans import (
     require_state,
     traffic_apply,
     traffic_mark_stable,
-    traffic_rollback,
+    traffic_withdraw,
 )
 from rollout.services.router_dispatch import router_intents_dispatch
 from rollout.services.stepping import step_traffic_start
@@ -98,18 +98,21 @@ def plan_start(*, plan_id: int, actor: Actor, expected_version: int | None = Non
 def plan_promote(
     *, plan_id: int, actor: Actor, reason: str = "", expected_version: int | None = None
 ) -> MigrationPlan:
-    """Request promotion past the current gate (its analysis passed or was inconclusive)."""
+    """Request promotion past the current gate, whose analysis passed.
+
+    Past an Inconclusive or Failed analysis is an override: its own command
+    (:func:`rollout.services.overrides.plan_override`), with a reason, marked on every approval.
+    """
     _need(actor, capability="operate", action="promote", plan_id=plan_id)
     with transaction.atomic():
         plan = plan_lock(plan_id, expected_version=expected_version)
         require_state(plan, "promote")
         gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
-        wanted = GateState.PASSED if plan.state == PlanState.RUNNING else GateState.INCONCLUSIVE
-        if gate.state != wanted:
+        if gate.state != GateState.PASSED or plan.state != PlanState.RUNNING:
             raise WorkflowConflict(
                 gettext_noop(
                     "the gate is %(state)s: promotion needs a passed analysis "
-                    "(or an inconclusive one, while paused)"
+                    "(past an inconclusive or failed one, use override, with a reason)"
                 ),
                 state=state_label_lazy(gate.state, dict(GateState.choices)),
             )
@@ -162,6 +165,7 @@ def gate_approve(
         elif decided.exists():
             raise WorkflowConflict(gettext_noop("you already decided on this revision of the gate"))
         else:
+            override = bool(gate.override_of)
             Approval.objects.create(
                 gate=gate,
                 revision=gate.revision,
@@ -169,6 +173,7 @@ def gate_approve(
                 principal=actor.label,
                 decision=Approval.Decision.APPROVE,
                 comment=comment,
+                override=override,
             )
             # Only people who still hold the approver role count (an approver who lost it
             # since approving no longer does).
@@ -176,20 +181,35 @@ def gate_approve(
                 gate.approvals.filter(revision=gate.revision, decision=Approval.Decision.APPROVE),
                 APPROVE_PERMISSION,
             )
+            # An override says so on every approval: in the audit, the page and the API.
+            action = "approve_override" if override else "approve"
+            counted = f"{approvals}/{plan.required_approvals}"
+            if override:
+                text = f"override {counted} of an analysis that was {gate.override_of}: {comment}"
+                words = reason_data(
+                    "override_vote",
+                    count=approvals,
+                    required=plan.required_approvals,
+                    outcome=gate.override_of,
+                    comment=comment,
+                )
+            else:
+                text = f"{counted}: {comment}"
+                words = reason_data(
+                    "vote", count=approvals, required=plan.required_approvals, comment=comment
+                )
             if approvals >= plan.required_approvals:
-                _advance(plan, gate, actor=actor, action="approve", reason=comment)
+                _advance(plan, gate, actor=actor, action=action, reason=text.strip())
             else:
                 audit_record(
                     actor=actor,
-                    action="approve",
+                    action=action,
                     plan=plan,
                     obj=gate,
                     from_state=plan.state,
                     to_state=plan.state,
-                    reason=f"{approvals}/{plan.required_approvals}: {comment}".strip(),
-                    reason_data=reason_data(
-                        "vote", count=approvals, required=plan.required_approvals, comment=comment
-                    ),
+                    reason=text.strip(),
+                    reason_data=words,
                 )
     if denial:
         _deny(actor=actor, action="approve", plan_id=plan_id, refusal=denial)
@@ -264,7 +284,7 @@ def plan_resume(
             raise WorkflowConflict(
                 gettext_noop(
                     "this pause is a gate decision (inconclusive or rejected): "
-                    "promote, retry or abort"
+                    "override, retry or abort"
                 )
             )
         to = plan.resume_state
@@ -276,30 +296,26 @@ def plan_resume(
 def plan_retry(
     *, plan_id: int, actor: Actor, reason: str = "", expected_version: int | None = None
 ) -> MigrationPlan:
-    """Analyse the current gate again under a new revision (earlier approvals lapse)."""
+    """Analyse the current gate again under a new revision (earlier approvals lapse), after
+    pushing the step's share to every real router again and reading it back — whatever
+    paused the plan (an inconclusive or rejected gate, a router that failed or lost the share,
+    a person's pause): the new analysis measures traffic the routers confirm now."""
     _need(actor, capability="operate", action="retry", plan_id=plan_id)
     with transaction.atomic():
         plan = plan_lock(plan_id, expected_version=expected_version)
         require_state(plan, "retry")
         gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
-        if plan.state == PlanState.PAUSED and gate.state not in (
-            GateState.INCONCLUSIVE,
-            GateState.REJECTED,
-            GateState.TRAFFIC_UNCONFIRMED,
-        ):
-            raise WorkflowConflict(
-                gettext_noop("only an inconclusive or rejected gate can be retried; resume")
-            )
         now = timezone.now()
         analysis_terminate(gate=gate, now=now)
         gate.revision += 1
         gate.state = GateState.ANALYSING
         gate.requested_by = None
         gate.requested_at = gate.decided_at = None
+        gate.override_of = gate.override_reason = ""
         gate.save()
         traffic_apply(plan)  # after a rollback the step's traffic goes back on
         step_traffic_start(
-            plan, gate, actor=actor, action="retry", now=now, reason=reason, obj=gate
+            plan, gate, actor=actor, action="retry", now=now, reason=reason, obj=gate, force=True
         )
     return _routed(plan, actor)
 
@@ -318,8 +334,11 @@ def plan_abort(
             if gate.state not in (GateState.FAILED,):
                 gate.state = GateState.ABORTED
                 gate.save(update_fields=["state"])
-        traffic_rollback(plan)
-        # The source back and verified on every router, else "rollback unconfirmed" (alerts).
+        # Abort is not "stay here": the source takes everything back (share 0 on every
+        # target, the approved steps included), verified on every router by read-back and,
+        # where the router has counters, by the target getting no new request; else
+        # "rollback unconfirmed" (alerts). Stopping without moving traffic is ``pause``.
+        traffic_withdraw(plan)
         restore_verified(
             plan, to=PlanState.ABORTED, action="abort", actor=actor, reason=reason,
             events=("aborted",),

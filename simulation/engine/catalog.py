@@ -64,6 +64,9 @@ class ModelSpec:
     # Context window in tokens (``max_position_embeddings`` of the published config; 0 =
     # unknown: no limit enforced). Prompts beyond it are truncated and counted (issue 25).
     max_context: int = 0
+    # Multi-token-prediction modules shipped with the weights (``num_nextn_predict_layers``:
+    # DeepSeek-V3/R1 1); a stack with MTP (``ServingParams.mtp_acceptance``) decodes with them.
+    mtp_layers: int = 0
 
     @property
     def weight_bytes(self) -> float:
@@ -229,6 +232,7 @@ MODELS.update(
                 qk_rope_head_dim=64,
                 vocab=129280,
                 source="huggingface.co/deepseek-ai/DeepSeek-R1/blob/main/config.json",
+                mtp_layers=1,  # num_nextn_predict_layers
             ),
             ModelSpec(
                 "qwen3-235b-a22b",

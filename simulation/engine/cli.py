@@ -18,15 +18,17 @@ from .compare import (
     load_training_trace,
     run_compare,
 )
+from .headline import describe as describe_headline
 from .memory.replay import replay_blocks
-from .perf.inference import perf_point
+from .perf.operating import perf_point
 from .perf.profiles import CHOICES as PROFILE_CHOICES
-from .spread import combine, fmt_spread
+from .spread import combine, fmt_spread, fmt_value
 from .traces import read_mooncake
 
 COMPARE_ROWS = (
-    ("utilization_allocated_mean", "allocated utilization", "{:.1%}"),
+    ("goodput_pflop_per_card_hour", "goodput (PFLOP/card-h)", "{:,.1f}"),
     ("utilization_busy_mean", "busy utilization", "{:.1%}"),
+    ("utilization_allocated_mean", "allocated util. (not a gain)", "{:.1%}"),
     ("training_samples_per_s_mean", "training samples/s", "{:,.0f}"),
     ("training_pflops_mean", "training PFLOP/s (useful)", "{:,.0f}"),
     ("mfu_mean", "MFU (running training)", "{:.1%}"),
@@ -38,7 +40,9 @@ COMPARE_ROWS = (
     ("hbm_live_fraction_mean", "HBM live fraction", "{:.1%}"),
     ("kv_hit_ratio", "prefix KV hit ratio", "{:.1%}"),
     ("preemptions", "preemptions", "{:d}"),
-    ("queue_wait_h_mean", "mean queue wait (h)", "{:.2f}"),
+    ("queue_wait_h_mean", "mean queue wait (h, started)", "{:.2f}"),
+    ("queue_wait_h_mean_all", "mean queue wait (h, all)", "{:.2f}"),
+    ("priority_preemptions", "priority preemptions", "{:d}"),
     ("completed_jobs", "completed jobs", "{:d}"),
     ("energy_mwh", "energy (MWh, facility)", "{:,.1f}"),
     # Serving (issue 13): TTFT / TPOT headline latency.
@@ -146,7 +150,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="offset into the trace(s): seconds or N[smhd]; a date for training traces",
     )
     c.add_argument("--loop", action="store_true", help="repeat the trace past its end")
-    c.add_argument("--trace-model", choices=sorted(MODELS), default="llama-2-70b")
+    c.add_argument(
+        "--trace-model",
+        choices=sorted(MODELS),
+        default=None,
+        help="model serving the replay (default: llama-2-70b if the trace fits its window, "
+        "else the catalog model with the smallest window that fits)",
+    )
+    c.add_argument(
+        "--truncate-prompts",
+        action="store_true",
+        help="cut requests longer than the model's window (refused without this)",
+    )
     c.add_argument("--training-trace", type=_trace("philly"), metavar="philly:FILE")
     c.add_argument(
         "--training-demand",
@@ -250,8 +265,8 @@ def _table(res: dict) -> str:
         lines = [f"{'metric':<28}{'split':>16}{'unified':>16}"]
         lines.append("-" * 60)
         for key, label, fmt in COMPARE_ROWS:
-            a, b = res["split"][key], res["unified"][key]
-            lines.append(f"{label:<28}{fmt.format(a):>16}{fmt.format(b):>16}")
+            a, b = (fmt_value(res[p][key], fmt) for p in ("split", "unified"))
+            lines.append(f"{label:<28}{a:>16}{b:>16}")
         return "\n".join(lines)
     w = 30
     head = f"{'metric':<28}{'split':>{w}}{'unified':>{w}}{'unified - split':>{w}}"
@@ -260,7 +275,7 @@ def _table(res: dict) -> str:
     diff = sp.get("unified_minus_split", {})
     for key, label, fmt in COMPARE_ROWS:
         cells = [
-            fmt_spread(sp[p][key], fmt) if key in sp[p] else fmt.format(res[p][key])
+            fmt_spread(sp[p][key], fmt) if key in sp[p] else fmt_value(res[p][key], fmt)
             for p in ("split", "unified")
         ]
         d = fmt_spread(diff[key], fmt) if key in diff else ""
@@ -348,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
                 start_s=inference_start_s,
                 loop=args.loop,
                 trace_model=args.trace_model,
+                truncate=args.truncate_prompts,
                 training_demand=args.training_demand,
                 inference_demand=args.inference_demand,
             )
@@ -381,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
                 start_s=inference_start_s,
                 loop=args.loop,
                 trace_model=args.trace_model,
+                truncate=args.truncate_prompts,
                 training_demand=args.training_demand,
                 inference_demand=args.inference_demand,
             )
@@ -389,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
                 other, args.hours, _Bar(f"seed {seed}"), parallel=False if args.serial else None
             )
         res = combine(runs)
-        out.write(_table(res) + "\n")
+        out.write("\n".join([*describe_headline(res.get("headline")), _table(res)]) + "\n")
         if args.ablate:
             rows = run_ablation(
                 scen, args.hours, _Bar("ablation"), parallel=False if args.serial else None
@@ -427,6 +444,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"prefill {res['prefill_ms']:.1f} ms, decode {res['decode_ms_per_token']:.2f}"
                 f" ms/token; TTFT {res['ttft_ms']:.1f} ms, TPOT {res['tpot_ms']:.2f} ms"
             )
+            if res["mtp_tokens_per_step"] > 1:
+                print(
+                    f"  MTP: a {res['decode_step_ms']:.2f} ms step keeps "
+                    f"{res['mtp_tokens_per_step']:g} tokens per sequence"
+                )
             for phase in ("prefill_ms", "decode_ms"):
                 parts = ", ".join(f"{k} {v:.2f}" for k, v in res["breakdown"][phase].items())
                 print(f"  {phase[:-3]} breakdown (ms): {parts}")

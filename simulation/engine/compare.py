@@ -32,7 +32,8 @@ def apply_inference_trace(
     rate_scale: float = 1.0,
     start_s: float = 0.0,
     loop: bool = False,
-    model: str = "llama-2-70b",
+    model: str | None = None,
+    truncate: bool = False,
 ) -> Scenario:
     """Replay the trace time-faithfully (see :mod:`.replay`); ``smooth_s`` is ignored.
 
@@ -59,6 +60,7 @@ def apply_inference_trace(
         start_s=start_s,
         loop=loop,
         model=model,
+        truncate=truncate,
     )
     return out
 
@@ -150,7 +152,8 @@ def build_compare_scenario(
     rate_scale: float = 1.0,
     start_s: float = 0.0,
     loop: bool = False,
-    trace_model: str = "llama-2-70b",
+    trace_model: str | None = None,
+    truncate: bool = False,
     **scenario_kw,
 ) -> Scenario:
     """The shared workload for both policies (``scenario_kw`` go to :func:`default_scenario`)."""
@@ -165,6 +168,7 @@ def build_compare_scenario(
             start_s=start_s,
             loop=loop,
             model=trace_model,
+            truncate=truncate,
         )
     if training_trace is not None:
         scen = apply_training_trace(scen, training_trace, hours * 3600.0, start)

@@ -11,7 +11,7 @@ num_layers], ``hidden_size`` [n_embd, d_model], ``num_attention_heads`` [n_head]
 ``intermediate_size`` [ffn_hidden_size], ``vocab_size``, ``n_routed_experts`` [num_experts,
 num_local_experts], ``num_experts_per_tok`` [moe_topk], ``n_shared_experts``,
 ``moe_intermediate_size``, ``first_k_dense_replace``, ``kv_lora_rank``, ``qk_rope_head_dim``,
-``q_lora_rank``, ``torch_dtype``, ``tie_word_embeddings``.
+``q_lora_rank``, ``torch_dtype``, ``tie_word_embeddings``, ``num_nextn_predict_layers`` (MTP).
 The parameter count is computed from the shapes (embeddings + attention + dense/MoE FFN).
 Any missing or non-positive required field raises ``ValueError`` naming the field.
 """
@@ -81,6 +81,9 @@ def model_from_hf_config(cfg: dict, *, model_id: str, name: str | None = None) -
     ctx = _get(
         cfg, ("max_position_embeddings", "seq_length", "n_positions"), required=False, default=0
     )
+    mtp = cfg.get("num_nextn_predict_layers", 0)
+    if not isinstance(mtp, int) or isinstance(mtp, bool) or mtp < 0:
+        raise ValueError("config.json: field 'num_nextn_predict_layers' must be an int >= 0")
     first_dense = cfg.get("first_k_dense_replace", 0)
     if not isinstance(first_dense, int) or isinstance(first_dense, bool) or first_dense < 0:
         raise ValueError("config.json: field 'first_k_dense_replace' must be an int >= 0")
@@ -142,6 +145,7 @@ def model_from_hf_config(cfg: dict, *, model_id: str, name: str | None = None) -
         vocab=vocab,
         source="user config.json",
         max_context=ctx,
+        mtp_layers=mtp,
     )
 
 

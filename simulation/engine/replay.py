@@ -134,6 +134,48 @@ def per_step(tr: InferenceTrace, step_s: float, n_steps: int) -> dict[str, np.nd
     return {"rate": count / step_s, "prompt": prompt, "output": output, "ca2": ca2}
 
 
+DEFAULT_TRACE_MODEL = "llama-2-70b"
+
+
+def default_trace_model(prompt: np.ndarray, output: np.ndarray) -> str:
+    """The model a replay serves when none is asked for: :data:`DEFAULT_TRACE_MODEL` when
+    every request fits its window, else the catalog model with the smallest window that fits
+    them all (fewest active parameters on a tie). A long-context trace (Mooncake: prompts
+    past 100k tokens) so gets a long-context model instead of a 4k one that cuts 68% of
+    its prompts. ``ValueError`` when no catalog model's window holds the longest request."""
+    from .catalog import MODELS
+
+    need = float((prompt + output).max()) if prompt.size else 0.0
+    if get_model(DEFAULT_TRACE_MODEL).max_context >= need:
+        return DEFAULT_TRACE_MODEL
+    fits = [m for m in MODELS.values() if m.max_context >= need]
+    if not fits:
+        raise ValueError(
+            f"trace: its longest request ({need:,.0f} tokens) exceeds every catalog model's "
+            "context window; add a model whose window fits or ask for truncation"
+        )
+    return min(fits, key=lambda m: (m.max_context, m.active, m.id)).id
+
+
+def replay_layout(m, hw, tpot_ms: float, context: float) -> tuple[int, int]:
+    """(tp, ep) of a replica serving ``m``: the default scenario's TP rule for attention
+    (capped at a node of 8 cards for an MoE model) and, for an MoE model, the smallest
+    power-of-two expert-parallel width whose weights leave a third of each card's HBM for the
+    KV cache. Checked with :func:`..perf.inference.perf_point`, the ``perf`` command's own
+    check, so a replay never runs a layout ``perf`` refuses (``ValueError`` otherwise)."""
+    from .perf.inference import perf_point, weights_fit
+
+    tp = _tp_for_tpot(m, hw, tpot_ms, context)
+    ep = 1
+    if m.n_experts:
+        tp = min(tp, 8)
+        ep = tp
+        while weights_fit(m, hw, tp, ep, "bf16") < hw.hbm_bytes / 3 and ep < 1024:
+            ep *= 2
+    perf_point(m.id, hw.id, tp, 1, max(int(context), 1), ep=ep)  # raises if perf refuses
+    return tp, ep
+
+
 def apply_replay(
     scen: Scenario,
     kind: str,
@@ -143,18 +185,35 @@ def apply_replay(
     rate_scale: float = 1.0,
     start_s: float = 0.0,
     loop: bool = False,
-    model: str = "llama-2-70b",
+    model: str | None = None,
+    truncate: bool = False,
 ) -> tuple[Scenario, dict]:
-    """Scenario whose inference demand is the replayed trace; returns it with the summary."""
+    """Scenario whose inference demand is the replayed trace; returns it with the summary.
+
+    ``model`` None picks :func:`default_trace_model` for the replayed window. Requests longer
+    than the model's context window are refused (``ValueError`` saying how many, and what to
+    do) unless ``truncate``: then they are cut as a client truncating history does and
+    counted (``prompts_truncated``)."""
     full, reuse = load_trace(kind, path)
     if full.t.size == 0:
         raise ValueError(f"{path}: trace has no requests")
     tr = window(full, start_s, horizon_s, rate_scale, loop)
+    if model is None:
+        model = default_trace_model(tr.prompt_tokens, tr.output_tokens)
     m = get_model(model)
     pr, out_t, truncated = fit_context(tr.prompt_tokens, tr.output_tokens, m.max_context)
+    if truncated and not truncate:
+        raise ValueError(
+            f"{path}: {truncated:,} of {tr.t.size:,} replayed requests "
+            f"({truncated / max(tr.t.size, 1):.1%}) are longer than {model}'s "
+            f"{m.max_context:,}-token context window; serve a model whose window fits "
+            f"(--trace-model, or leave it out to pick one) or ask for truncation "
+            f"(--truncate-prompts)"
+        )
     summ = trace_summary(tr) if tr.t.size else trace_summary(full)
     summ["prompts_truncated"] = truncated
     summ["max_context"] = m.max_context
+    summ["model"] = model
     tr = dataclasses.replace(tr, prompt_tokens=pr, output_tokens=out_t)
     summ.update(
         {
@@ -177,11 +236,14 @@ def apply_replay(
     output = np.where(np.isnan(ps["output"]), output_mean, ps["output"])
     hw = get_hardware(scen.topology.hardware)
     ttft_ms, tpot_ms = SLO_DEFAULTS["chat"]
+    tp, ep = replay_layout(m, hw, tpot_ms, prompt_mean + output_mean / 2)
+    summ["tp"], summ["ep"] = tp, ep
     svc = InferenceService(
         name=f"trace-{Path(path).stem}"[:60],
         tenant=scen.services[0].tenant if scen.services else "trace",
         model=model,
-        tp=_tp_for_tpot(m, hw, tpot_ms, prompt_mean + output_mean / 2),
+        tp=tp,
+        ep=ep,
         mean_rate_rps=max(mean_rate, 1e-9),
         criticality="core",
         slo_ttft_ms=ttft_ms,

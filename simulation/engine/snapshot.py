@@ -40,10 +40,15 @@ class StepResult:
 class Snapshot:
     """Metrics of one step. ``values[entity_kind][metric]`` is a float or an array."""
 
-    def __init__(self, t: float, keys: dict, values: dict[str, dict]) -> None:
+    def __init__(
+        self, t: float, keys: dict, values: dict[str, dict], serving_hist: dict | None = None
+    ) -> None:
         self.t = t
         self._keys = keys  # entity_kind -> callable returning the key list
         self.values = values
+        # {histogram: (workloads, bounds + 2)} bucket counts of the step's sampled requests
+        # (``serving_histograms``), rows aligned with the workload keys; NaN rows: none.
+        self.serving_hist = serving_hist or {}
 
     def __getitem__(self, metric: str):
         for vals in self.values.values():
@@ -130,7 +135,7 @@ def build_snapshot(w: World, st: EngineState, res: StepResult) -> Snapshot:
     rerouting = faults.rerouting(st.t, dt)
 
     nan_j, nan_s = np.full(n_j, np.nan), np.full(n_s, np.nan)
-    jcards = np.array([c.size for c in jobs.cards], dtype=float)
+    jcards = jobs.card_counts()
     scards = services.card_counts()
     wl = {
         "workload_allocated_cards": np.concatenate([jcards, scards]),
@@ -267,4 +272,8 @@ def build_snapshot(w: World, st: EngineState, res: StepResult) -> Snapshot:
         "link": idx.link_keys,
         "workload": lambda: jt.names + svc.names,
     }
-    return Snapshot(st.t, keys, values)
+    hist = {
+        name: np.vstack([np.full((n_j, counts.shape[1]), np.nan), counts])
+        for name, counts in lat.get("serving_hist", {}).items()
+    }
+    return Snapshot(st.t, keys, values, serving_hist=hist)

@@ -68,6 +68,9 @@ def combine(runs: dict[int, dict[str, dict]]) -> dict:
         out["spread"]["unified_minus_split"] = {
             k: stats([y[k] - x[k] for x, y in zip(a, b, strict=True)]) for k in keys
         }
+        from .headline import headline  # local import: headline uses stats from here
+
+        out["headline"] = headline(runs)
     return out
 
 
@@ -82,14 +85,20 @@ def run_seeds(
     return combine({s: run(build(s), s) for s in seeds})
 
 
+def fmt_value(v: float, fmt: str) -> str:
+    """``v`` in the figure's format; an integer format ("{:d}") takes a count averaged over
+    seeds (a float, also with one seed: :func:`combine` stores means) rounded."""
+    try:
+        return fmt.format(v)
+    except ValueError:
+        return fmt.format(int(round(v)))
+
+
 def fmt_spread(st: dict[str, float], fmt: str) -> str:
     """``mean [min, max]`` in the figure's own format (one seed: the value alone)."""
 
     def f(v: float) -> str:
-        try:
-            return fmt.format(v)
-        except ValueError:  # an integer format ("{:d}"): counts averaged over seeds
-            return fmt.format(int(round(v)))
+        return fmt_value(v, fmt)
 
     if st["n"] <= 1:
         return f(st["mean"])

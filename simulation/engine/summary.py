@@ -18,6 +18,16 @@ if TYPE_CHECKING:  # annotations only
     from .world import World
 
 
+def _wait_all(w, st) -> float:
+    jobs = st.jobs
+    sub = w.jobs.submit <= st.t
+    if not sub.any():
+        return 0.0
+    ongoing = (jobs.state == 1) & sub
+    wait = jobs.wait_total + ongoing * (st.t - jobs.queued_since)
+    return float(wait[sub].mean() / 3600.0)
+
+
 class Summary:
     """Accumulator stored in the engine state (plain floats only, so it pickles trivially)."""
 
@@ -79,6 +89,10 @@ class Summary:
         held = float(scards.sum())
         if not shared_pool(world.scenario.policy):
             held = max(held, float(world.infer_pool.sum()))
+        # Goodput (engine.headline): model FLOPs of the requests that met every SLO target.
+        sv = world.svc
+        good = lat["attainment"] * req * 2.0 * sv.m.active_params * (sv.prompt + sv.output)
+        acc["inf_good_flops"] = acc.get("inf_good_flops", 0.0) + float(good.sum())
         acc["inf_busy_cards"] = acc.get("inf_busy_cards", 0.0) + busy_cards
         acc["inf_held_cards"] = acc.get("inf_held_cards", 0.0) + held
         summary_training.update(acc, train)
@@ -109,6 +123,8 @@ class Summary:
             "kv_allocation_failures": c["kv_alloc_failures"],
             "kv_offload_gb": c["kv_offload_bytes"] / 1e9,
             "preemptions": int(c["preemptions"]),
+            # Training preempted by a higher-priority training job (Policy.priority_preempt_wait_s).
+            "priority_preemptions": int(c.get("priority_preemptions", 0)),
             "resizes": int(c["resizes"]),
             "restarts": int(c["restarts"]),
             "card_failures": int(c["card_failures"]),
@@ -116,6 +132,9 @@ class Summary:
             "lost_samples": c["lost_samples"],
             "completed_jobs": int(c["completed_jobs"]),
             "queue_wait_h_mean": float(jw[started].mean() / 3600.0) if started.any() else 0.0,
+            # Over every submitted job, counting the wait so far of those still queued: the
+            # started-only mean above leaves out the jobs a full partition never started.
+            "queue_wait_h_mean_all": _wait_all(w, st),
             "energy_mwh": c["energy_joules"] / 3.6e9,
             # Serving (issue 13): TTFT / TPOT headline figures; e2e = inference_p99_ms.
             "ttft_p50_ms": acc.get("ttft50", 0.0) / r * 1e3,
@@ -147,4 +166,12 @@ class Summary:
             round(c.get("prompts_truncated", 0.0) + rp.get("prompts_truncated", 0))
         )
         out.update(summary_training.finish(acc, w, st, out))
+        # The headline's goodput (engine.headline): useful PFLOP per card-hour of the cluster.
+        card_h = max(float(w.idx.n_cards) * st.t / 3600.0, 1e-9)
+        train_good = max(acc.get("train_flops", 0.0) * w.scenario.step_seconds
+                         - c.get("lost_flops", 0.0), 0.0)  # fmt: skip
+        inf_good = acc.get("inf_good_flops", 0.0)
+        out["goodput_training_pflop_per_card_hour"] = train_good / 1e15 / card_h
+        out["goodput_inference_pflop_per_card_hour"] = inf_good / 1e15 / card_h
+        out["goodput_pflop_per_card_hour"] = (train_good + inf_good) / 1e15 / card_h
         return out

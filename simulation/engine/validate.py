@@ -183,31 +183,86 @@ def tail_check(seed: int = 3, n: int = 300_000) -> list[dict]:
     return out
 
 
-def demand_check(out=print, seed: int = 1, days: float = 7.0) -> dict:
-    """Training demand (``scenario/demand.py``): each fitted statistic next to its source."""
+def demand_check(out=print, seeds: tuple[int, ...] = (1, 2, 3, 4), days: float = 7.0) -> dict:
+    """Training demand (``scenario/demand.py``): each fitted statistic next to its source.
+
+    Measured on ``len(seeds)`` conditioned draws of ``days`` days each, pooled (each seed's
+    submissions laid end to end), with the per-seed range. One 7-day draw missed two of its
+    own targets (mean cards per job 4.32 vs 3.7, hourly peak/trough 15.5 vs 9) not because
+    the mechanism was off but because the estimator is noisy on one week: sweeps are
+    same-size bursts of ~8 jobs and the multi-card tail reaches 512 cards, so one week's
+    mean cards per job has a ~10 % standard error, and a max/min of hourly counts picks the
+    noisiest trough hour (biased upwards). The sources' figures are over months.
+    """
     import random
 
     from .scenario import demand
 
-    jobs = demand.draw_jobs(
-        random.Random(seed),
-        train_cards=5632,
-        horizon_s=days * 86400.0,
-        training_load=0.8,
-        max_gang=2560,
+    span = days * 86400.0
+    pooled, per_seed = [], []
+    for k, seed in enumerate(seeds):
+        jobs = demand.draw_jobs(
+            random.Random(seed),
+            train_cards=5632,
+            horizon_s=span,
+            training_load=0.8,
+            max_gang=2560,
+        )
+        per_seed.append(demand.statistics(jobs, span))
+        pooled += [{**j, "submit": j["submit"] + k * span} for j in jobs if j["submit"] > 0]
+    got = demand.statistics(pooled, span * len(seeds))
+    out(
+        f"Training demand: {len(seeds)} draws x {days:g} days for 5,632 training cards, pooled "
+        f"[per-seed range] (role: fitted = a target of demand.fit; its check is held out below)"
     )
-    got = demand.statistics(jobs, days * 86400.0)
-    out(f"Training demand: a {days:g}-day draw for 5,632 training cards (fitted -> source)")
     rows = {}
     for key, (target, source) in demand.TARGETS.items():
-        out(f"  {key:<22}{got[key]:>10.3g}  source {target:>7.3g}  fitted   ({source})")
-        rows[key] = {"twin": got[key], "source": target, "role": "fitted"}
+        lo = min(x[key] for x in per_seed)
+        hi = max(x[key] for x in per_seed)
+        out(
+            f"  {key:<22}{got[key]:>10.3g} [{lo:.3g}, {hi:.3g}]  source {target:>7.3g}  "
+            f"fitted   ({source})"
+        )
+        rows[key] = {"twin": got[key], "min": lo, "max": hi, "source": target, "role": "fitted"}
     out(
         f"  {'iod_10min_raw':<22}{got['iod_10min_raw']:>10.3g}  (with the daily rhythm, grows "
         f"with the arrival rate); {got['jobs_per_day']:,.0f} jobs/day"
     )
+    return rows
+
+
+def held_out_checks(out, fleet_rows: dict) -> dict:
+    """The checks no fit saw, each from a different public trace than the fit it checks."""
+    from .scenario import demand
+    from .scenario import inference_demand as fleet
+
+    eng = fleet_rows.get("engine_summary", {})
+    rows = {}
+    out(
+        "Held-out checks (not fitted; each from another trace than the fit it checks; "
+        "agreement here is evidence, the fitted rows above are not):"
+    )
     for key, (target, source) in demand.HELD_OUT.items():
-        out(f"  {key:<22}{'(compare)':>10}  source {target:>7.3g}  held out ({source})")
+        twin = eng.get("queue_wait_h_mean")
+        if twin is None:
+            continue
+        twin_s = twin * 3600.0
+        out(
+            f"  {key:<22}{twin_s:>10.0f}  source {target:>7.3g}  held out "
+            f"(checks the training-demand fit; {source}; twin: split, "
+            f"{eng.get('cards', 0):,} cards, {eng.get('hours', 0):g} h, default scenario at "
+            f"training_load {eng.get('training_load', 0):g}, an assumption: ratio "
+            f"{twin_s / target:.2f})"
+        )
+        rows[key] = {"twin": twin_s, "source": target, "role": "held out"}
+    target, source = fleet.CONTEXT["pai_gpu_util_mean"]
+    twin = fleet_rows.get("pai_gpu_util_mean", {}).get("twin")
+    if twin is not None:
+        out(
+            f"  {'pai_gpu_util_mean':<22}{twin:>10.3f}  source {target:>7.3g}  held out "
+            f"(checks the fleet duty-cycle fit, which is fitted on the GenAI trace; {source})"
+        )
+        rows["pai_gpu_util_mean"] = {"twin": twin, "source": target, "role": "held out"}
     return rows
 
 
@@ -269,8 +324,12 @@ def run(refit: bool = False, tails: bool = True, out=print) -> dict:
     from . import validate_current
 
     res["current"] = validate_current.run(out, refit=refit)
+    from . import validate_small_batch
+
+    res["small_batch"] = validate_small_batch.run(out, refit=refit)
     res["training_demand"] = demand_check(out)
     res["inference_demand"] = validation_demand.inference_fleet_check(out)
+    res["held_out"] = held_out_checks(out, res["inference_demand"])
     res["context"] = validation_demand.context_check(out)
     if tails:
         out("Tail check: analytic G/G/c P99 vs per-request DES (300k requests, s0=0.2, s1=1.0)")

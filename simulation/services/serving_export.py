@@ -37,7 +37,7 @@ def serving_rows(
     for data in steps:
         keys, arrays = data.dense.get("workload", ([], {}))
         if keys:
-            inc = step_increments(arrays, data.dt)
+            inc = step_increments(arrays, data.dt, data.serving_hist)
             finite = {name: np.flatnonzero(np.isfinite(values)) for name, values in inc.items()}
             increments.append((data, keys, inc, finite, arrays))
     if not increments:

@@ -40,6 +40,9 @@ class StepData:
     dt: float = 0.0  # simulated seconds the step covers
     # kind -> (entity keys, {metric name: values aligned with the keys})
     dense: dict[str, tuple[list[str], dict[str, np.ndarray]]] = field(default_factory=dict)
+    # The step's sampled-request histograms, rows aligned with the workload keys (exported as
+    # serving bucket counters by ``serving_export``; never stored as frames).
+    serving_hist: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -62,6 +65,7 @@ def engine_steps(engine: Engine, steps: int, tick_time: float) -> list[StepData]
         data = StepData(
             ts=tick_time - (steps - 1 - i) * settings.TWIN_TICK_SECONDS / steps,
             dt=float(engine.scenario.step_seconds),
+            serving_hist=snapshot.serving_hist,
         )
         data.rows = list(snapshot.rows(kinds=SPARSE_KINDS))
         for kind in DENSE_KINDS:

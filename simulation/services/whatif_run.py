@@ -115,7 +115,7 @@ def build_scenario(
         path = Path(folder) / "trace.csv"
         path.write_text(trace_text, encoding="utf-8")
         if trace_kind == "azure":
-            return apply_inference_trace(scen, path, model=serve_model or "llama-2-70b")
+            return apply_inference_trace(scen, path, model=serve_model or None)
         return apply_training_trace(scen, path, hours * 3600.0)
 
 
@@ -245,6 +245,9 @@ def whatif_execute(*, run_id: int, task_id: str = "") -> WhatIfRun:
         # paired unified - split difference (engine.spread), ``seeds`` the seeds run.
         "summary": summaries,
         "spread": combined["spread"],
+        # The one headline gain (engine.headline: goodput and busy utilization, paired by
+        # seed, with allocated utilization beside it) that `compare` prints too.
+        "headline": combined.get("headline"),
         "seeds": seeds,
         "ablation": ablation,
         "series": {"t_hours": t_hours, **series},

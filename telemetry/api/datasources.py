@@ -21,7 +21,9 @@ from accounts.api.scoping import StaffOnlyMixin
 from inventory.models import Cluster
 from telemetry.models import PromQLDataSource
 from telemetry.services.promql_sync import promql_source_sync
+from telemetry.services.vouching import author_id_of, evidence_source_authored
 
+_AUTHOR_FIELDS = ("created_by_id", "created_at", "approved_by_id", "approved_at")
 DUPLICATE = _("This cluster already has a PromQL data source; edit that one.")
 
 
@@ -40,8 +42,10 @@ class PromQLDataSourceSerializer(serializers.ModelSerializer):
         model = PromQLDataSource
         fields = ["id", "cluster", "url", "bearer_token", "has_bearer_token", "selector",
                   "label_map", "timeout_seconds", "enabled", "last_success_at",
-                  "last_error_at", "last_error"]  # fmt: skip
-        read_only_fields = ["last_success_at", "last_error_at", "last_error"]
+                  "last_error_at", "last_error", "created_by", "created_at", "approved_by",
+                  "approved_at"]  # fmt: skip
+        read_only_fields = ["last_success_at", "last_error_at", "last_error", "created_by",
+                            "created_at", "approved_by", "approved_at"]  # fmt: skip
 
     def get_has_bearer_token(self, obj: PromQLDataSource) -> bool:
         return bool(obj.bearer_token)
@@ -52,6 +56,11 @@ class PromQLDataSourceSerializer(serializers.ModelSerializer):
         return attrs
 
     def save(self, **kwargs) -> PromQLDataSource:
+        # Whoever creates or changes a source is its author; an approval lapses (four eyes).
+        request = self.context.get("request")
+        marker = PromQLDataSource()
+        evidence_source_authored(source=marker, user_id=author_id_of(request and request.user))
+        kwargs.update({f: getattr(marker, f) for f in _AUTHOR_FIELDS})
         # Two requests racing past the check meet the one-per-cluster constraint: still a 400.
         try:
             with transaction.atomic():
@@ -63,7 +72,8 @@ class PromQLDataSourceSerializer(serializers.ModelSerializer):
         if self.instance is None:
             return {}
         return {f: getattr(self.instance, f) for f in self.Meta.fields if f not in ("id",
-                "has_bearer_token", "last_success_at", "last_error_at", "last_error")}  # fmt: skip
+                "has_bearer_token", "last_success_at", "last_error_at", "last_error", "created_by",
+                "created_at", "approved_by", "approved_at")}  # fmt: skip
 
 
 class _Operators(StaffOnlyMixin):

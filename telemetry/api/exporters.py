@@ -19,7 +19,8 @@ class ExporterTargetSerializer(serializers.ModelSerializer):
         model = ExporterTarget
         fields = ["id", "name", "url", "kind", "cluster", "node", "interval_seconds",
                   "timeout_seconds", "enabled", "last_attempt_at", "last_success_at",
-                  "last_error_at", "last_error", "last_counts", "consecutive_failures"]  # fmt: skip
+                  "last_error_at", "last_error", "last_counts", "consecutive_failures",
+                  "created_by", "created_at", "approved_by", "approved_at"]  # fmt: skip
 
 
 class ExporterTargetListView(StaffOnlyMixin, ListAPIView):

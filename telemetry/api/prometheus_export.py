@@ -133,11 +133,31 @@ def _remote_families():
         "Remote-write requests answered 503 after waiting past the sender's timeout (resent)",
         labels=["cluster"],
     )
+    duplicates = CounterMetricFamily(
+        "portal_remote_write_duplicate_points",
+        "Remote-write points already stored (a resent batch), skipped",
+        labels=["cluster"],
+    )
+    dropped = CounterMetricFamily(
+        "portal_remote_write_dropped_samples",
+        "Remote-write samples dropped (families the portal does not map, refused series)",
+        labels=["cluster"],
+    )
+    last_success = GaugeMetricFamily(
+        "portal_remote_write_last_success_timestamp_seconds",
+        "When the cluster's last remote-write request was stored (time() minus it: the lag)",
+        labels=["cluster"],
+    )
     for status in RemoteWriteStatus.objects.select_related("cluster"):
-        received.add_metric([status.cluster.name], status.samples)
-        inserted.add_metric([status.cluster.name], status.inserted)
-        rejected.add_metric([status.cluster.name], status.rejected)
-        shed.add_metric([status.cluster.name], status.shed)
+        name = status.cluster.name
+        received.add_metric([name], status.samples)
+        inserted.add_metric([name], status.inserted)
+        rejected.add_metric([name], status.rejected)
+        shed.add_metric([name], status.shed)
+        duplicates.add_metric([name], status.duplicates)
+        dropped.add_metric([name], status.dropped)
+        if status.last_success_at is not None:
+            last_success.add_metric([name], status.last_success_at.timestamp())
     up = GaugeMetricFamily(
         "portal_promql_source_up",
         "1 when the cluster's PromQL data source answered more recently than it failed",
@@ -148,7 +168,7 @@ def _remote_families():
             source.last_success_at is None or source.last_error_at > source.last_success_at
         )
         up.add_metric([source.cluster.name], 0 if failing else 1)
-    yield from (received, inserted, rejected, shed, up)
+    yield from (received, inserted, rejected, shed, duplicates, dropped, last_success, up)
     yield from _refusal_families()
 
 

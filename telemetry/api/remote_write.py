@@ -23,12 +23,25 @@ from cluster_portal.web.queue_time import queued_seconds
 from telemetry.errors import IngestionError
 from telemetry.ingest.remote_write.service import (
     ingest_remote_write,
+    remote_write_cluster_known,
     remote_write_record,
     remote_write_shed_record,
 )
 from telemetry.store.provenance import source_for_principal
 
 PROTOBUF = "application/x-protobuf"
+REMOTE_WRITE_V1 = "prometheus.WriteRequest"
+
+
+def _media_parameter(parameters: str, name: str) -> str:
+    """One parameter of a Content-Type's ``;a=b;c=d`` tail (quotes stripped), or ''."""
+    for item in parameters.split(";"):
+        key, _sep, value = item.partition("=")
+        if key.strip().lower() == name:
+            return value.strip().strip('"')
+    return ""
+
+
 logger = logging.getLogger(__name__)
 
 
@@ -88,7 +101,13 @@ class RemoteWriteView(APIView):
     def post(self, request: Request) -> Response:
         shed_after = settings.INGEST_REMOTE_WRITE_SHED_SECONDS
         waited = queued_seconds(request.META) if shed_after else 0.0
-        if shed_after and waited > shed_after:
+        if (
+            shed_after
+            and waited > shed_after
+            and remote_write_cluster_known(cluster_name=request.query_params.get("cluster", ""))
+        ):
+            # Only a known cluster's request is shed (and counted): an unknown one goes on to
+            # its 4xx below, which Prometheus does not retry.
             # Prometheus stopped waiting after its remote_timeout (30 s) and is resending this
             # batch: storing it now costs a batch of work to skip duplicates. A 5xx is retried.
             logger.warning("remote-write request shed after %.1f s in the queue", waited)
@@ -107,8 +126,20 @@ class RemoteWriteView(APIView):
         cluster = params.get("cluster")
         if not cluster:
             raise ValidationError({"cluster": [_("Required: the sending cluster's name.")]})
-        content_type = request.content_type.split(";")[0].strip().lower()
+        content_type, _sep, parameters = request.content_type.partition(";")
+        content_type = content_type.strip().lower()
         encoding = request.headers.get("Content-Encoding", "snappy").strip().lower()
+        proto = _media_parameter(parameters, "proto")
+        if content_type == PROTOBUF and proto and proto != REMOTE_WRITE_V1:
+            # Remote-write 2.0 (``proto=io.prometheus.write.v2.Request``) has another message:
+            # decoding it as 1.0 read garbage. The 2.0 spec asks a 415 for a message a
+            # receiver does not take; the text names the one it does.
+            message = _(
+                "Remote-write message %(proto)s is not supported: send %(v1)s (remote-write "
+                "1.0; in Prometheus, protobuf_message: prometheus.WriteRequest)."
+            ) % {"proto": proto, "v1": REMOTE_WRITE_V1}
+            remote_write_record(cluster_name=cluster, error=message, reason="invalid_body")
+            return _error(415, message, "unsupported_media_type", field=None)
         if content_type != PROTOBUF or encoding != "snappy":
             message = _(
                 "Expected remote-write 1.0: Content-Type %(type)s with Content-Encoding snappy, "

@@ -20,6 +20,7 @@ from accounts.api.scoping import TenantScopedMixin
 from inventory.models import Workload
 from telemetry.models import ServingBinding
 from telemetry.services.serving_bindings import serving_binding_create, serving_binding_delete
+from telemetry.services.vouching import author_id_of
 
 
 class ServingBindingSerializer(serializers.ModelSerializer):
@@ -69,6 +70,7 @@ class WorkloadServingBindingListView(_WorkloadBindings):
                 workload_id=workload.pk,
                 model_name=payload.validated_data["model_name"],
                 instance=payload.validated_data.get("instance", ""),
+                created_by_id=author_id_of(request.user),
             )
         except ValidationError as exc:
             raise serializers.ValidationError(_validation_body(exc)) from None

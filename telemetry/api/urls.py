@@ -2,6 +2,7 @@ from django.urls import path
 
 from telemetry.api import (
     datasources,
+    evidence,
     exporters,
     ingest,
     readings,
@@ -42,6 +43,11 @@ urlpatterns = [
         name="promql-source-sync",
     ),
     path("exporters/", exporters.ExporterTargetListView.as_view(), name="exporters"),
+    path(
+        "evidence-sources/<str:kind>/<int:pk>/approve/",
+        evidence.EvidenceApproveView.as_view(),
+        name="evidence-source-approve",
+    ),
     path(
         "workloads/<int:pk>/serving-bindings/",
         serving.WorkloadServingBindingListView.as_view(),

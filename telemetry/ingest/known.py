@@ -12,6 +12,11 @@ Two namespaces hold what this process last *wrote* for a card rather than an id,
 costs no query: ``health`` (value and when, ``ingest.json_batch``) and ``attribution`` (the
 card's open interval, ``ingest.attribution``); both are filled only after a commit.
 
+Entries are filled **only after the writing transaction commits**
+(:meth:`KnownIds.put_after_commit`, ``transaction.on_commit``): a row created in a transaction
+that rolls back (a killed scrape, a refused batch) never reaches the memo, so no other request
+writes samples under its id.
+
 Invalidation (docs/architecture.md §3):
 
 - ids are never reused (sequences), so a stale entry can only point at a deleted row; the
@@ -26,6 +31,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Hashable
+
+from django.db import transaction
 
 __all__ = ["KNOWN", "KnownIds", "MAX_ENTRIES"]
 
@@ -61,6 +68,13 @@ class KnownIds:
                 self.generation += 1
             for key, value in items.items():
                 self._ids[(namespace, key)] = value
+
+    def put_after_commit(self, namespace: str, items: dict) -> None:
+        """:meth:`put_many` once the current transaction commits (at once outside one); a
+        rollback, including of the savepoint it was called in, drops it."""
+        if items:
+            items = dict(items)
+            transaction.on_commit(lambda: self.put_many(namespace, items))
 
     def clear(self) -> None:
         with self._lock:

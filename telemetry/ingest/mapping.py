@@ -176,6 +176,7 @@ def map_exposition(
     scrape_time: float,
     limits: ParseLimits = NO_LIMITS,
     host_chain: tuple[str, ...] = DEFAULT_HOST_LABELS,
+    target_labels: dict[str, str] | None = None,
 ) -> MappingReport:
     """Parse ``text`` and map it onto the catalogue.
 
@@ -184,17 +185,42 @@ def map_exposition(
     ``host_chain`` does (npu-exporter never sends one). Samples without a timestamp get
     ``scrape_time``.
 
+    ``target_labels`` are the scrape target's own labels (the portal's scraper: ``instance``,
+    the target URL's ``host:port``), added to every sample that lacks them — as Prometheus
+    attaches a target's labels, with the exposition's own winning (``honor_labels: true``).
+
     Raises ``PrometheusParseError`` for malformed text and ``PrometheusMappingError`` when a
     sample's host cannot be determined (a pushed text is refused whole, naming the line).
     """
+    samples = iter_text(text, limits)
+    if target_labels:
+        samples = _with_target_labels(samples, target_labels)
     return map_samples(
-        iter_text(text, limits),
+        samples,
         source=source,
         default_host=default_host,
         scrape_time=scrape_time,
         host_chain=host_chain,
         strict_host=True,
     )
+
+
+def _with_target_labels(
+    samples: Iterable[ParsedSample], target_labels: dict[str, str]
+) -> Iterable[ParsedSample]:
+    for sample in samples:
+        missing = {k: v for k, v in target_labels.items() if not sample.labels.get(k)}
+        if missing:
+            # A new sample, not a changed one: parsed samples are hashed by value.
+            sample = ParsedSample(
+                name=sample.name,
+                labels={**sample.labels, **missing},
+                value=sample.value,
+                timestamp_ms=sample.timestamp_ms,
+                line=sample.line,
+                family_type=sample.family_type,
+            )
+        yield sample
 
 
 def map_samples(
@@ -329,6 +355,10 @@ def source_families(metric: str) -> tuple[str, ...]:
     names = [name for name, rule in _RULES.items() if rule.metric == metric]
     if metric == "accelerator_hbm_total_bytes":
         names += [_FB_USED, _FB_FREE]  # dcgm's total is used + free of the same scrape
+    if metric == "accelerator_health_status":
+        # dcgm's health point is derived from its XID/ECC/row-remap fields (mapping_pass):
+        # a PromQL server is asked for those, and the same pass derives the same point.
+        names += sorted(nvidia.HEALTH_INPUTS)
     return tuple(dict.fromkeys(names))
 
 

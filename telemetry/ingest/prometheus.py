@@ -92,13 +92,16 @@ def ingest_prometheus_text(
     source: str,
     scrape_time: float,
     provenance: int | None = None,
+    instance: str | None = None,
 ) -> dict:
     """Parse, map and store one exposition; returns accepted/mapped/dropped counts.
 
     Everything is checked before anything is registered or written: the parse caps, names,
     labels, the sample times and values (``telemetry.ingest.limits``, the same as JSON batches) and
     the registry caps. A refused push registers no metric, node, card or entity.
-    ``source`` is the exporter flavour; ``provenance`` who sent it (a ``SampleSource`` id).
+    ``source`` is the exporter flavour; ``provenance`` who sent it (a ``SampleSource`` id);
+    ``instance`` the scraped target's ``host:port``, the ``instance`` label of samples that
+    carry none (as Prometheus sets it).
     """
     if source not in SOURCES:
         raise IngestionError(f"source must be one of {', '.join(SOURCES)}", field="source")
@@ -113,6 +116,7 @@ def ingest_prometheus_text(
             scrape_time=scrape_time,
             limits=parse_limits(),
             host_chain=host_chain(cluster),
+            target_labels={"instance": instance} if instance else None,
         )
     except (PrometheusParseError, PrometheusMappingError) as exc:
         reason = "no_host" if isinstance(exc, PrometheusMappingError) else "invalid_body"
@@ -276,7 +280,7 @@ def _report_metric_ids(report: MappingReport) -> dict[str, int]:
         }
         metrics_register_unmapped(unmapped)
         found = {name: m.id for name, m in metrics_by_name(missing).items()}
-        KNOWN.put_many("metric", found)
+        KNOWN.put_after_commit("metric", found)
         metric_ids.update(found)
     return metric_ids
 
@@ -326,8 +330,8 @@ def _report_store(
         )
         registered = {ident: by_key[d.key] for ident, d in new_devices.items()}
         device_ids.update(registered)
-        KNOWN.put_many("device", {(cluster_id, *i): v for i, v in registered.items()})
-        KNOWN.put_many(
+        KNOWN.put_after_commit("device", {(cluster_id, *i): v for i, v in registered.items()})
+        KNOWN.put_after_commit(
             "entity",
             {
                 (cluster_id, EntityKind.ACCELERATOR, d.key): by_key[d.key]
@@ -337,14 +341,14 @@ def _report_store(
     if new_hosts:
         registered_nodes = _nodes_register(cluster, new_hosts, host_labels)
         node_ids.update(registered_nodes)
-        KNOWN.put_many("node", {(cluster_id, h): v for h, v in registered_nodes.items()})
-        KNOWN.put_many(
+        KNOWN.put_after_commit("node", {(cluster_id, h): v for h, v in registered_nodes.items()})
+        KNOWN.put_after_commit(
             "entity", {(cluster_id, EntityKind.NODE, h): v for h, v in registered_nodes.items()}
         )
     if new_endpoints:
         registered_endpoints = endpoints_register(cluster, new_endpoints)
         endpoint_ids.update(registered_endpoints)
-        KNOWN.put_many(
+        KNOWN.put_after_commit(
             "entity",
             {(cluster_id, SERVING_KIND, k): v for k, v in registered_endpoints.items()},
         )

@@ -255,7 +255,7 @@ def accelerators_seen_by_entity(
                 "id", "accelerator_id"
             )
         )
-        KNOWN.put_many("card", found)
+        KNOWN.put_after_commit("card", found)
         cards.update(found)
     card_ids = set(cards.values())
     now = seen_at.timestamp()
@@ -264,7 +264,7 @@ def accelerators_seen_by_entity(
         card_ids = {c for c in card_ids if now - written.get(c, float("-inf")) >= min_gap_seconds}
     if not card_ids:
         return 0
-    KNOWN.put_many("seen", dict.fromkeys(card_ids, now))
+    KNOWN.put_after_commit("seen", dict.fromkeys(card_ids, now))
     return accelerators_seen(ids=card_ids, seen_at=seen_at)
 
 

@@ -57,6 +57,13 @@ SCRAPE_SOFT_TIME_LIMIT_SECONDS = 90
 SCRAPE_TIME_LIMIT_SECONDS = 100
 
 
+def target_instance(url: str) -> str:
+    """The ``instance`` label Prometheus gives a target's samples: the URL's ``host:port``
+    (``host`` alone when the URL names no port, as Prometheus 3 does; credentials dropped)."""
+    parts = urllib.parse.urlsplit(url)
+    return parts.netloc.rpartition("@")[2]
+
+
 class ScrapeFailed(Exception):
     """The exporter could not be fetched; ``str()`` is the one-line message operators see."""
 
@@ -86,6 +93,10 @@ def exporter_scrape(*, target: ExporterTarget, now: float | None = None) -> dict
                 source=target.kind,
                 scrape_time=scrape_time,
                 provenance=source_exporter(target),
+                # A target that names its node keeps that name for the endpoint (the
+                # operator said which host it is); otherwise, as Prometheus does, its samples
+                # are the URL's host:port.
+                instance=None if target.node else target_instance(target.url),
             )
             _record(target, at=at, ok=True, counts=counts, duration=time.monotonic() - started)
     except ScrapeFailed as exc:

@@ -10,6 +10,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from cluster_portal.web.outbound import validate_outbound_url
+from telemetry.models.vouching import VouchedEvidence
 
 # The portal-side label names a mapping may rename (what dcgm-exporter and npu-exporter print,
 # plus Prometheus' ``instance``, the host of last resort).
@@ -40,7 +41,7 @@ def validate_label_map(value: object) -> None:
         )
 
 
-class PromQLDataSource(models.Model):
+class PromQLDataSource(VouchedEvidence):
     """A Prometheus-compatible query API (Prometheus, Thanos, VictoriaMetrics, Mimir) that
     holds this cluster's exporter series. When enabled, the telemetry read API answers this
     cluster's series, window aggregates, latest values, top-N and heatmaps from it with

@@ -7,9 +7,10 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from cluster_portal.web.outbound import validate_outbound_url
+from telemetry.models.vouching import VouchedEvidence
 
 
-class ExporterTarget(models.Model):
+class ExporterTarget(VouchedEvidence):
     """A ``/metrics`` URL scraped on an interval through the same mapping as pushed text.
 
     ``last_*`` fields are what operators see: when it last worked, and the last error verbatim.

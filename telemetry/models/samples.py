@@ -8,6 +8,8 @@ Rollups store count/sum/min/max so buckets merge exactly as batches arrive (mean
 from __future__ import annotations
 
 from django.db import models
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 from django.utils.translation import gettext_lazy as _
 
 
@@ -100,7 +102,8 @@ class Entity(models.Model):
 
 
 class Sample(models.Model):
-    """A raw measurement. Unique per (metric, entity, time) so a replay cannot duplicate it."""
+    """A raw measurement. Unique per (metric, entity, time, source) so a replay cannot duplicate
+    it and one writer cannot take another's slot."""
 
     # No database foreign keys on the hottest insert (a check and a key-share lock per row
     # more than doubled its cost: BENCHMARKS.md, issue 22 §6); Django's cascade still deletes a
@@ -130,13 +133,22 @@ class Sample(models.Model):
         verbose_name = _("sample")
         verbose_name_plural = _("samples")
         constraints = [
-            models.UniqueConstraint(fields=["metric", "entity", "ts"], name="sample_unique_point")
+            # One value per (series, time, source): every writer has its own slot, so an
+            # untrusted writer that arrives first never takes a trusted one's (issue 31 §4).
+            # ``COALESCE`` makes rows of unknown origin one writer too (a replay stays one row).
+            models.UniqueConstraint(
+                F("metric"),
+                F("entity"),
+                F("ts"),
+                Coalesce(F("source"), Value(0)),
+                name="sample_unique_point_source",
+            )
         ]
 
     def __str__(self) -> str:
         return f"{self.metric_id}@{self.entity_id} {self.ts:%Y-%m-%d %H:%M:%S} = {self.value}"
         # On PostgreSQL a BRIN index on ts (migration 0003) serves retention deletes cheaply;
-        # reads go through the unique (metric, entity, ts) index.
+        # reads go through the unique (metric, entity, ts, source) index.
 
 
 class Rollup(models.Model):

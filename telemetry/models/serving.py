@@ -6,12 +6,14 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from telemetry.models.vouching import VouchedEvidence
+
 
 def _has_control(text: str) -> bool:
     return any(ord(c) < 32 or ord(c) == 127 for c in text)
 
 
-class ServingBinding(models.Model):
+class ServingBinding(VouchedEvidence):
     """Binds serving-engine series (``telemetry.ingest.serving``) to an inference workload.
 
     The workload is the endpoints on its cluster whose ``model_name`` is ``model_name`` and,
@@ -32,7 +34,12 @@ class ServingBinding(models.Model):
         _("instance or pod"),
         max_length=200,
         blank=True,
-        help_text=_("host:port or namespace/pod; empty: every replica of the model."),
+        help_text=_(
+            "What follows '@' in the endpoint key: namespace/pod when the series carry a pod "
+            "label, else their instance label — host:port of the scraped target, which the "
+            "portal's scraper and Prometheus set from the target URL — else the node a push "
+            "named (node= or a host label). Empty: every replica of the model."
+        ),
     )
 
     class Meta:

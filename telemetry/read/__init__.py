@@ -32,8 +32,12 @@ three rollup tiers; a reader never cares which one answered.
   them, what the plan page shows side by side). ``window_aggregate`` answers the catalogue
   names ``serving_ttft_seconds`` / ``serving_tpot_seconds`` (p50/p95/p99/mean),
   ``serving_error_ratio`` and ``serving_requests_per_second`` through the same function, so a
-  gate evaluates twin and real engines by one code path. On a PromQL cluster the quantile is
-  ``histogram_quantile(q, sum by (le) (rate(…_bucket{…}[w])))`` on the server.
+  gate evaluates twin and real engines by one code path; ``p99`` of the twin's per-step
+  ``inference_ttft_p99_seconds`` / ``inference_tpot_p99_seconds`` is answered from the same
+  histograms (the window's P99, not a percentile of per-step P99s). On a PromQL cluster the
+  quantile is ``histogram_quantile(q, sum by (le) (rate(…_bucket{…}[w])))`` on the server.
+  ``serving_windows``: many workloads' figures over one window, each and pooled (the
+  percentile of all their requests from the sum of their buckets; the report's figures).
   ``serving_counters_latest``: the newest stored serving counters of workloads (the twin
   adds each step's histogram increments to them).
 - **attribution** (real clusters): ``attribution_held_by_hour`` (card-seconds per workload
@@ -88,6 +92,7 @@ from telemetry.read.local.entity_windows import (
     WindowAggregate,
     aggregate,
 )
+from telemetry.read.local.evidence_writers import EvidenceWriter, evidence_writers
 from telemetry.read.local.exporters import ExporterTargetRow, exporter_target_rows
 from telemetry.read.local.frames import frame_means, latest_frame_values
 from telemetry.read.local.gaps import DataGap, recent_data_gaps
@@ -118,6 +123,7 @@ from telemetry.read.serving import (
     serving_canary_comparison,
     serving_window,
     serving_window_aggregate,
+    serving_windows,
 )
 from telemetry.store.provenance import (
     DATASOURCE_LABEL,
@@ -125,8 +131,11 @@ from telemetry.store.provenance import (
     trust_resolve,
     trust_selector_problems,
 )
+from telemetry.store.retention import RetentionPolicy
 
 __all__ = [
+    "EvidenceWriter",
+    "evidence_writers",
     "ABSENCE_METRIC",
     "absence_window",
     "accelerators_absent_q",
@@ -182,6 +191,8 @@ __all__ = [
     "latest_values",
     "ledger_start",
     "metrics_by_name",
+    "minute_detail_kept_from",
+    "serving_counters_kept_for",
     "recent_data_gaps",
     "series_points",
     "series_points_many",
@@ -190,6 +201,7 @@ __all__ = [
     "serving_canary_comparison",
     "serving_counters_latest",
     "serving_window",
+    "serving_windows",
     "stat_of_series",
     "top_entities",
     "trust_selector_problems",
@@ -244,6 +256,13 @@ def series_points_many(
     return {m.name: series_points(m, entity, tr) for m in known}
 
 
+# A per-step percentile the twin stores, aggregated by its own quantile -> the histogram.
+PERCENTILE_OF_PER_STEP = {
+    ("inference_ttft_p99_seconds", "p99"): "serving_ttft_seconds",
+    ("inference_tpot_p99_seconds", "p99"): "serving_tpot_seconds",
+}
+
+
 def window_aggregate(
     *,
     metric: str,
@@ -254,13 +273,15 @@ def window_aggregate(
     start: datetime,
     end: datetime,
     trusted: Sequence[str] | None = None,
+    requester_id: int | None = None,
 ) -> WindowAggregate:
     """Gates: raises ``DataSourceUnavailable`` when the cluster's PromQL server fails.
 
     ``trusted`` are the criterion's trust selectors (``telemetry.store.provenance``; empty: the
     default — the twin and the cluster's exporters and data source): only those sources'
     values are aggregated, and the answer counts values per source, trusted and ignored.
-    ``None`` aggregates every value (pages, not gates).
+    ``None`` aggregates every value (pages, not gates). ``requester_id`` is the plan's
+    requester: a writer only they created or approved is not evidence (four eyes).
     """
     where = {
         "metric": metric,
@@ -270,8 +291,16 @@ def window_aggregate(
         "start": start,
         "end": end,
     }
-    if metric in SERVING_GATE_METRICS:  # histograms and derived serving figures
+    if (metric, aggregation) in PERCENTILE_OF_PER_STEP and entity_kind == "workload":
+        # "p99 over the window of the per-step TTFT P99" is read as what it means: the P99 of
+        # the window's requests, from the serving histograms (a percentile of per-step
+        # percentiles is none; with no histogram in the window there is no value).
+        where["metric"] = PERCENTILE_OF_PER_STEP[(metric, aggregation)]
         return serving_window_aggregate(cluster_id=cluster_id, trusted=trusted, **where)
+    if metric in SERVING_GATE_METRICS:  # histograms and derived serving figures
+        return serving_window_aggregate(
+            cluster_id=cluster_id, trusted=trusted, requester_id=requester_id, **where
+        )
     source = promql.source_for(cluster_id)
     if source is not None:
         if not MetricDefinition.objects.filter(name=metric).exists():
@@ -280,10 +309,16 @@ def window_aggregate(
         if trusted is None:
             return result
         label = DATASOURCE_LABEL  # not its URL: customers read measurements too
-        if trust_resolve(cluster_id=cluster_id, selectors=trusted).datasource:
+        if trust_resolve(
+            cluster_id=cluster_id, selectors=trusted, requester_id=requester_id
+        ).datasource:
             return WindowAggregate(result.value, result.samples, sources={label: result.samples})
         return WindowAggregate(None, 0, ignored={label: result.samples} if result.samples else {})
-    trust = None if trusted is None else trust_resolve(cluster_id=cluster_id, selectors=trusted)
+    trust = (
+        None
+        if trusted is None
+        else trust_resolve(cluster_id=cluster_id, selectors=trusted, requester_id=requester_id)
+    )
     return _entity_windows.window_aggregate(cluster_id=cluster_id, trust=trust, **where)
 
 
@@ -363,3 +398,15 @@ def top_entities(
     if source is not None:
         return promql.top_entities(source, metric=metric, since=since, limit=limit)
     return _series.top_entities(metric=metric, cluster_id=cluster_id, since=since, limit=limit)
+
+
+def minute_detail_kept_from(now: datetime) -> datetime:
+    """The oldest time whose minute detail the retention policy still keeps whole (minute
+    rollups and minute frames): a figure built from minutes can be read from here on."""
+    return RetentionPolicy.from_settings().minute_detail_kept_from(now)
+
+
+def serving_counters_kept_for() -> timedelta:
+    """How long the raw serving counters are kept (``TELEMETRY_RAW_OTHER_HOURS``, at least the
+    minute-detail floor): a window's request percentiles can be read back this far."""
+    return RetentionPolicy.from_settings().serving_counters_kept_for

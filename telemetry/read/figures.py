@@ -44,20 +44,28 @@ def _scalar_source(cluster: Cluster) -> str:
 
 
 def derived_series(
-    cluster: Cluster, names: list[str], start: datetime, end: datetime
+    cluster: Cluster,
+    names: list[str],
+    start: datetime,
+    end: datetime,
+    *,
+    hour_aligned: bool = False,
 ) -> dict[str, Series]:
-    """The derivable ``names`` as series over the window, from the cluster's card values."""
+    """The derivable ``names`` as series over the window, from the cluster's card values
+    (``hour_aligned``: at a step that divides the hour)."""
     names = fleet.derivable(names)
     if not names:
         return {}
     needed = fleet.needed_metrics(names)
     source = promql.source_for(cluster.pk)
     if source is not None:
-        step, buckets = promql_fleet.card_buckets(source, names=needed, start=start, end=end)
+        step, buckets = promql_fleet.card_buckets(
+            source, names=needed, start=start, end=end, hour_aligned=hour_aligned
+        )
         label = fleet.SOURCE_PROMQL
     else:
         step, buckets = local_fleet.card_buckets(
-            cluster_id=cluster.pk, names=needed, start=start, end=end
+            cluster_id=cluster.pk, names=needed, start=start, end=end, hour_aligned=hour_aligned
         )
         label = fleet.SOURCE_DERIVED
     curves = fleet.combine(names, buckets)
@@ -75,16 +83,22 @@ def derived_series(
 
 
 def cluster_series(
-    cluster: Cluster, metric_name: str, start: datetime, end: datetime
+    cluster: Cluster,
+    metric_name: str,
+    start: datetime,
+    end: datetime,
+    *,
+    hour_aligned: bool = False,
 ) -> Series | None:
     """The cluster scalar's series over the window (derived from cards where the cluster
-    has none); ``None`` if there is nothing to read."""
+    has none); ``None`` if there is nothing to read. ``hour_aligned``: at a step that divides
+    the hour, so per-hour figures can be cut from it exactly."""
     found = None
     if promql.source_for(cluster.pk) is None:
-        found = _windows.cluster_series(cluster, metric_name, start, end)
+        found = _windows.cluster_series(cluster, metric_name, start, end, hour_aligned=hour_aligned)
         if found is not None and found.points:
             return found
-    derived = derived_series(cluster, [metric_name], start, end)
+    derived = derived_series(cluster, [metric_name], start, end, hour_aligned=hour_aligned)
     if metric_name in derived:
         return derived[metric_name]
     return found

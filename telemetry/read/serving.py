@@ -12,7 +12,9 @@ from datetime import datetime
 from inventory.models import Workload
 from telemetry.ingest.serving import SERVING_KIND
 from telemetry.models import ServingBinding
+from telemetry.models.vouching import vouched_for
 from telemetry.read.local import serving as _serving
+from telemetry.read.local import serving_many as _serving_many
 from telemetry.read.local.entity_windows import MeasurementError, WindowAggregate
 from telemetry.read.local.serving import ServingWindow
 from telemetry.read.promql import reads as promql
@@ -30,15 +32,20 @@ def serving_window(
     workload_id: int | None = None,
     endpoint_keys: Sequence[str] | None = None,
     trusted: Sequence[str] | None = None,
+    requester_id: int | None = None,
 ) -> ServingWindow:
     """Serving figures of a workload (its ``ServingBinding`` endpoints and, for the twin, its
-    own entity) or of endpoints named by key (``<model>@<instance|namespace/pod>``) over
-    ``[start, end]``. ``trusted`` as for :func:`telemetry.read.window_aggregate` (``None``:
-    every value, for pages). Raises ``DataSourceUnavailable`` when a PromQL server fails."""
+        own entity) or of endpoints named by key (``<model>@<instance|namespace/pod>``) over
+        ``[start, end]``. ``trusted`` as for :func:`telemetry.read.window_aggregate` (``None``:
+        every value, for pages); ``requester_id`` (a plan's requester) drops the bindings,
+    targets and data source only they vouched for. Raises ``DataSourceUnavailable`` when a
+    PromQL server fails."""
     source = promql.source_for(cluster_id)
     if source is not None:
         bindings = (
-            list(ServingBinding.objects.filter(workload_id=workload_id)) if workload_id else []
+            list(ServingBinding.objects.filter(vouched_for(requester_id), workload_id=workload_id))
+            if workload_id
+            else []
         )
         for key in endpoint_keys or ():
             model, _, where = key.partition("@")
@@ -48,7 +55,9 @@ def serving_window(
         result = _promql_serving.serving_window(source, bindings=bindings, start=start, end=end)
         if (
             trusted is not None
-            and not trust_resolve(cluster_id=cluster_id, selectors=trusted).datasource
+            and not trust_resolve(
+                cluster_id=cluster_id, selectors=trusted, requester_id=requester_id
+            ).datasource
         ):
             return ServingWindow(
                 start,
@@ -62,11 +71,43 @@ def serving_window(
                 ignored={DATASOURCE_LABEL: result.scrapes} if result.scrapes else {},
             )
         return result
-    trust = None if trusted is None else trust_resolve(cluster_id=cluster_id, selectors=trusted)
+    trust = (
+        None
+        if trusted is None
+        else trust_resolve(cluster_id=cluster_id, selectors=trusted, requester_id=requester_id)
+    )
     entities = _serving.bound_entities(
-        cluster_id=cluster_id, workload_id=workload_id, endpoint_keys=list(endpoint_keys or ())
+        cluster_id=cluster_id,
+        workload_id=workload_id,
+        endpoint_keys=list(endpoint_keys or ()),
+        requester_id=requester_id,
     )
     return _serving.serving_window(entities=entities, start=start, end=end, trust=trust)
+
+
+def serving_windows(
+    *, cluster_id: int, workload_ids: Sequence[int], start: datetime, end: datetime
+) -> _serving_many.ServingWindows:
+    """Every workload's serving figures over ``[start, end]`` and the pooled figures of all
+    of them (percentiles of every request of every workload: merged histograms), every
+    stored value counted (pages and the report). On a PromQL cluster each workload is one
+    query set and the pooled one sums every binding's buckets on the server."""
+    source = promql.source_for(cluster_id)
+    if source is None:
+        return _serving_many.serving_windows(
+            cluster_id=cluster_id, workload_ids=list(workload_ids), start=start, end=end
+        )
+    by_workload = {
+        pk: serving_window(cluster_id=cluster_id, workload_id=pk, start=start, end=end)
+        for pk in workload_ids
+    }
+    bindings = list(ServingBinding.objects.filter(workload_id__in=list(workload_ids)))
+    pooled = (
+        _promql_serving.serving_window(source, bindings=bindings, start=start, end=end)
+        if bindings
+        else ServingWindow(start, end, (), {}, {}, 0.0, 0.0, 0)
+    )
+    return _serving_many.ServingWindows(by_workload=by_workload, pooled=pooled)
 
 
 @dataclass(frozen=True)
@@ -115,6 +156,7 @@ def serving_window_aggregate(
     start: datetime,
     end: datetime,
     trusted: Sequence[str] | None = None,
+    requester_id: int | None = None,
 ) -> WindowAggregate:
     """A gate's value of a serving figure (``telemetry.ingest.serving.GATE_METRICS``) for a
     workload (by name) or a serving endpoint (by key); ``samples`` counts the histograms'
@@ -132,7 +174,14 @@ def serving_window_aggregate(
         where = {"endpoint_keys": [entity_key]}
     else:
         raise MeasurementError(f"{metric} is measured on a workload or a serving endpoint")
-    found = serving_window(cluster_id=cluster_id, start=start, end=end, trusted=trusted, **where)
+    found = serving_window(
+        cluster_id=cluster_id,
+        start=start,
+        end=end,
+        trusted=trusted,
+        requester_id=requester_id,
+        **where,
+    )
     if metric in ("serving_ttft_seconds", "serving_tpot_seconds"):
         if aggregation not in _HISTOGRAM_FIGURES:
             raise MeasurementError(f"{metric} is a histogram: p50, p95, p99 or mean")

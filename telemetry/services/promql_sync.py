@@ -12,6 +12,10 @@ Intervals are therefore *sampled*: a holder is seen once per sync (``PROMQL_SYNC
 beat's ``promql-source-sync``, plus every manual sync), and an interval's edges are precise to
 one sync interval, not to the exporter's scrape interval. A holder seen at one sync only is
 billed one sync step.
+
+The same sync writes what the store path writes per card on ingestion (issue 31 §6): its
+``last_seen`` (the newest sample time the server holds for it, so absence reads alike) and its
+health (the derived health point), so cards, absence and alerts agree on both paths.
 """
 
 from __future__ import annotations
@@ -23,9 +27,14 @@ from django.db import transaction
 
 from telemetry.ingest.attribution import Holder, Observation, attribution_record
 from telemetry.ingest.exposition import MappedSample
-from telemetry.ingest.registry import devices_register
+from telemetry.ingest.json_batch import accelerator_health_apply
+from telemetry.ingest.registry import accelerators_seen_by_entity, devices_register
 from telemetry.models import PromQLDataSource
-from telemetry.read.promql.reads import accelerators_reported, devices_of
+from telemetry.read.promql.reads import (
+    accelerators_health_reported,
+    accelerators_reported,
+    devices_of,
+)
 from telemetry.read.promql.translate import entity_key
 
 
@@ -50,6 +59,37 @@ def holders_of(samples: list[MappedSample]) -> dict[str, Holder]:
     return out
 
 
+def _seen_and_health(
+    ids: dict[str, int], samples: list[MappedSample], health: list[MappedSample]
+) -> None:
+    """``last_seen`` and health as the store path writes them (parity, issue 31 §6): a card is
+    seen at its newest sample's time on the server (not the sync's: a stale series must not
+    look fresh), and its health is the derived health point, MIG slices' onto their GPU."""
+    newest: dict[int, float] = {}
+    for s in samples:
+        card = ids.get(entity_key(s))
+        if card is not None:
+            newest[card] = max(newest.get(card, s.timestamp), s.timestamp)
+    by_time: dict[float, set[int]] = {}
+    for card, ts in newest.items():
+        by_time.setdefault(ts, set()).add(card)
+    for ts, cards in by_time.items():
+        accelerators_seen_by_entity(
+            cards, seen_at=datetime.fromtimestamp(ts, tz=UTC), min_gap_seconds=0
+        )
+    states: dict[int, tuple[float, int]] = {}
+    slices: set[int] = set()
+    for s in health:
+        card = ids.get(entity_key(s))
+        if card is None:
+            continue
+        if card not in states or s.timestamp >= states[card][0]:
+            states[card] = (s.timestamp, int(s.value))
+        if s.entity.parent_vendor_id:
+            slices.add(card)
+    accelerator_health_apply({card: value for card, (_, value) in states.items()}, slices=slices)
+
+
 def promql_source_sync(*, source: PromQLDataSource, at: datetime | None = None) -> PromQLSyncResult:
     """Register the cards ``source`` reports and record their holders at ``at`` (now).
 
@@ -59,10 +99,12 @@ def promql_source_sync(*, source: PromQLDataSource, at: datetime | None = None) 
     """
     at = at or datetime.now(tz=UTC)
     samples = accelerators_reported(source, at=at)
-    devices = devices_of(samples)
+    health = accelerators_health_reported(source, at=at)
+    devices = devices_of(samples + health)
     holders = holders_of(samples)
     with transaction.atomic():
         ids = devices_register(source.cluster, devices.values()) if devices else {}
+        _seen_and_health(ids, samples + health, health)
         counts = attribution_record(
             cluster_id=source.cluster_id,
             observations=[

@@ -7,11 +7,12 @@ from django.db import transaction
 
 from inventory.models import Workload
 from telemetry.models import ServingBinding
+from telemetry.services.vouching import evidence_source_authored
 
 
 @transaction.atomic
 def serving_binding_create(
-    *, workload_id: int, model_name: str, instance: str = ""
+    *, workload_id: int, model_name: str, instance: str = "", created_by_id: int | None = None
 ) -> ServingBinding:
     """Bind ``model_name`` (on ``instance``, or every replica when empty) to a workload.
 
@@ -22,6 +23,7 @@ def serving_binding_create(
     binding = ServingBinding(
         workload=workload, model_name=model_name.strip(), instance=instance.strip()
     )
+    evidence_source_authored(source=binding, user_id=created_by_id)
     binding.full_clean()
     binding.save()
     return binding

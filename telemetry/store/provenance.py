@@ -17,16 +17,23 @@ source ids a measurement may count. Selectors:
 
 No selectors means :data:`DEFAULT_TRUST`: the twin and the cluster's configured exporters and
 data source — never a person's token or a tenant token, so whoever requests a promotion (or a
-customer) cannot write the numbers that decide it. Values of unknown origin (written before
-provenance existed) are trusted by no gate.
+customer) cannot write the numbers that decide it. On a plan's gates, an exporter target, data
+source or serving binding also needs a second person: it counts only if someone other than the
+requester created or approved it (:func:`trust_resolve` ``requester_id``). Values of unknown
+origin (written before provenance existed) are trusted by no gate.
 """
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from telemetry.models import ExporterTarget, SampleSource
+from django.db import transaction
+from django.db.models import Q
+
+from telemetry.models import ExporterTarget, PromQLDataSource, SampleSource
+from telemetry.models.vouching import vouched_for
 
 DEFAULT_TRUST: tuple[str, ...] = ("twin", "exporters", "datasource")
 # Labels are ``kind:name`` (``twin``, ``exporter:dcgm-a``, ``token:ci``): pages translate the
@@ -36,15 +43,23 @@ DATASOURCE_LABEL = "datasource"
 _SIMPLE = {"twin", "exporters", "datasource"}
 
 
-# key -> id of the sources this process has seen. Sources are never deleted (samples keep
-# their id, ``DO_NOTHING``) and their key never changes, so an entry never goes stale; it
-# spares every remote-write request a query.
+# key -> id of the sources this process has seen *committed*. Sources are never deleted
+# (samples keep their id, ``DO_NOTHING``) and their key never changes, but a source created in
+# a transaction that rolls back (a scrape killed mid-write) leaves an id with no row: the memo
+# is therefore filled only after the creating transaction commits (``on_commit``), and reads
+# label an id without a row "unknown" (:func:`source_labels`). It spares every remote-write
+# request a query.
 _SOURCE_IDS: dict[str, int] = {}
 
 
 def source_ids_forget() -> None:
     """Empty the memo (tests roll back rows the memo would otherwise keep naming)."""
     _SOURCE_IDS.clear()
+
+
+def _remember(key: str, pk: int) -> None:
+    if len(_SOURCE_IDS) < 100_000:
+        _SOURCE_IDS[key] = pk
 
 
 def _ensure(key: str, **fields: object) -> int:
@@ -54,8 +69,7 @@ def _ensure(key: str, **fields: object) -> int:
     found = SampleSource.objects.filter(key=key).values_list("pk", flat=True).first()
     if found is None:
         found = SampleSource.objects.get_or_create(key=key, defaults=fields)[0].pk
-    if len(_SOURCE_IDS) < 100_000:
-        _SOURCE_IDS[key] = found
+    transaction.on_commit(lambda: _remember(key, found))
     return found
 
 
@@ -144,11 +158,23 @@ def _token_problems(item: str) -> list[str]:
     return []
 
 
-def trust_resolve(*, cluster_id: int, selectors: Sequence[str] | None) -> Trust:
-    """The sources a measurement on ``cluster_id`` may count (:data:`DEFAULT_TRUST` if none)."""
+def trust_resolve(
+    *, cluster_id: int, selectors: Sequence[str] | None, requester_id: int | None = None
+) -> Trust:
+    """The sources a measurement on ``cluster_id`` may count (:data:`DEFAULT_TRUST` if none).
+
+    With ``requester_id`` (the plan's requester), an exporter target or PromQL data source
+    counts only if someone else created or approved it (``telemetry.models.vouching``): the
+    person asking for a promotion cannot add the writer that decides it."""
     chosen = set(selectors or DEFAULT_TRUST)
     ids: set[int] = set()
     sources = SampleSource.objects.all()
+    if requester_id is not None:
+        # Exporter sources whose target is gone or not vouched for drop out; others stay.
+        sources = sources.exclude(
+            Q(kind=SampleSource.Kind.EXPORTER)
+            & ~Q(exporter_target__in=ExporterTarget.objects.filter(vouched_for(requester_id)))
+        )
     if "twin" in chosen:
         ids.update(sources.filter(kind=SampleSource.Kind.TWIN).values_list("pk", flat=True))
     if "exporters" in chosen:
@@ -175,14 +201,32 @@ def trust_resolve(*, cluster_id: int, selectors: Sequence[str] | None) -> Trust:
                 token__tenant__isnull=True,
             ).values_list("pk", flat=True)
         )
-    return Trust(source_ids=frozenset(ids), datasource="datasource" in chosen)
+    datasource = "datasource" in chosen
+    if datasource and requester_id is not None:
+        datasource = PromQLDataSource.objects.filter(
+            vouched_for(requester_id), cluster_id=cluster_id
+        ).exists()
+    return Trust(source_ids=frozenset(ids), datasource=datasource)
 
 
 def source_labels(ids: Iterable[int | None]) -> dict[int | None, str]:
-    """``{source id: label}``; ``None`` (values from before provenance) is ``unknown``."""
+    """``{source id: label}``; ``None`` (values from before provenance) and an id with no row
+    (written by a transaction whose source rolled back) read ``unknown``, never a
+    ``KeyError``: the mapping answers every id."""
     wanted = {i for i in ids if i is not None}
-    labels: dict[int | None, str] = dict(
-        SampleSource.objects.filter(pk__in=wanted).values_list("pk", "label")
+    labels: dict[int | None, str] = defaultdict(
+        lambda: UNKNOWN_LABEL,
+        SampleSource.objects.filter(pk__in=wanted).values_list("pk", "label"),
     )
     labels[None] = UNKNOWN_LABEL
     return labels
+
+
+def counts_by_label(counts: Counter) -> dict[str, int]:
+    """``{label: values}``, most first, from ``{source id: values}``: ids that read alike (several
+    of unknown origin) are summed, not overwritten."""
+    labels = source_labels(counts)
+    out: Counter = Counter()
+    for source, n in counts.items():
+        out[labels[source]] += n
+    return dict(out.most_common())

@@ -12,6 +12,11 @@ from django.utils import timezone
 from telemetry.models import EntityKind, Frame, Rollup, Sample
 from telemetry.store.samples import watermarks
 
+# Minute detail (rollups and frames) is never kept under two hours: the cost ledger closes
+# each hour from its minutes a couple of minutes after it ends and bills the open hour from
+# them (cost.hours), so an hour's first minutes must outlive the hour by more than that.
+MINUTE_DETAIL_FLOOR = timedelta(hours=2)
+
 
 @dataclass(frozen=True)
 class RetentionPolicy:
@@ -34,18 +39,38 @@ class RetentionPolicy:
             raw_accelerator=timedelta(hours=cfg["raw_accelerator_hours"]),
             raw_other=timedelta(hours=cfg["raw_other_hours"]),
             rollup={
-                60: timedelta(days=cfg["rollup_minute_days"]),
+                60: max(timedelta(days=cfg["rollup_minute_days"]), MINUTE_DETAIL_FLOOR),
                 900: timedelta(days=cfg["rollup_15min_days"]),
                 3600: timedelta(days=cfg["rollup_hour_days"]),
                 86400: timedelta(days=cfg["rollup_day_days"]),
             },
             frame_rollup={
-                60: timedelta(hours=cfg["frame_minute_hours"]),
+                60: max(timedelta(hours=cfg["frame_minute_hours"]), MINUTE_DETAIL_FLOOR),
                 900: timedelta(hours=cfg["frame_15min_hours"]),
                 3600: timedelta(days=cfg["rollup_hour_days"]),
                 86400: timedelta(days=cfg["rollup_day_days"]),
             },
         )
+
+    def minute_detail_kept_from(self, now: datetime) -> datetime:
+        """The oldest time whose minute detail (raw samples, minute rollups and minute frames)
+        is still whole: what a per-hour figure built from minutes (the cost ledger) can be
+        read from. Raw *samples* are kept at least ``MINUTE_DETAIL_FLOOR`` for it (raw
+        frames follow ``raw_accelerator`` alone: the ledger reads minute frames)."""
+        keep = min(
+            self.rollup[60],
+            (self.frame_rollup or self.rollup)[60],
+            max(self.raw_accelerator, MINUTE_DETAIL_FLOOR),
+            max(self.raw_other, MINUTE_DETAIL_FLOOR),
+        )
+        return now - keep
+
+    @property
+    def serving_counters_kept_for(self) -> timedelta:
+        """How long raw serving counters (latency histograms, request and token counters of
+        non-accelerator entities) are kept: what a percentile of a window's requests needs
+        (they are never rolled up into mergeable buckets)."""
+        return max(self.raw_other, MINUTE_DETAIL_FLOOR)
 
 
 def telemetry_prune(*, policy: RetentionPolicy, now: datetime | None = None) -> dict[str, int]:
@@ -63,11 +88,13 @@ def telemetry_prune(*, policy: RetentionPolicy, now: datetime | None = None) -> 
     with transaction.atomic():
         deleted["raw_accelerator"] = Sample.objects.filter(
             entity__kind=EntityKind.ACCELERATOR,
-            ts__lt=not_after_compaction(now - policy.raw_accelerator, 60),
+            ts__lt=not_after_compaction(now - max(policy.raw_accelerator, MINUTE_DETAIL_FLOOR), 60),
         ).delete()[0]
         deleted["raw_other"] = (
             Sample.objects.exclude(entity__kind=EntityKind.ACCELERATOR)
-            .filter(ts__lt=not_after_compaction(now - policy.raw_other, 60))
+            .filter(
+                ts__lt=not_after_compaction(now - max(policy.raw_other, MINUTE_DETAIL_FLOOR), 60)
+            )
             .delete()[0]
         )
         coarser = {60: 900, 900: 3600, 3600: 86400}

@@ -1,4 +1,4 @@
-"""Writing samples exactly once per (metric, entity, time); rollups follow by compaction.
+"""Writing samples exactly once per (metric, entity, time, source); rollups follow by compaction.
 
 Ingestion is a plain insert — on PostgreSQL a COPY into a temporary staging table, then one
 ``INSERT … ON CONFLICT DO NOTHING`` — so its cost stays close to a raw COPY. Rollups (1 min,
@@ -6,6 +6,9 @@ Ingestion is a plain insert — on PostgreSQL a COPY into a temporary staging ta
 watermark per resolution. A sample that arrives for a bucket already compacted (late data)
 is folded into that bucket here, in the same statement, so rollups never miss it and never
 count a replay: only rows that were really inserted reach them.
+
+Each writer (``provenance``) has its own slot per point: a value another source stored first
+never hides this one's (issue 31 §4), and gates pick the sources they trust at read time.
 
 Callers own the transaction (``transaction.atomic``). Ingestion holds a shared advisory lock
 and compaction an exclusive one, so a watermark never moves past a sample that is still being
@@ -147,7 +150,7 @@ WITH staged AS (
     INSERT INTO monitoring_sample (metric_id, entity_id, ts, value, source_id)
     SELECT metric_id, entity_id, to_timestamp(ts), value, %s::integer FROM staged{where}
     ORDER BY metric_id, entity_id, ts
-    ON CONFLICT (metric_id, entity_id, ts) DO NOTHING
+    ON CONFLICT (metric_id, entity_id, ts, COALESCE(source_id, 0)) DO NOTHING
     RETURNING metric_id, entity_id, ts, value
 ), marks AS (
     SELECT r.res, COALESCE(w.complete_until, 'epoch'::timestamptz) AS complete_until
@@ -197,7 +200,8 @@ def _write_postgresql(rows: list[SampleRow], provenance: int | None, *, check_no
     return int(inserted)
 
 
-def _existing_points(rows: list[SampleRow]) -> set[tuple[int, int, str]]:
+def _existing_points(rows: list[SampleRow], provenance: int | None) -> set[tuple[int, int, str]]:
+    """The batch's points this writer already stored (each source has its own slot)."""
     ops = connection.ops
     lo = ops.adapt_datetimefield_value(to_datetime(min(r[2] for r in rows)))
     hi = ops.adapt_datetimefield_value(to_datetime(max(r[2] for r in rows)))
@@ -206,8 +210,9 @@ def _existing_points(rows: list[SampleRow]) -> set[tuple[int, int, str]]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT metric_id, entity_id, ts FROM monitoring_sample "
-            f"WHERE ts >= %s AND ts <= %s AND metric_id IN ({placeholders})",
-            [lo, hi, *metric_ids],
+            f"WHERE ts >= %s AND ts <= %s AND metric_id IN ({placeholders}) "
+            "AND COALESCE(source_id, 0) = %s",
+            [lo, hi, *metric_ids, provenance or 0],
         )
         return {(m, e, str(ts)) for m, e, ts in cursor.fetchall()}
 
@@ -259,7 +264,7 @@ def _write_generic(
     rows: list[SampleRow], marks: dict[int, datetime], provenance: int | None
 ) -> int:
     ops = connection.ops
-    existing = _existing_points(rows)
+    existing = _existing_points(rows, provenance)
     new = [
         (m, e, ops.adapt_datetimefield_value(to_datetime(s)), v, s)
         for m, e, s, v in rows

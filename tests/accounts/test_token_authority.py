@@ -65,6 +65,43 @@ def test_rotating_an_expiring_token_keeps_its_lifetime_from_now(users):
     assert causes == [("issued", "requested"), ("revoked", "rotated"), ("issued", "rotated")]
 
 
+def test_an_expiry_beyond_the_maximum_lifetime_is_refused_naming_it(users, settings):
+    settings.TOKEN_MAX_LIFETIME_DAYS = 90
+    with pytest.raises(Exception, match="at most 90 days"):
+        token_create(
+            name="t",
+            scopes=["read"],
+            owner=users["operator"],
+            expires_at=timezone.now() + timedelta(days=91),
+        )
+    assert not IntegrationToken.objects.exists()
+
+
+@pytest.mark.parametrize("days", [0, 90])
+def test_rotating_a_token_that_expires_in_year_9999_renews_it_within_bounds(users, settings, days):
+    # Once a 500 (OverflowError): now + (9999-12-31 - created) is past the calendar's end.
+    settings.TOKEN_MAX_LIFETIME_DAYS = 0
+    far = timezone.now().replace(year=9999, month=12, day=30)
+    old = token_create(name="t", scopes=["read"], owner=users["operator"], expires_at=far).token
+    settings.TOKEN_MAX_LIFETIME_DAYS = days
+    new = token_rotate(token=old, created_by=users["operator"]).token
+    assert new.is_active and old.revoked_at is not None
+    if days:
+        assert new.expires_at - timezone.now() <= timedelta(days=90)
+    else:
+        assert new.expires_at.year == 9999
+
+
+def test_the_api_rotates_a_far_future_token_without_a_500(client_as, users, settings):
+    settings.TOKEN_MAX_LIFETIME_DAYS = 0
+    far = timezone.now().replace(year=9999, month=6, day=1)
+    old = token_create(name="t", scopes=["read"], owner=users["operator"], expires_at=far).token
+    settings.TOKEN_MAX_LIFETIME_DAYS = 366
+    answer = client_as("operator").post(f"/api/v1/tokens/{old.pk}/rotate/")
+    assert answer.status_code == 201, answer.content
+    assert answer.json()["expires_at"]
+
+
 def test_the_api_issues_an_expiring_token_and_refuses_a_past_expiry(client_as):
     client = client_as("operator")
     soon = (timezone.now() + timedelta(hours=1)).isoformat()
@@ -108,7 +145,8 @@ def test_the_command_takes_a_lifetime_for_expires(text, delta):
     assert delta - timedelta(minutes=1) < left <= delta
 
 
-def test_the_command_takes_an_iso_date_time_and_names_a_bad_one():
+def test_the_command_takes_an_iso_date_time_and_names_a_bad_one(settings):
+    settings.TOKEN_MAX_LIFETIME_DAYS = 0  # no maximum lifetime configured
     call_command(
         "create_integration_token", "--name", "x", "--scope", "read",
         "--expires", "2099-03-31T12:00+08:00", stdout=io.StringIO(), stderr=io.StringIO(),
@@ -214,3 +252,25 @@ def test_a_reactivated_owner_does_not_resurrect_a_revoked_token(
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.plaintext}")
     assert client.get("/api/v1/me/").status_code == 401
     assert User.objects.get(pk=owner.pk).is_active
+
+
+def test_deleting_a_token_in_the_admin_leaves_an_event_naming_who(client_as, users):
+    token = token_create(name="gone", scopes=["read"], owner=users["operator"]).token
+    admin = client_as("operator")
+    users["operator"].is_superuser = True
+    users["operator"].save()
+    answer = admin.post(
+        "/admin/monitoring/integrationtoken/",
+        {"action": "delete_selected", "_selected_action": [token.pk], "post": "yes"},
+    )
+    assert answer.status_code == 302
+    assert not IntegrationToken.objects.filter(pk=token.pk).exists()
+    event = TokenEvent.objects.get(token_id=token.pk, action="deleted")
+    assert event.actor_username == users["operator"].username
+    assert event.detail == "deleted while still active"
+
+
+def test_deleting_a_token_anywhere_else_leaves_an_event_too(users):
+    token = token_create(name="gone", scopes=["read"], owner=users["operator"]).token
+    IntegrationToken.objects.filter(pk=token.pk).delete()
+    assert TokenEvent.objects.filter(token_id=token.pk, action="deleted").count() == 1

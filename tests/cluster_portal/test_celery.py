@@ -14,6 +14,7 @@ from tests.workers import Worker, redis_broker_url, wait_for
 
 # Update deliberately when adding a task: a rename silently orphans queued messages.
 EXPECTED_TASKS = {
+    "cost.close_ledger_hours",
     "monitoring.compact_rollups",
     "monitoring.evaluate_alerts",
     "monitoring.heartbeat",
@@ -23,7 +24,9 @@ EXPECTED_TASKS = {
     "monitoring.telemetry_retention",
     "rollout.deliver_webhook",
     "rollout.measure_analyses",
+    "rollout.send_router_intents",
     "rollout.sweep_webhook_deliveries",
+    "scheduling.scheduler_sources_sync",
     "simulation.advance_pool",
     "simulation.advance_run",
     "simulation.run_whatif",
@@ -55,9 +58,11 @@ def test_every_periodic_task_is_registered_and_expires():
 TIME_LIMITED = (
     "monitoring.scrape_target",
     "monitoring.promql_sources_sync",
+    "scheduling.scheduler_sources_sync",
     "monitoring.evaluate_alerts",
     "rollout.deliver_webhook",
     "rollout.measure_analyses",
+    "rollout.send_router_intents",
     "simulation.run_whatif",
 )
 

@@ -32,3 +32,10 @@ def test_readyz_answers_503_naming_the_broker_when_it_is_unreachable(client, set
     assert body["failing"] == ["broker"]
     assert body["components"]["database"]["ok"] is True
     assert body["components"]["broker"]["ok"] is False
+
+
+def test_favicon_ico_is_the_portals_icon_not_a_404(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "image/svg+xml"
+    assert response.content.startswith(b"<svg") and "max-age" in response["Cache-Control"]

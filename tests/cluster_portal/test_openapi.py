@@ -11,7 +11,7 @@ def test_the_schema_describes_every_api_route_with_token_auth(client_as):
     assert response.status_code == 200
     schema = response.json()
     assert schema["openapi"].startswith("3.")
-    for path in ("/api/v1/plans/{id}/{command}/", "/api/v1/telemetry/samples/",
+    for path in ("/api/v1/plans/{id}/start/", "/api/v1/telemetry/samples/",
                  "/api/v1/dashboards/overview/", "/api/v1/tokens/", "/api/v1/workloads/"):  # fmt: skip
         assert path in schema["paths"], path
     assert schema["components"]["securitySchemes"]["integrationToken"]["scheme"] == "bearer"

@@ -99,7 +99,15 @@ def test_broker_uses_local_redis_when_it_answers(tmp_path, monkeypatch):
     url, options, description = env.resolve_broker(tmp_path)
     assert url == "redis://127.0.0.1:6379/0"
     assert options == {}
-    assert "redis" in description
+    assert "redis" in description and "database 0" in description
+
+
+def test_the_broker_description_names_the_redis_database_it_took(tmp_path, monkeypatch):
+    monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:6379/7")
+    url, _options, description = env.resolve_broker(tmp_path)
+    assert url == "redis://127.0.0.1:6379/7"
+    assert description == "redis broker at 127.0.0.1:6379, database 7"
 
 
 def test_env_int_names_the_variable_on_bad_input(monkeypatch):
@@ -173,3 +181,41 @@ def test_database_credentials_come_only_from_the_environment(tmp_path):
         text = module.read_text(encoding="utf-8")
         assert "postgres://" not in text, module
         assert not re.search(r"SECRET_KEY\s*=\s*['\"]", text), module
+
+
+def test_the_sqlite_demo_database_runs_in_wal_mode_with_a_busy_timeout(tmp_path):
+    # Readers (a person logging in) no longer wait behind the twin's writing tick.
+    code = """
+import django
+django.setup()
+from django.db import connection
+with connection.cursor() as c:
+    print(*(c.execute(f"PRAGMA {p}").fetchone()[0] for p in ("journal_mode", "busy_timeout")))
+"""
+    result = run_python(code, {"PORTAL_VAR_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["wal", "20000"]
+
+
+def test_a_trial_without_tls_is_one_named_setting_and_the_deploy_check_warns(tmp_path):
+    # Production settings over plain HTTP: the Secure session cookie never came back and the
+    # login silently returned to the login page.
+    env = {
+        "PORTAL_VAR_DIR": str(tmp_path),
+        "SECRET_KEY": "k9$Fq2!xZ7@pL4#vN8%tR1^wB6&yH3*mJ0(cD5)sG-eU_aQ=iO+oP[lK]",
+        "ALLOWED_HOSTS": "portal.example.com",
+        "PORTAL_TRIAL_WITHOUT_TLS": "1",
+    }
+    code = (
+        "import django; django.setup(); from django.conf import settings as s; "
+        "print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_SSL_REDIRECT)"
+    )
+    result = run_python(code, env, module="cluster_portal.settings.production")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "False", "False"]
+    check = (
+        "from django.core.management import execute_from_command_line; "
+        "execute_from_command_line(['manage.py', 'check', '--deploy'])"
+    )
+    warned = run_python(check, env, module="cluster_portal.settings.production")
+    assert "SESSION_COOKIE_SECURE" in warned.stdout + warned.stderr

@@ -113,3 +113,25 @@ def test_without_traffic_the_tiles_say_so_instead_of_showing_a_figure(db, users,
     tiles = _tiles(client_as("operator"))
     assert tiles["slo_attainment"]["value"] is None and tiles["ttft"]["value"] is None
     assert "no service served requests in the last 5 min" in tiles["slo_attainment"]["hint"]
+
+
+def test_with_histograms_the_latency_tile_is_a_percentile_of_the_windows_requests(
+    serving, client_as
+):
+    from telemetry.read.local.histograms import histogram_quantile
+    from tests.dashboards.serving_data import buckets_of, write_requests
+
+    now = datetime.now(tz=UTC).timestamp()
+    steps = {
+        "chat-big": {"ttft": [0.03] * 99 + [0.9]},
+        "asr-small": {"ttft": [0.3] * 5},
+    }
+    for name, step in steps.items():
+        entity = Entity.objects.get(cluster=serving, key=name)
+        write_requests(entity, [(now - 120, step), (now - 60, step)])
+    ttft = _tiles(client_as("operator"))["ttft"]
+    # asr-small's P99 (its 0.3 s requests) is the worst; beside it the P99 of all requests.
+    worst = histogram_quantile(0.99, buckets_of("serving_ttft_seconds", [0.3] * 10))
+    assert ttft["value"] == pytest.approx(worst)
+    assert "asr-small" in ttft["hint"] and "all requests" in ttft["hint"]
+    assert "approximation" not in ttft["hint"]

@@ -7,9 +7,10 @@ import io
 
 import pytest
 
-from dashboards.selectors.report import inference_p99
-from inventory.models import Cluster
+from dashboards.selectors.report_services import cluster_serving
+from inventory.models import Cluster, Workload
 from telemetry.read import cluster_stat
+from telemetry.read.local.histograms import histogram_quantile
 from tests.access import ApiAccessCases, PageAccessCases
 from tests.cost.cost_data import (
     add_workload,
@@ -18,6 +19,20 @@ from tests.cost.cost_data import (
     minutes_ago,
     write_cluster,
 )
+from tests.dashboards.serving_data import FIGURE, buckets_of, write_requests
+
+# The requests of one minute, per service and side (seconds).
+LEGACY_A = {"ttft": [0.03] * 95 + [0.3] * 5, "tpot": [0.02] * 100, "e2e": [1.2] * 100}
+UNI_A = {"ttft": [0.03] * 90 + [0.9] * 10, "tpot": [0.02] * 100, "e2e": [1.2] * 100}
+UNI_B = {"ttft": [0.03] * 30, "tpot": [0.06] * 30, "e2e": [0.5] * 30}
+
+
+def merged_p99(figure: str, *steps: dict) -> float:
+    """What ``histogram_quantile(0.99, sum by (le) (…))`` answers for these requests."""
+    histogram = FIGURE[figure]
+    return histogram_quantile(
+        0.99, buckets_of(histogram, [x for step in steps for x in step[figure]])
+    )
 
 
 @pytest.fixture
@@ -38,35 +53,34 @@ def pair(db, tenants):
         },
     )
     write_cluster(base, {"cluster_utilization_allocated_ratio": [0.4, 0.6]})
-    # two services on the unified cluster: P99 0.2 s at 10 req/s and 1.0 s at 30 req/s
-    # and TPOT P99 20 ms / 60 ms on the same services
-    for name, p99, rate in (("svc-a", 0.2, 10.0), ("svc-b", 1.0, 30.0)):
-        w = add_workload(uni, tenants["acme"], name, "inference", 1, None)
-        entity = Entity.objects.get(workload=w)
-        rows = [
-            (metric("inference_latency_p99_seconds", "workload").pk, entity.pk, minutes_ago(i), p99)
-            for i in (1, 2)
-        ]
-        rows += [
-            (
-                metric("inference_tpot_p99_seconds", "workload").pk,
-                entity.pk,
-                minutes_ago(i),
-                p99 / 10 if name == "svc-a" else 0.06,
-            )
-            for i in (1, 2)
-        ]
-        rows += [
-            (
-                metric("inference_request_rate_per_second", "workload").pk,
-                entity.pk,
-                minutes_ago(i),
-                rate,
-            )
-            for i in (1, 2)
-        ]
-        with transaction.atomic():
-            samples_write(rows)
+    # svc-a on both sides (TTFT target 500 ms), svc-b on the unified side only: histograms
+    # written a minute ago (the compared window is the legacy side's last two minutes).
+    for cluster, name, requests in (
+        (base, "svc-a", LEGACY_A),
+        (uni, "svc-a", UNI_A),
+        (uni, "svc-b", UNI_B),
+    ):
+        w = add_workload(cluster, tenants["acme"], name, "inference", 1, [2.0, 2.0])
+        Workload.objects.filter(pk=w.pk).update(slo_ttft_ms=500 if name == "svc-a" else None)
+        write_requests(
+            Entity.objects.get(workload=w), [(minutes_ago(2), {}), (minutes_ago(1), requests)]
+        )
+    # svc-c has only stored per-step P99s: an approximation, labelled and never judged.
+    w = add_workload(uni, tenants["acme"], "svc-c", "inference", 1, None)
+    Workload.objects.filter(pk=w.pk).update(slo_p99_ms=100)
+    entity = Entity.objects.get(workload=w)
+    with transaction.atomic():
+        samples_write(
+            [
+                (
+                    metric("inference_latency_p99_seconds", "workload").pk,
+                    entity.pk,
+                    minutes_ago(i),
+                    0.05,
+                )
+                for i in (1, 2)
+            ]
+        )
     return {"base": base, "uni": uni}
 
 
@@ -96,23 +110,25 @@ def test_figures_equal_the_selectors_and_missing_data_is_said(pair, client_as):
     assert uni.samples.mean == pytest.approx(expected.mean) == pytest.approx(250.0)
     assert uni.samples.count == 2
     assert "250.0" in page and "mean of 2 stored values" in page
-    # P99: request-weighted (0.2×10 + 1.0×30) / 40 = 0.8 s
-    assert uni.p99.value_seconds == pytest.approx(0.8)
-    assert "800 ms" in page
-    # the legacy cluster stored no throughput, TTFT, TPOT, end-to-end or HBM: said, not
-    # shown as a number
-    assert page.count("No data for legacy in this window.") == 5
+    # The headline P99: the percentile of every request of both services (merged buckets).
+    assert uni.p99.exact and uni.p99.seconds == pytest.approx(merged_p99("e2e", UNI_A, UNI_B))
+    assert uni.ttft.seconds == pytest.approx(merged_p99("ttft", UNI_A, UNI_B))
+    assert uni.ttft.requests == 130
+    # the legacy cluster stored no throughput or HBM: said, not shown as a number
+    assert page.count("No data for legacy in this window.") == 2
     assert response.context["samples_ratio"] is None
     assert uni.hbm.mean == pytest.approx(0.65)  # 0.7 and 0.6: the compared two minutes
     assert 'data-figure="report-curve"' in page and "report.css" in page
 
 
-def test_p99_selector_reads_only_the_window(pair):
+def test_a_percentile_over_no_requests_says_so(pair, client_as):
     from datetime import UTC, datetime, timedelta
 
     now = datetime.now(tz=UTC)
-    assert inference_p99(pair["uni"], now - timedelta(minutes=1, seconds=30), now).values == 2
-    assert inference_p99(pair["uni"], now - timedelta(hours=3), now - timedelta(hours=2)) is None
+    earlier = cluster_serving(pair["uni"], now - timedelta(hours=3), now - timedelta(hours=2))
+    assert earlier.pooled["ttft"]["p99"].seconds is None
+    assert earlier.sides["svc-a"].verdicts["ttft"].met is None  # no verdict over no requests
+    assert cluster_serving(pair["uni"], now - timedelta(minutes=3), now).requests == 130
 
 
 def test_csv_gives_the_data_behind_each_figure(pair, client_as):
@@ -126,16 +142,19 @@ def test_csv_gives_the_data_behind_each_figure(pair, client_as):
     assert sorted(float(r["mean"]) for r in allocated if r["cluster"] == "uni") == [0.9, 1.0]
     assert len([r for r in allocated if r["cluster"] == "legacy"]) == 2
     p99 = list(csv.DictReader(io.StringIO(client.get(base + "&figure=p99").content.decode())))
-    assert [(r["workload"], float(r["p99_seconds_mean"])) for r in p99] == [
-        ("svc-a", 0.2),
-        ("svc-b", 1.0),
-    ]
+    uni = {r["workload"]: r for r in p99 if r["cluster"] == "uni"}
+    assert float(uni["svc-a"]["p99_seconds"]) == pytest.approx(merged_p99("e2e", UNI_A))
+    assert float(uni["svc-a"]["requests"]) == 100
+    assert uni["svc-c"]["percentile_of_requests"] == "False"  # the approximation, marked
 
 
 def test_report_api_returns_the_same_figures(pair, client_as):
     data = client_as("operator").get("/api/v1/report/?baseline=legacy&unified=uni").json()
     assert data["unified"]["training_samples_per_second"]["mean"] == pytest.approx(250.0)
-    assert data["unified"]["inference_p99_seconds"]["value"] == pytest.approx(0.8)
+    assert data["unified"]["inference_p99_seconds"]["value"] == pytest.approx(
+        merged_p99("e2e", UNI_A, UNI_B)
+    )
+    assert data["unified"]["inference_p99_seconds"]["exact"] is True
     assert data["baseline"]["training_samples_per_second"] is None
     bad = client_as("operator").get("/api/v1/report/?baseline=nope&unified=uni")
     assert bad.status_code == 400 and "nope" in bad.json()["errors"]["baseline"][0]
@@ -150,13 +169,14 @@ def test_the_report_leads_with_tpot_and_compares_unequal_clusters_per_card(pair,
     url = f"/report/?baseline={pair['base'].pk}&unified={pair['uni'].pk}"
     page = client_as("operator").get(url).content.decode()
     assert "TPOT P99 (time per output token)" in page and "End-to-end P99 (secondary)" in page
-    # request-weighted: (0.02 × 10 + 0.06 × 30) / 40 = 0.05 s
-    assert "50 ms" in page
     assert "legacy has 8 cards, uni has 16" in page and "compared per card" in page
     data = client_as("operator").get("/api/v1/report/?baseline=legacy&unified=uni").json()
     uni = data["unified"]
-    assert uni["inference_tpot_p99_seconds"]["value"] == pytest.approx(0.05)
-    assert uni["inference_ttft_p99_seconds"] is None  # no TTFT stored: said, not invented
+    assert uni["inference_tpot_p99_seconds"]["value"] == pytest.approx(
+        merged_p99("tpot", UNI_A, UNI_B)
+    )
+    assert data["baseline"]["inference_ttft_p99_seconds"]["requests"] == 100
+    # no training cards reported: the cluster's cards divide (stated on the page)
     assert uni["training_samples_per_second_per_card"] == pytest.approx(250.0 / 16)
     assert data["ablation"] is None
     assert "No ablation of these clusters exists" in page

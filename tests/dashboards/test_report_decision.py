@@ -9,30 +9,26 @@ came from an unrelated 256-card what-if. Here the baseline reports for an hour (
 from __future__ import annotations
 
 import pytest
-from django.db import transaction
 
 from cost.models import CostAssumptions
+from dashboards.selectors.report_decision import coverage, overlap_seconds
 from inventory.models import Cluster
-from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity
-from tests.cost.cost_data import add_workload, make_cluster, metric, minutes_ago, write_cluster
+from telemetry.read.local.histograms import histogram_quantile
+from tests.cost.cost_data import add_workload, make_cluster, minutes_ago, write_cluster
 from tests.cost.test_cost_page import INPUTS
+from tests.dashboards.serving_data import buckets_of, write_requests
 
 
 def _service(cluster, tenant, name, *, ttft_ms, tpot_ms, ttft, tpot, minutes=14):
+    """A service whose requests (ten a minute) all take ``ttft`` / ``tpot``: its serving
+    histograms as the twin writes them."""
     w = add_workload(cluster, tenant, name, "inference", 1, None)
     w.slo_ttft_ms, w.slo_tpot_ms = ttft_ms, tpot_ms
     w.save(update_fields=["slo_ttft_ms", "slo_tpot_ms"])
     entity = Entity.objects.get(workload=w)
-    rows = []
-    for name_, value in (
-        ("inference_ttft_p99_seconds", ttft),
-        ("inference_tpot_p99_seconds", tpot),
-    ):
-        m = metric(name_, "workload")
-        rows += [(m.pk, entity.pk, minutes_ago(i), value) for i in range(1, minutes + 1)]
-    with transaction.atomic():
-        samples_write(rows)
+    step = {"ttft": [ttft] * 10, "tpot": [tpot] * 10}
+    write_requests(entity, [(minutes_ago(i), step) for i in range(minutes, 0, -1)])
 
 
 @pytest.fixture
@@ -67,13 +63,17 @@ def _report(client, sides, extra: str = "") -> tuple[str, dict]:
     return response.content.decode(), response.context
 
 
-def test_the_report_states_each_sides_coverage_and_compares_equal_windows(sides, client_as):
+def test_the_report_states_one_coverage_the_overlap_and_compares_equal_windows(sides, client_as):
     page, context = _report(client_as("operator"), sides)
-    assert "Unified uni: data for 14 min of 24 h." in page
-    assert "Baseline legacy: data for 60 min of 24 h." in page
     decision = context["decision"]
-    assert 14 * 60 <= decision.compared_seconds <= 16 * 60
-    assert "Both sides are compared over the same" in page
+    # One statement: the overlap of both sides' data (the unified side's 14 minutes), never
+    # more than either side's data covers; no per-side line that could disagree with it.
+    lo, hi = decision.compared
+    each = [coverage(sides[k], lo, hi) for k in ("base", "uni")]
+    assert decision.compared_seconds == overlap_seconds(*each, lo=lo, hi=hi)
+    assert 13 * 60 <= decision.compared_seconds <= min(c.covered_seconds for c in each)
+    assert page.count("data-compared") == 1 and "data-coverage" not in page
+    assert "Compared over 14 min of the asked 24 h" in page
     # The baseline is read over the same minutes as the unified side: 10 samples/s, not the
     # hour's mean of 79; the ratio is 20 / 10.
     assert context["base"].samples.mean == pytest.approx(10.0, abs=2.0)
@@ -84,7 +84,7 @@ def test_two_readings_of_the_same_minute_give_the_same_figures(sides, client_as)
     client = client_as("operator")
     first = client.get("/api/v1/report/?baseline=legacy&unified=uni&range=24h").json()
     again = client.get("/api/v1/report/?baseline=legacy&unified=uni&range=24h").json()
-    keys = ("compared_window", "verdicts", "money")
+    keys = ("coverage", "verdicts", "money")
     assert {k: first[k] for k in keys} == {k: again[k] for k in keys}
     assert (
         first["baseline"]["training_samples_per_second"]
@@ -97,13 +97,17 @@ def test_one_verdict_per_slo_and_target_with_the_measured_figure(sides, client_a
     verdicts = {(v.service, v.target): v for v in context["decision"].verdicts}
     assert verdicts[("chat", "ttft")].met is True
     assert verdicts[("code", "ttft")].met is False
-    assert verdicts[("code", "ttft")].measured_seconds == pytest.approx(1.5)
+    # The P99 of its requests from the merged buckets: 1.5 s requests, bucket 1-2.5 s.
+    expected = histogram_quantile(0.99, buckets_of("serving_ttft_seconds", [1.5] * 130))
+    assert verdicts[("code", "ttft")].measured_seconds == pytest.approx(expected)
+    assert 1.0 < expected <= 2.5
     assert verdicts[("code", "tpot")].met is True
     assert len(verdicts) == 4
     assert "3 of 4 targets met" in page
-    row = page[page.index('data-verdict="uni/code/ttft"') :]
+    row = page[page.index('data-pair="code/ttft"') :]
     row = row[: row.index("</tr>")]
-    assert "TTFT P99" in row and "200 ms" in row and "1.5 s" in row and "not met" in row
+    assert "TTFT P99" in row and "200 ms" in row and "not met" in row
+    assert "not on this cluster" in row  # the legacy side has no such service
     data = client_as("operator").get("/api/v1/report/?baseline=legacy&unified=uni").json()
     assert {(v["service"], v["target"], v["met"]) for v in data["verdicts"]} == {
         ("chat", "ttft", True),

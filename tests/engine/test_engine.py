@@ -64,7 +64,13 @@ def _same(x, y) -> bool:
     if isinstance(x, np.random.Generator):
         return x.bit_generator.state == y.bit_generator.state
     if type(x) is type(y) and hasattr(x, "__dict__"):  # caches: field by field
-        return _same(vars(x), vars(y))
+        # A pure memo (results of a function of the static tables, e.g. the job table's
+        # step-time memo) is not state: a resumed run rebuilds it as it goes.
+        memos = getattr(type(x), "MEMO_FIELDS", ())
+        return _same(
+            {k: v for k, v in vars(x).items() if k not in memos},
+            {k: v for k, v in vars(y).items() if k not in memos},
+        )
     return pickle.dumps(x) == pickle.dumps(y)
 
 

@@ -3,6 +3,7 @@ MoE all-to-all overlap, selectable profiles, and the current-stack checks of ``v
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -44,7 +45,9 @@ def test_a_large_prefill_reaches_a_sane_fraction_of_peak_and_never_collapses(pro
         assert big >= 0.2, (tokens, batch, big)  # was 0.17 % with the collapse term
         if batch > 1:  # batched prompts, GEMM-dominated: more work is never less efficient
             assert big >= 0.95 * mid, (tokens, batch, big, mid)
-    assert _achieved_fraction("trtllm-2025", 131072, 1) >= 0.5
+    # Attention-bound: trtllm-2025's attention runs at 55 % of peak since its refit with NIM's
+    # single-request row (issue 35; it sat at FlashAttention-3's 75 % bound before).
+    assert _achieved_fraction("trtllm-2025", 131072, 1) >= 0.45
 
 
 @pytest.mark.parametrize("profile", ALL)
@@ -98,7 +101,8 @@ def test_the_expert_all_to_all_takes_what_deepeps_published_kernels_take():
 def test_mla_decode_attention_never_runs_faster_than_flashmla():
     from simulation.engine.perf.inference import MLA_DECODE_EFF
 
-    p = profiles.PROFILES["trtllm-2025"].params
+    # A stack whose attention kernels would run faster than FlashMLA (FlashAttention-3's 75 %).
+    p = dataclasses.replace(profiles.PROFILES["trtllm-2025"].params, attn_eff=0.75)
     batch, ctx = 64.0, 32768.0  # long contexts: attention-bound
     d = decode_breakdown(DS, H100, 1, batch, ctx, ep=1, dtype="fp8", p=p)
     flops = batch * 2 * DS.heads * (2 * DS.kv_lora_rank + DS.qk_rope_head_dim) * ctx * DS.layers

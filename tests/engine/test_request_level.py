@@ -14,7 +14,7 @@ from simulation.engine.memory.cache import LRUCache
 from simulation.engine.perf.des import interarrivals
 from simulation.engine.perf.inference import prefill_seconds
 from simulation.engine.replay import apply_replay
-from simulation.engine.serving.requests import fit_context, simulate_replica
+from simulation.engine.serving.requests import fit_context, simulate_group
 
 
 def _replica_p99(rate: float, ca2: float, seed: int = 5, n: int = 4000) -> float:
@@ -22,9 +22,11 @@ def _replica_p99(rate: float, ca2: float, seed: int = 5, n: int = 4000) -> float
     arr = np.cumsum(interarrivals(rng, rate, n, ca2))
     prompt = np.exp(rng.normal(np.log(800), 0.8, n))
     output = np.maximum(np.round(np.exp(rng.normal(np.log(150), 0.9, n))), 1)
-    pf = (0.02 + prompt * 5e-5).tolist()
+    work = (0.02 + prompt * 5e-5).tolist()
     dec = [0.02 + 0.0005 * k for k in range(16)]
-    ttft, _, _, _ = simulate_replica(arr.tolist(), pf, output.tolist(), dec, [0.0] * 16, 0.0, 300.0)
+    ttft, _, _, _ = simulate_group(
+        arr.tolist(), work, prompt.tolist(), output.tolist(), dec, 1.2, [[0.0] * 16], 0.0, 300.0
+    )
     return float(np.quantile(ttft[n // 10 :], 0.99))
 
 
@@ -33,6 +35,56 @@ def test_ttft_tail_of_a_replica_rises_with_load_and_with_burstiness():
     assert all(b > a for a, b in zip(loads, loads[1:], strict=False))
     bursts = [_replica_p99(2.0, ca2) for ca2 in (1.0, 4.0, 16.0)]
     assert all(b > a for a, b in zip(bursts, bursts[1:], strict=False))
+
+
+def _group_p99(pick_fn, n: int = 6000, m: int = 4) -> float:
+    """Short prompts' TTFT P99 on ``m`` replicas behind a router; every 40th prompt is long."""
+    rng = np.random.default_rng(9)
+    arr = np.cumsum(rng.exponential(1.0 / (3.0 * m), n))
+    long = np.arange(n) % 40 == 0
+    tokens = np.where(long, 30000.0, 600.0)
+    work = np.where(long, 3.0, 0.15).tolist()  # prefill share ~0.67 per replica
+    dec = [0.02 + 0.0005 * k for k in range(16)]
+    ttft, _, _, _ = simulate_group(
+        arr.tolist(),
+        work,
+        tokens.tolist(),
+        [100.0] * n,
+        dec,
+        1.2,
+        [[0.0] * 16] * m,
+        0.0,
+        300.0,
+        pick_fn(rng, n, m),
+    )
+    return float(np.quantile(ttft[~long][n // 10 :], 0.99))
+
+
+def test_routing_to_the_less_loaded_of_two_replicas_beats_blind_spreading():
+    def blind(rng, n, m):  # both candidates the same replica: a random pick
+        r = rng.integers(m, size=n).tolist()
+        return list(zip(r, r, strict=True))
+
+    def two_choices(rng, n, m):
+        r1 = rng.integers(m, size=n)
+        r2 = (r1 + 1 + rng.integers(m - 1, size=n)) % m
+        return list(zip(r1.tolist(), r2.tolist(), strict=True))
+
+    assert _group_p99(two_choices) < 0.8 * _group_p99(blind)
+
+
+def test_a_short_prompt_behind_a_long_one_waits_for_its_chunks_only_once():
+    # Chunked prefill: a 100-token prompt arriving while a 40k-token one is being chunked
+    # waits FCFS for the long prompt's remaining chunks, then takes one iteration; the long
+    # prompt's decodes are never stopped (its own first token comes after its chunks).
+    dec = [0.03] * 8
+    ttft, tpot, _, _ = simulate_group(
+        [0.0, 0.5], [4.0, 0.01], [40000.0, 100.0], [50.0, 50.0], dec, 1.0, [[0.0] * 8], 0.0, 300
+    )
+    chunks = 40000.0 / 8192
+    assert ttft[0] == pytest.approx(4.0 + chunks * 0.03)
+    assert ttft[1] == pytest.approx(ttft[0] - 0.5 + 0.01 + 100.0 / 8192 * 0.03)
+    assert (tpot == 0.03).all()
 
 
 def test_a_default_run_has_a_tail_and_states_its_sample_size():
@@ -123,7 +175,8 @@ def test_a_prompt_longer_than_the_context_is_truncated_and_counted(tmp_path):
     prompts = [1000] * 50 + [85_000] * 3
     p = _azure(tmp_path / "long.csv", 53, [1.0] * 53, prompts, [100] * 53)
     scen = default_scenario(256, seed=3, n_training_jobs=4, n_services=5)
-    rep, summ = apply_replay(scen, "azure", p, horizon_s=600.0)  # llama-2-70b: 4k context
+    # llama-2-70b (4k context); truncation asked for (refused otherwise: test_replay_fit).
+    rep, summ = apply_replay(scen, "azure", p, horizon_s=600.0, model="llama-2-70b", truncate=True)
     assert summ["prompts_truncated"] == 3 and summ["max_context"] == 4096
     assert max(rep.replay["requests"]["prompt"]) + 100 <= 4096
     eng = Engine(rep)
@@ -159,7 +212,10 @@ def test_the_split_baseline_tail_does_not_fall_as_replayed_load_rises(tmp_path):
     for scale in (1.0, 2.0, 3.0):
         scen = default_scenario(512, seed=3, n_services=5, training_demand="legacy")
         # An hour of the looped trace: the steady state, not the first minutes' cold start.
-        rep, _ = apply_replay(scen, "azure", p, horizon_s=3600.0, rate_scale=scale, loop=True)
+        rep, _ = apply_replay(
+            scen, "azure", p, horizon_s=3600.0, rate_scale=scale, loop=True,
+            model="llama-2-70b", truncate=True,
+        )  # fmt: skip
         p99.append(run_policy(rep, "split", 1.0)["ttft_p99_ms"])
     # The autoscaler holds occupancy, so the tail may stay flat; it must not fall by more
     # than the run quantiles' resolution (6 %: log-spaced bins), as it did (-20 % at x2).

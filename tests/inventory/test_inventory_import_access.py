@@ -79,3 +79,27 @@ def test_an_unknown_cluster_is_a_404(client_as):
         content_type="application/json",
     )
     assert response.status_code == 404
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("body", ["null", "5", '"hostname,rack"', "[1, 2]"])
+def test_a_body_that_is_not_an_object_is_a_400_naming_it(client_as, body):
+    response = client_as("operator").post(import_url(), body, content_type="application/json")
+    assert response.status_code == 400
+    assert "JSON object" in json.dumps(response.json())
+
+
+@pytest.mark.django_db
+def test_a_huge_bad_file_lists_the_first_hundred_problems_and_counts_the_rest(client_as):
+    # A 49,999-row bad import once answered a 12.97 MB error list.
+    bad = "hostname,rack,card_count\n" + "".join(f"gpu-{i},r1,x\n" for i in range(5_000))
+    response = client_as("operator").post(
+        import_url(), json.dumps({"content": bad}), content_type="application/json"
+    )
+    assert response.status_code == 400
+    body = response.json()
+    assert len(body["errors"]) == body["errors_listed"] == 100
+    assert body["error_count"] == 5_000
+    assert [e["line"] for e in body["errors"][:2]] == [2, 3]
+    assert len(response.content) < 50_000
+    assert not Node.objects.filter(cluster__name="import-target").exists()

@@ -10,12 +10,8 @@ from accounts.services.roles import ROLE_APPROVER, roles_ensure
 from inventory.models import Cluster, Workload
 from rollout.models import Criterion, PhaseKind
 from rollout.services.audit import Actor
-from rollout.services.plans import (
-    criterion_save,
-    phase_manual_gate_set,
-    phases_without_gate,
-    plan_create,
-)
+from rollout.services.criteria import criterion_save, phase_manual_gate_set
+from rollout.services.plans import phases_without_gate, plan_create
 from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity, EntityKind, MetricDefinition
 
@@ -25,9 +21,26 @@ METRIC = "inference_latency_p99_seconds"
 
 @pytest.fixture
 def clusters(db) -> dict[str, Cluster]:
+    """The same accelerator on both sides: relative criteria compare like with like (factor 1);
+    tests of cross-hardware expectations give the clusters different models."""
+    from inventory.models import HardwareModel
+
+    card, _ = HardwareModel.objects.get_or_create(
+        slug="h100-sxm",
+        defaults={
+            "name": "H100 SXM",
+            "vendor": "nvidia",
+            "hbm_bytes": 80 * 2**30,
+            "hbm_bandwidth_bytes_per_s": 3.35e12,
+            "peak_flops": 989e12,
+            "confidence": "high",
+        },
+    )
     return {
-        "unified": Cluster.objects.create(name="uni", kind=Cluster.Kind.UNIFIED),
-        "legacy": Cluster.objects.create(name="old", kind=Cluster.Kind.LEGACY),
+        "unified": Cluster.objects.create(
+            name="uni", kind=Cluster.Kind.UNIFIED, hardware_model=card
+        ),
+        "legacy": Cluster.objects.create(name="old", kind=Cluster.Kind.LEGACY, hardware_model=card),
     }
 
 
@@ -192,6 +205,9 @@ def haproxy_router(haproxy, db):
         haproxy_source_server="baseline",
         haproxy_target_server="canary",
         timeout_seconds=2.0,
+        # The fixture's servers take no traffic: the weights' read-back alone confirms here
+        # (the served split is tested with real backends in test_served_split.py).
+        split_tolerance_points=None,
     )
     router.full_clean()
     router.save()

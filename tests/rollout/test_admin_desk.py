@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from rollout.models import Approval, AuditEntry, Criterion, GateState, PhaseKind
 from rollout.services.audit import Actor
-from rollout.services.plans import criterion_save
+from rollout.services.criteria import criterion_save
 from rollout.services.transitions import plan_promote, plan_start
 
 pytestmark = pytest.mark.django_db

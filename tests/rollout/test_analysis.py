@@ -67,7 +67,9 @@ def test_dry_run_metrics_never_decide_the_run():
     assert S.run_phase([("failed", True), ("successful", False)]) == "successful"
     assert S.run_phase([("error", True), ("running", False)]) == "running"
     assert S.run_phase([("running", True), ("successful", False)]) == "successful"
-    assert S.run_phase([("failed", True)]) == "successful"  # only dry-run: done when done
+    # Only dry-run metrics: nothing decisive measured, never a pass.
+    assert S.run_phase([("failed", True)]) == "inconclusive"
+    assert S.run_phase([("successful", True), ("running", True)]) == "running"
 
 
 # --- runs against stored telemetry -----------------------------------------------------------

@@ -18,7 +18,7 @@ from django.utils import translation
 from accounts.services.roles import ROLE_APPROVER, ROLE_OPERATOR, roles_ensure
 from rollout.models import AuditEntry, Criterion, GateState, PhaseKind
 from rollout.services.audit import Actor
-from rollout.services.plans import criterion_save
+from rollout.services.criteria import criterion_save
 from rollout.services.transitions import gate_approve, plan_promote, plan_start
 from tests.rollout.conftest import rev
 

@@ -44,7 +44,7 @@ def trainers(clusters, tenants, workloads) -> dict[str, Workload]:
 def started_throughput_plan(plan_factory, users, trainers, **spec):
     """A plan whose pilot moves acme-train, gated on throughput ≥ 0.9 × source."""
     from rollout.models import Criterion
-    from rollout.services.plans import criterion_save
+    from rollout.services.criteria import criterion_save
 
     plan = plan_factory()
     plan.workloads.filter(phase=PhaseKind.PILOT).delete()
@@ -188,8 +188,8 @@ def test_a_service_without_traffic_does_not_pass_a_latency_gate(
 def test_a_later_gate_reuses_the_baseline_captured_before_the_move(
     plan_factory, users, trainers, clusters
 ):
-    from rollout.services.analysis import _aggregate
     from rollout.services.baselines import baseline_read
+    from rollout.services.measuring import _aggregate
 
     _source_before_start(clusters, [21.8, 21.8, 21.8])
     plan = started_throughput_plan(plan_factory, users, trainers)

@@ -29,6 +29,25 @@ class TestPlanCommandApi(ApiAccessCases):
         return f"/api/v1/plans/{plan_for_access('panda').pk}/start/"
 
 
+class TestPlanOverrideApi(ApiAccessCases):
+    """The override is its own operation; only operators request it (then four-eyes)."""
+
+    route = "rollout-api:plan-override"
+    method = "post"
+    content_type = "application/json"
+    allowed_roles = ("operator",)
+    hidden_roles = ("other_customer",)
+
+    def post_data(self, users) -> dict:
+        return {"reason": "known telemetry gap", "revision": 1}
+
+    def get_url(self, users) -> str:
+        return f"/api/v1/plans/{plan_for_access().pk}/override/"
+
+    def other_tenant_url(self, users, tenants) -> str:
+        return f"/api/v1/plans/{plan_for_access('panda').pk}/override/"
+
+
 class TestPlanCommandPage(PageAccessCases):
     route = "migration-command"
     method = "post"

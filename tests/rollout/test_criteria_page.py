@@ -151,3 +151,36 @@ def test_an_operator_adds_and_deletes_a_criterion_on_the_page(client_as, plan_fa
     response = client.post(f"/migrations/{plan.pk}/criteria/{added.pk}/delete/")
     assert response.status_code == 302
     assert not Criterion.objects.filter(name="batch-latency").exists()
+
+
+def test_an_operator_switches_a_relative_criterion_to_the_live_baseline_on_the_page(
+    client_as, plan_factory, workloads
+):
+    plan = plan_factory(criteria={PhaseKind.GRAY: [{"name": "chat-latency"}]})
+    criterion = Criterion.objects.get(name="chat-latency")
+    client = client_as("operator")
+    edit = f"/migrations/{plan.pk}/criteria/{criterion.pk}/"
+    page = client.get(f"/migrations/{plan.pk}/").content.decode()
+    assert f'name="c{criterion.pk}-baseline_window"' in page  # offered in the editor
+    changes = {
+        "comparator": "le",
+        "threshold": 1.2,
+        "compare_to_baseline": "on",
+        "baseline_workload": workloads["legacy:acme-chat"].pk,
+        "baseline_window": "same_window",
+    }
+    assert client.post(edit, _form(criterion, **changes)).status_code == 302
+    criterion.refresh_from_db()
+    assert (criterion.compare_to_baseline, criterion.baseline_window) == (True, "same_window")
+    page = client.get(f"/migrations/{plan.pk}/").content.decode()
+    assert "over the same window" in page
+    # A post that leaves the field out (an older page) keeps it rather than resetting it.
+    assert client.post(edit, _form(criterion, threshold=1.3)).status_code == 302
+    criterion.refresh_from_db()
+    assert (criterion.threshold, criterion.baseline_window) == (1.3, "same_window")
+    # An unknown window is refused, naming the field, and changes nothing.
+    response = client.post(edit, _form(criterion, baseline_window="yesterday"), follow=True)
+    body = response.content.decode()
+    assert "Not saved: Baseline window: Select a valid choice." in body
+    criterion.refresh_from_db()
+    assert criterion.baseline_window == "same_window"

@@ -6,8 +6,8 @@ import pytest
 
 from rollout.models import AuditEntry, PhaseKind
 from rollout.services.audit import Actor
+from rollout.services.criteria import criterion_save, criterion_save_check
 from rollout.services.errors import WorkflowConflict
-from rollout.services.plans import criterion_save, criterion_save_check
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,10 @@ from rollout.models import AuditEntry, Criterion, MigrationPlan, PhaseKind, Plan
 from rollout.selectors import traffic_shares_for_cluster
 from rollout.services.analysis import analysis_run_step
 from rollout.services.audit import Actor
+from rollout.services.criteria import criterion_save, phase_manual_gate_set
 from rollout.services.errors import FourEyesViolation, NotPermitted, WorkflowConflict
-from rollout.services.plans import criterion_save, phase_manual_gate_set, plan_create
+from rollout.services.overrides import plan_override
+from rollout.services.plans import plan_create
 from rollout.services.transitions import (
     gate_approve,
     gate_reject,
@@ -123,8 +125,15 @@ def test_inconclusive_pauses_until_approved(plan_factory, users, clusters):
     # When nobody acts, nothing moves: resume is refused (it is a gate decision)
     with pytest.raises(WorkflowConflict, match="gate decision"):
         plan_resume(plan_id=plan.pk, actor=Actor(users["operator"]))
-    # Then a human promotes it and an approver approves: the gray phase begins
-    promote_and_approve(plan, users)
+    # A plain promotion is refused: past an inconclusive analysis is an override
+    with pytest.raises(WorkflowConflict, match="override"):
+        plan_promote(plan_id=plan.pk, actor=Actor(users["operator"]))
+    # Then a human overrides it (with a reason) and an approver approves: gray begins
+    plan_override(
+        plan_id=plan.pk, actor=Actor(users["operator"]), reason="telemetry gap", revision=rev(plan)
+    )
+    gate_approve(plan_id=plan.pk, actor=Actor(users["approver"]), revision=rev(plan))
+    plan.refresh_from_db()
     assert (plan.state, plan.current_phase) == (PlanState.RUNNING, "gray")
 
 
@@ -224,9 +233,19 @@ def test_editing_criteria_moves_the_gate_to_a_new_revision(plan_factory, users, 
         threshold=1,
     )
     criterion_save(criterion=criterion, actor=Actor(users["operator"]))
-    gate_approve(plan_id=plan.pk, actor=Actor(approvers[1]), revision=rev(plan))
+    # The approvals are void and the gate measures its new criteria again: nothing to approve
     plan.refresh_from_db()
-    assert plan.state == PlanState.AWAITING_APPROVAL  # 1 of 2 on revision 2
+    gate = plan.current_gate
+    assert (plan.state, gate.state, gate.revision) == (PlanState.RUNNING, "analysing", 2)
+    assert gate.requested_by is None
+    # A new run for revision 2; revision 1's passed run no longer decides anything
+    assert list(gate.runs.values_list("gate_revision", "status")) == [
+        (2, "running"),
+        (1, "successful"),
+    ]
+    with pytest.raises(WorkflowConflict):
+        gate_approve(plan_id=plan.pk, actor=Actor(approvers[1]), revision=rev(plan))
+    assert plan.audit_entries.filter(action="reanalyse", to_state=PlanState.RUNNING).count() == 1
 
 
 # --- the twin honours the gray step and moves back on a failed gate ----------------------------

@@ -88,6 +88,9 @@ def routed(plan_factory, proxy, **kwargs):
         haproxy_backend="llm",
         haproxy_source_server="baseline",
         haproxy_target_server="canary",
+        # The step's clock starts once HAProxy's counters show the share served over 5 s.
+        split_window_seconds=5,
+        split_min_requests=100,
     )
     plan = plan_factory(**kwargs)
     item = plan.workloads.get(workload__name="acme-chat")
@@ -110,6 +113,21 @@ def measure(run, *, now=None) -> str:
     phase = analysis_run_step(run_id=run.pk, now=now)
     router_intents_sweep()
     return phase
+
+
+def split_served(plan, run, *, timeout: float = 30.0) -> None:
+    """Re-read the router as the analysis beat does until the served split confirms the step
+    (its analysis clock starts then, never at the weights' read-back)."""
+    from rollout.services.router_watch import plan_routers_reread
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        plan_routers_reread(plan_id=plan.pk)
+        run.refresh_from_db()
+        if run.traffic_at is not None:
+            return
+        time.sleep(1.0)
+    raise AssertionError("the served split never confirmed the step")
 
 
 def window(load: LoadGenerator, count: int, *, since: float, timeout: float = 30.0) -> list:
@@ -220,7 +238,8 @@ def test_a_slow_canary_fails_its_gate_on_its_own_histograms_and_the_rollback_tak
         scrape(targets)  # before the step: history the step's window must not read
         promote(plan, users)  # gray 25 %: the slow canary takes a quarter of the requests
         run = plan.current_gate.runs.get()
-        assert run.traffic_at is not None  # the clock started at HAProxy's read-back
+        assert run.traffic_at is None  # weights read back; the split is not seen yet
+        split_served(plan, run)
         scrape(targets)
         served = window(load, 300, since=time.monotonic())
         assert abs(share_served(served, "canary") - 25) <= 5
@@ -361,6 +380,7 @@ def test_a_slow_canary_fails_on_the_histograms_prometheus_remote_wrote(
         plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
         promote(plan, users)  # gray 25 %
         run = plan.current_gate.runs.get()
+        split_served(plan, run)
         served = window(load, 600, since=time.monotonic())  # ≈ 2 s: several scrapes
         assert abs(share_served(served, "canary") - 25) <= 5
         time.sleep(4)  # at least four scrapes inside the step
@@ -390,6 +410,7 @@ def test_a_slow_canary_fails_on_the_histograms_prometheus_remote_wrote(
         assert proxy.weight("canary") == 25
         rerun = plan.current_gate.runs.order_by("-id").first()
         assert rerun.pk != run.pk
+        split_served(plan, rerun)
         served = window(load, 600, since=time.monotonic())
         assert abs(share_served(served, "canary") - 25) <= 5
         time.sleep(4)

@@ -16,7 +16,7 @@ from inventory.models import Workload
 from rollout.models import Criterion, MetricResult, MigrationPlan, PhaseKind
 from rollout.selectors import traffic_shares_for_cluster
 from rollout.services.audit import Actor
-from rollout.services.plans import criterion_save
+from rollout.services.criteria import criterion_save
 from rollout.services.transitions import plan_start
 from tests.rollout.test_authoring import body
 

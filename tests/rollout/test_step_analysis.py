@@ -9,8 +9,9 @@ import pytest
 from rollout.models import AnalysisRun, Criterion, MetricResult, PhaseKind, PlanState
 from rollout.services.analysis import analysis_run_step
 from rollout.services.audit import Actor
+from rollout.services.criteria import criterion_save, phase_manual_gate_set
 from rollout.services.errors import WorkflowConflict
-from rollout.services.plans import criterion_save, phase_manual_gate_set, plan_create
+from rollout.services.plans import plan_create
 from rollout.services.transitions import plan_start
 from tests.rollout.conftest import write
 from tests.rollout.test_flows import in_step, promote_and_approve, tick, twin, twin_share
@@ -40,7 +41,8 @@ def test_values_stamped_before_the_step_do_not_count(plan_factory, users, cluste
     # A bad value from before the step (inside the 300 s window) and a good one after it
     write(clusters["unified"], "acme-chat", run.traffic_at - timedelta(seconds=5), 9.0)
     write(clusters["unified"], "acme-chat", run.traffic_at + timedelta(seconds=5), 0.5)
-    analysis_run_step(run_id=run.pk, now=run.traffic_at + timedelta(seconds=60))
+    # Measured while that value is still fresh (within two telemetry intervals).
+    analysis_run_step(run_id=run.pk, now=run.traffic_at + timedelta(seconds=25))
     measurement = run.metrics.get().measurements.get()
     assert measurement.window_start > run.traffic_at
     assert (measurement.outcome, measurement.value, measurement.samples) == ("successful", 0.5, 1)

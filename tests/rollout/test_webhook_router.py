@@ -242,3 +242,32 @@ def test_a_callback_that_beats_the_portals_own_commit_is_the_answer(
     plan.refresh_from_db()
     assert plan.state == PlanState.RUNNING
     assert plan.current_gate.runs.get().traffic_at == call.confirmed_at
+
+
+def test_a_superseded_sets_late_callback_is_recorded_and_changes_nothing(
+    plan_factory, users, tool, client
+):
+    from rollout.models import AuditEntry
+    from rollout.services.transitions import plan_abort
+
+    server = tool([confirm, (202, ""), confirm])
+    plan, router = webhook_plan(plan_factory, server.url, criteria={"gray": [{}]})
+    plan = to_gray(plan, users)
+    old = RouterCall.objects.get(operation="set", outcome="pending")
+    plan_abort(plan_id=plan.pk, actor=Actor(users["operator"]), reason="stop")
+    plan.refresh_from_db()
+    old.refresh_from_db()
+    # The restore superseded the pending set explicitly, then was sent and confirmed.
+    assert old.outcome == "superseded" and "superseded by restore 0%" in old.answer
+    assert plan.state == PlanState.ABORTED
+    assert RouterCall.objects.get(operation="restore").outcome == "confirmed"
+    # The tool's late confirmation of the old set: answered, recorded, and nothing moves.
+    body = {"idempotency_key": old.idempotency_key, "status": "confirmed", "share": 100}
+    assert _callback(client, router, body).status_code == 200
+    plan.refresh_from_db()
+    item = plan.workloads.get(workload__name="acme-chat")
+    assert plan.state == PlanState.ABORTED
+    assert item.confirmed_share == 0.0
+    assert AuditEntry.objects.filter(
+        plan=plan, action="router_superseded", reason__contains="callback for a superseded call"
+    ).exists()

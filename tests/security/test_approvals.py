@@ -10,7 +10,7 @@ from accounts.services.roles import ROLE_APPROVER, roles_ensure
 from accounts.services.tokens import token_create
 from rollout.models import Approval, AuditEntry, Criterion, PlanState
 from rollout.services.audit import Actor
-from rollout.services.plans import criterion_save
+from rollout.services.criteria import criterion_save
 from rollout.services.transitions import plan_promote, plan_start
 from tests.rollout.conftest import METRIC, rev
 

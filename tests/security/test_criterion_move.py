@@ -15,8 +15,8 @@ from django.urls import reverse
 from rollout.models import AuditEntry, Criterion, GateState, PhaseKind, PlanState
 from rollout.services.analysis import analysis_run_step
 from rollout.services.audit import Actor
+from rollout.services.criteria import criterion_save
 from rollout.services.errors import WorkflowConflict
-from rollout.services.plans import criterion_save
 from rollout.services.transitions import gate_approve, plan_promote, plan_start
 from tests.rollout.conftest import rev, write
 from tests.rollout.test_flows import in_step
@@ -85,9 +85,10 @@ def test_moving_a_criterion_revises_and_audits_the_gate_it_leaves(
     )
     plan_a.refresh_from_db()
     revision_before = plan_a.current_gate.revision
-    gate_approve(plan_id=plan_a.pk, actor=Actor(approvers[2]), revision=revision_before)
-    plan_a.refresh_from_db()
-    assert plan_a.state == PlanState.AWAITING_APPROVAL  # 1 of 2 on the new revision
+    # A changed gate measures again: its approvals are void, the plan is analysing
+    assert (plan_a.state, plan_a.current_gate.state) == (PlanState.RUNNING, "analysing")
+    with pytest.raises(WorkflowConflict):
+        gate_approve(plan_id=plan_a.pk, actor=Actor(approvers[2]), revision=revision_before)
     plan_b = plan_factory(criteria={PhaseKind.PILOT: [{"name": "b-latency"}]})
     moved = pilot.criteria.get(name="latency")
     response = _admin_move(client_as("operator"), moved, plan_b.phases.get(kind="pilot"))
@@ -112,3 +113,17 @@ def test_the_service_refuses_to_move_a_started_gates_last_criterion(
     with pytest.raises(WorkflowConflict, match="last decisive criterion"):
         criterion_save(criterion=criterion, actor=Actor(users["operator"]))
     assert Criterion.objects.get(pk=criterion.pk).phase.plan_id == plan_a.pk
+
+
+def test_moving_a_criterion_to_another_tenants_plan_is_a_refusal_not_a_500(
+    plan_factory, users, tenants, client_as
+):
+    plan_a = plan_factory(criteria={PhaseKind.PILOT: [{"name": "a-latency"}]})
+    plan_b = plan_factory(criteria={PhaseKind.PILOT: [{"name": "b-latency"}]})
+    type(plan_b).objects.filter(pk=plan_b.pk).update(tenant=tenants["panda"])
+    criterion = plan_a.phases.get(kind=PhaseKind.PILOT).criteria.get()
+    response = _admin_move(client_as("operator"), criterion, plan_b.phases.get(kind="pilot"))
+    assert response.status_code == 200  # the form again, with the refusal — not a 500
+    assert "workload: The workload belongs to another tenant." in response.content.decode()
+    criterion.refresh_from_db()
+    assert criterion.phase.plan_id == plan_a.pk

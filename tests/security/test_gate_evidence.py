@@ -90,7 +90,7 @@ def push(token: str, cluster, run, value: float, n: int):
 
 
 def measure(run):
-    analysis_run_step(run_id=run.pk, now=run.traffic_at + timedelta(seconds=90))
+    analysis_run_step(run_id=run.pk, now=run.traffic_at + timedelta(seconds=60))
     run.refresh_from_db()
     return Measurement.objects.get(result__run=run)
 

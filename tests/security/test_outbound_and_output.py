@@ -211,3 +211,59 @@ def test_a_promql_data_source_on_a_private_address_is_refused_by_policy(settings
         read.latest_kind(cluster.id, "accelerator", ["accelerator_utilization_ratio"])
     assert "refused by policy" in str(caught.value)
     assert "latest" not in caught.value.reason.split("refused")[1]  # nothing echoed back
+
+
+def _haproxy_router(address: str):
+    from rollout.models import TrafficRouter
+
+    return TrafficRouter(
+        name="edge",
+        kind="haproxy",
+        haproxy_address=address,
+        haproxy_backend="llm",
+        haproxy_source_server="baseline",
+        haproxy_target_server="canary",
+    )
+
+
+@pytest.mark.django_db
+def test_a_router_naming_another_local_socket_is_refused_at_save_and_at_connect(tmp_path, settings):
+    # An operator once pointed a router at the server's PostgreSQL socket, and the portal
+    # stored and showed the database's answer. Sockets outside ROUTER_SOCKET_DIRS are refused.
+    from django.core.exceptions import ValidationError
+
+    from rollout.routers import HAProxyRouter, RouterError
+
+    settings.ROUTER_SOCKET_DIRS = [str(tmp_path / "haproxy")]
+    (tmp_path / "haproxy").mkdir()
+    (tmp_path / "haproxy" / "escape.sock").symlink_to(tmp_path / "db.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(tmp_path / "db.sock"))
+    listener.listen(1)
+    try:
+        for address in (f"unix:{tmp_path / 'db.sock'}", f"unix:{tmp_path / 'haproxy/escape.sock'}"):
+            with pytest.raises(ValidationError) as caught:
+                _haproxy_router(address).full_clean()
+            assert "ROUTER_SOCKET_DIRS" in " ".join(caught.value.message_dict["haproxy_address"])
+            router = HAProxyRouter(
+                address=address, backend="llm", source_server="a", target_server="b"
+            )
+            with pytest.raises(RouterError) as refused:
+                router.read_share()
+            assert refused.value.code == "unreachable" and "policy" in refused.value.detail
+        _haproxy_router(f"unix:{tmp_path / 'haproxy/admin.sock'}").full_clean()
+    finally:
+        listener.close()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("address", ["127.0.0.1:5432", "[::1]:6379", "169.254.169.254:80"])
+def test_a_router_tcp_address_is_checked_at_save_like_a_webhook_url(address, settings):
+    from django.core.exceptions import ValidationError
+
+    settings.OUTBOUND_ALLOWED_NETWORKS = []
+    with pytest.raises(ValidationError) as caught:
+        _haproxy_router(address).full_clean()
+    assert "outbound policy" in " ".join(caught.value.message_dict["haproxy_address"])
+    settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8", "::1/128", "169.254.0.0/16"]
+    _haproxy_router(address).full_clean()

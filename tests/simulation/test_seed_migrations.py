@@ -10,7 +10,7 @@ from rollout.selectors import traffic_shares_for_cluster
 
 def test_seed_produces_completed_awaiting_and_rolled_back_plans(db, tmp_path):
     call_command("seed_demo", password="demo-pass-123", stdout=open(tmp_path / "o", "w"))
-    call_command("seed_twin", cards=256, legacy_cards=128, stdout=open(tmp_path / "o", "w"))
+    call_command("seed_twin", cards=256, stdout=open(tmp_path / "o", "w"))
     call_command("seed_migrations", stdout=open(tmp_path / "o", "w"))
     states = dict(MigrationPlan.objects.values_list("tenant__slug", "state"))
     assert states == {
@@ -18,6 +18,15 @@ def test_seed_produces_completed_awaiting_and_rolled_back_plans(db, tmp_path):
         "starlight-media": "awaiting_approval",
         "zhiyuan-ai": "rolled_back",
     }
+    # The moved training job's pilot gate passed its first measurement against what the twin
+    # expects of it on the target's accelerator (not a raw H100 vs Ascend ratio)
+    acme = MigrationPlan.objects.get(tenant__slug="acme-bank")
+    pilot = acme.gates.get(phase__kind="pilot").runs.get(status="successful")
+    throughput = pilot.metrics.get(name="pilot-throughput")
+    first = throughput.measurements.order_by("seq").first()
+    assert first.outcome == "successful", first.reason
+    assert throughput.expected_scale and "twin training model" in throughput.expected_note
+    assert "expected" in first.reason and "measured" in first.reason
     rolled = MigrationPlan.objects.get(tenant__slug="zhiyuan-ai")
     failed = rolled.current_gate.runs.get(status="failed").metrics.get(status="failed")
     measured = failed.measurements.order_by("-pk").first()

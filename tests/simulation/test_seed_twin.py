@@ -34,3 +34,32 @@ def test_seed_twin_names_a_bad_size():
     with pytest.raises(CommandError, match="cards"):
         call_command("seed_twin", "--cards", "10", stdout=StringIO())
     assert not TwinRun.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_demo_pair_runs_the_same_workloads_on_the_same_cards_and_queues_a_what_if():
+    from accounts.models import User
+    from simulation.models import WhatIfRun
+
+    User.objects.create_user(username="operator", password="x-demo-pass-1")  # seed_demo's
+
+    out = StringIO()
+    call_command("seed_twin", "--cards", "128", stdout=out)
+    runs = {r.name: r.scenario for r in TwinRun.objects.all()}
+    source, target = runs["legacy-h100"], runs["unified-demo"]
+    assert source["topology"]["cards"] == target["topology"]["cards"] == 128
+    assert source["topology"]["hardware"] == "h100-sxm"
+    assert target["topology"]["hardware"] == "ascend-950dt"
+    assert target["policy"]["name"] == "unified" and source["policy"]["name"] == "split"
+
+    # Same services (names, tenants, models, demand, SLO targets) and the same training jobs;
+    # only each service's replica layout (TP) is chosen for the target's accelerator.
+    def without_tp(services):
+        return [{k: v for k, v in s.items() if k != "tp"} for s in services]
+
+    assert without_tp(target["services"]) == without_tp(source["services"])
+    assert target["training_jobs"] == source["training_jobs"]
+    # The ablation of the unified cluster's cards and accelerator, queued for the worker.
+    whatif = WhatIfRun.objects.get()
+    assert (whatif.cards, whatif.hardware, whatif.status) == (128, "ascend-950dt", "queued")
+    assert "What-if run" in out.getvalue()

@@ -63,8 +63,20 @@ def test_a_run_over_seeds_shows_each_figure_with_its_spread(seeded_run, client_a
     assert run.result["summary"]["split"]["ttft_p99_ms"] == pytest.approx(sum(values) / 3)
     d = spread["unified_minus_split"]["utilization_busy_mean"]
     assert d["min"] <= d["mean"] <= d["max"] and d["ci95_low"] <= d["mean"] <= d["ci95_high"]
+    # The headline is engine.headline over the same per-seed runs compare would make.
+    from simulation.engine.spread import stats
+    from simulation.whatif_views import _gain
+
+    h = run.result["headline"]
+    assert h["goodput"]["split"] == pytest.approx(
+        stats([o["goodput_pflop_per_card_hour"] for o in own])
+    )
+    assert h["goodput"]["gain"]["n"] == 3 and h["goodput"]["gain"]["ci95_low"] is not None
     client = client_as("operator")
     page = client.get(f"/whatif/{run.pk}/").content.decode()
+    assert (
+        'data-headline="goodput"' in page and _gain(h["goodput"]["gain"]["mean"], "ratio") in page
+    )
     assert "mean over 3 seeds" in page and "unified − split" in page
     assert page.count('class="hint spread"') >= 3 * 10
     rows = list(

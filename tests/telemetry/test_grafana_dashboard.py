@@ -34,4 +34,32 @@ def test_every_panel_expression_names_a_metric_the_portal_exports(db):
         names = set(re.findall(r"\bportal_[a-z0-9_]+", expr))
         assert names, f"no portal metric in {expr!r}"
         assert names <= exported, f"{expr!r} names {names - exported} that /metrics lacks"
-    assert dashboard["templating"]["list"][0]["query"]["query"].startswith("label_values(portal_")
+    cluster = next(v for v in dashboard["templating"]["list"] if v["name"] == "cluster")
+    assert cluster["query"]["query"].startswith("label_values(portal_")
+
+
+GRAFANA_GLOBALS = {"__all", "__interval", "__rate_interval", "__range", "__interval_ms"}
+
+
+def test_the_dashboard_loads_by_file_provisioning_with_a_datasource_variable():
+    # File provisioning does not substitute __inputs (``${DS_PROMETHEUS}`` stayed literal and
+    # every panel broke); a datasource template variable works provisioned and imported alike.
+    raw = DASHBOARD.read_text()
+    dashboard = json.loads(raw)
+    assert "__inputs" not in dashboard and "DS_PROMETHEUS" not in raw
+    for key in ("title", "uid", "schemaVersion", "panels", "templating"):
+        assert key in dashboard, key
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    referenced = set(re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", raw))
+    unresolved = referenced - set(variables) - GRAFANA_GLOBALS
+    assert not unresolved, f"references no variable defines: {unresolved}"
+    ids = [panel["id"] for panel in dashboard["panels"]]
+    assert len(ids) == len(set(ids)), "panel ids must be unique"
+    for panel in dashboard["panels"]:
+        assert panel["datasource"]["uid"] == "${datasource}", panel["title"]
+        for target in panel["targets"]:
+            assert target["datasource"]["uid"] == "${datasource}", panel["title"]
+    titles = " ".join(panel["title"] for panel in dashboard["panels"]).lower()
+    assert "refusal" in titles and "shed" in titles and "lag" in titles

@@ -130,6 +130,16 @@ def test_each_sync_samples_the_pods_into_intervals_and_a_new_pod_starts_its_own(
 def test_a_promql_cluster_with_pod_labels_is_billed_measured_card_seconds(held, tenants):
     exporters, server, source = held
     CostAssumptions.objects.create(**INPUTS)
+    # The ledger bills by whole hours, each priced from that hour's own power curve: syncs
+    # straddling an hour boundary would leave the new hour's first seconds without a curve
+    # point (so unpriced). Start clear of the boundary rather than assert a timing accident.
+    into_hour = time.time() % 3600
+    if into_hour < 40:
+        time.sleep(40 - into_hour)
+    # The ledger reads the derived curve at a 15 s step on the epoch grid: its newest point
+    # can lie up to 15 s before `now`, so Prometheus must hold more than that (8 scrapes did
+    # not, now and then: a ledger with no hour at all).
+    _wait_for(server, 'count_over_time({__name__="DCGM_FI_DEV_GPU_UTIL"}[1m])', 20)
     now = datetime.now(tz=UTC)
     for seconds_ago in (4, 2, 0):
         promql_source_sync(source=source, at=now - timedelta(seconds=seconds_ago))
@@ -143,7 +153,14 @@ def test_a_promql_cluster_with_pod_labels_is_billed_measured_card_seconds(held, 
     )
     # Coverage comes from the derived power curve, read at a 15 s step: a window reaching
     # 30 s past now holds a point or two of this seconds-old Prometheus whatever the phase.
-    cost = cluster_cost(source.cluster, now - timedelta(minutes=10), now + timedelta(seconds=30))
+    # Billed up to a `now` past the last sync's interval (a sync holds its card one step, 2 s,
+    # beyond it): the ledger never bills time that has not happened yet.
+    cost = cluster_cost(
+        source.cluster,
+        now - timedelta(minutes=10),
+        now + timedelta(seconds=30),
+        now=now + timedelta(seconds=3),
+    )
     assert cost.ledger.basis[chat.pk] == Basis.MEASURED
     # Two cards, each seen at three syncs 2 s apart: 4 s plus one sync step (2 s) each.
     measured = sum(hour.held_card_seconds for hour in cost.ledger.hours)

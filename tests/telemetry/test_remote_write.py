@@ -125,3 +125,34 @@ def test_unknown_cluster_series_without_name_and_scopes(rw_client, cluster, db):
     reader.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     assert send(reader, write_request(_series(now_ms))).status_code == 403
     assert send(APIClient(), write_request(_series(now_ms))).status_code in (401, 403)
+
+
+@pytest.mark.django_db
+def test_a_remote_write_2_body_is_a_415_naming_the_supported_message(rw_client, cluster):
+    # Current Prometheus sends 2.0 as proto=io.prometheus.write.v2.Request when configured;
+    # the parameter used to be dropped and the body decoded as 1.0.
+    now_ms = int(time.time() * 1000)
+    response = rw_client.generic(
+        "POST",
+        f"{URL}?cluster={cluster.name}",
+        data=write_request(_series(now_ms)),
+        content_type="application/x-protobuf;proto=io.prometheus.write.v2.Request",
+        HTTP_CONTENT_ENCODING="snappy",
+    )
+    assert response.status_code == 415
+    assert "prometheus.WriteRequest" in response.json()["detail"]
+    assert not Sample.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_1_0_body_that_names_its_message_is_taken(rw_client, cluster):
+    now_ms = int(time.time() * 1000)
+    response = rw_client.generic(
+        "POST",
+        f"{URL}?cluster={cluster.name}",
+        data=write_request(_series(now_ms)),
+        content_type='application/x-protobuf; proto="prometheus.WriteRequest"',
+        HTTP_CONTENT_ENCODING="snappy",
+    )
+    assert response.status_code == 200, response.content
+    assert Sample.objects.exists()

@@ -37,17 +37,28 @@ def _body(now_ms: int, cards: list[dict[str, str]]) -> bytes:
     return write_request(series)
 
 
+@pytest.fixture
+def sent(rw_client, django_capture_on_commit_callbacks):  # noqa: F811
+    """Send a request as the receiver would commit it: memo entries are filled on commit."""
+
+    def _send(body: bytes):
+        with django_capture_on_commit_callbacks(execute=True):
+            return send(rw_client, body)
+
+    return _send
+
+
 def _ok(response) -> dict:
     assert response.status_code == 200, response.json()
     return response.json()
 
 
-def test_a_known_fleet_is_written_without_resolving_it_again(rw_client, cluster):  # noqa: F811
+def test_a_known_fleet_is_written_without_resolving_it_again(sent, cluster):  # noqa: F811
     now = int(time.time() * 1000)
     cards = [_gpu(i) for i in range(8)]
-    _ok(send(rw_client, _body(now - 15000, cards)))
+    _ok(sent(_body(now - 15000, cards)))
     with CaptureQueriesContext(connection) as queries:
-        body = _ok(send(rw_client, _body(now, cards)))
+        body = _ok(sent(_body(now, cards)))
     assert body["inserted"] == 16
     # (The one UPDATE marking the cards seen reads the card table, and the insert checks that
     # the memoised ids still exist — unquoted, by primary key; nothing else reads them.)
@@ -57,25 +68,25 @@ def test_a_known_fleet_is_written_without_resolving_it_again(rw_client, cluster)
         assert f'INTO "monitoring_{table}"' not in sql  # nor offered for registration
 
 
-def test_a_new_card_misses_the_memo_and_is_registered(rw_client, cluster):  # noqa: F811
+def test_a_new_card_misses_the_memo_and_is_registered(sent, cluster):  # noqa: F811
     now = int(time.time() * 1000)
-    _ok(send(rw_client, _body(now - 15000, [_gpu(0)])))
-    body = _ok(send(rw_client, _body(now, [_gpu(0), _gpu(1, host="dgx-02")])))
+    _ok(sent(_body(now - 15000, [_gpu(0)])))
+    body = _ok(sent(_body(now, [_gpu(0), _gpu(1, host="dgx-02")])))
     assert body["inserted"] == 4
     assert Accelerator.objects.filter(node__hostname="dgx-02", index=1).exists()
     new = Entity.objects.get(key="GPU-dgx-02-1")
     assert Sample.objects.filter(entity=new).count() == 2
 
 
-def test_a_card_deleted_after_it_was_memoised_is_registered_again(rw_client, cluster):  # noqa: F811
+def test_a_card_deleted_after_it_was_memoised_is_registered_again(sent, cluster):  # noqa: F811
     now = int(time.time() * 1000)
-    _ok(send(rw_client, _body(now - 15000, [_gpu(0), _gpu(1)])))
+    _ok(sent(_body(now - 15000, [_gpu(0), _gpu(1)])))
     generation = KNOWN.generation
     old = Entity.objects.get(key="GPU-dgx-01-1")
     Accelerator.objects.filter(node__hostname="dgx-01", index=1).delete()  # cascades
     assert not Entity.objects.filter(pk=old.pk).exists()
 
-    body = _ok(send(rw_client, _body(now, [_gpu(0), _gpu(1)])))
+    body = _ok(sent(_body(now, [_gpu(0), _gpu(1)])))
 
     assert body["inserted"] == 4
     assert KNOWN.generation > generation  # the stale id failed its foreign key: memo cleared
@@ -84,23 +95,23 @@ def test_a_card_deleted_after_it_was_memoised_is_registered_again(rw_client, clu
     assert Sample.objects.filter(entity=again).count() == 2
 
 
-def test_a_host_move_misses_the_memo(rw_client, cluster):  # noqa: F811
+def test_a_host_move_misses_the_memo(sent, cluster):  # noqa: F811
     now = int(time.time() * 1000)
-    _ok(send(rw_client, _body(now - 15000, [_gpu(0)])))
+    _ok(sent(_body(now - 15000, [_gpu(0)])))
     moved = {**_gpu(0), "Hostname": "dgx-09", "instance": "dgx-09:9400"}
-    _ok(send(rw_client, _body(now, [moved])))
+    _ok(sent(_body(now, [moved])))
     # Registration ran for the new description: the new host is in the inventory.
     assert Node.objects.filter(hostname="dgx-09").exists()
 
 
-def test_a_retried_request_stores_nothing_new(rw_client, cluster):  # noqa: F811
+def test_a_retried_request_stores_nothing_new(sent, cluster):  # noqa: F811
     now = int(time.time() * 1000)
     body = _body(now, [_gpu(i) for i in range(4)])
-    first = _ok(send(rw_client, body))
+    first = _ok(sent(body))
     stored = set(Sample.objects.values_list("metric_id", "entity_id", "ts", "value"))
-    second = _ok(send(rw_client, body))
+    second = _ok(sent(body))
     KNOWN.clear()  # another worker process, with an empty memo, gets the same resend
-    third = _ok(send(rw_client, body))
+    third = _ok(sent(body))
     assert first["inserted"] == 8
     assert second["inserted"] == third["inserted"] == 0
     assert second["duplicates"] == third["duplicates"] == 8
@@ -110,18 +121,18 @@ def test_a_retried_request_stores_nothing_new(rw_client, cluster):  # noqa: F811
 
 
 def test_a_card_is_marked_seen_once_per_half_interval_not_once_per_request(
-    rw_client,  # noqa: F811
+    sent,  # noqa: F811
     cluster,
 ):
     now = int(time.time() * 1000)
     card = Accelerator.objects.filter  # the inventory row behind dgx-01/0
-    _ok(send(rw_client, _body(now - 30000, [_gpu(0)])))
+    _ok(sent(_body(now - 30000, [_gpu(0)])))
     first = card(node__hostname="dgx-01", index=0).get().last_seen
     assert first.timestamp() == pytest.approx((now - 30000) / 1000)
     # Another field of the same scrape, a few seconds later in another request: not rewritten.
-    _ok(send(rw_client, _body(now - 27000, [_gpu(0)])))
+    _ok(sent(_body(now - 27000, [_gpu(0)])))
     assert card(node__hostname="dgx-01", index=0).get().last_seen == first
     # The next scrape (an interval later) is.
-    _ok(send(rw_client, _body(now - 15000, [_gpu(0)])))
+    _ok(sent(_body(now - 15000, [_gpu(0)])))
     later = card(node__hostname="dgx-01", index=0).get().last_seen
     assert later.timestamp() == pytest.approx((now - 15000) / 1000)

@@ -15,6 +15,13 @@ from tests.telemetry.test_remote_write import rw_client, send  # noqa: F401 - th
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def behind_a_proxy(settings):
+    # X-Request-Start is honoured only behind a configured proxy (TRUSTED_PROXY_COUNT).
+    settings.TRUSTED_PROXY_COUNT = 1
+
+
 GPU = {"gpu": "0", "UUID": "GPU-shed", "modelName": "NVIDIA H100", "Hostname": "dgx-01"}
 
 
@@ -64,6 +71,23 @@ def test_shedding_can_be_turned_off(rw_client, cluster, settings):  # noqa: F811
     settings.INGEST_REMOTE_WRITE_SHED_SECONDS = 0
     response = send(rw_client, _body(), **{"X-Request-Start": f"t={time.time() - 300:.0f}"})
     assert response.status_code == 200
+
+
+def test_without_a_configured_proxy_a_clients_own_stamp_sheds_nothing(rw_client, cluster, settings):  # noqa: F811
+    settings.TRUSTED_PROXY_COUNT = 0
+    response = send(rw_client, _body(), **{"X-Request-Start": f"t={time.time() - 300:.0f}"})
+    assert response.status_code == 200 and Sample.objects.count() == 1
+
+
+def test_a_stamp_from_the_future_is_ignored():
+    assert queue_time.queued_seconds({"HTTP_X_REQUEST_START": f"t={time.time() + 900:.0f}"}) == 0
+
+
+def test_a_request_for_a_cluster_that_does_not_exist_is_not_shed_nor_counted(rw_client, cluster):  # noqa: F811
+    old = f"t={time.time() - 45:.3f}"
+    response = send(rw_client, _body(), query="cluster=no-such-cluster", **{"X-Request-Start": old})
+    assert 400 <= response.status_code < 500
+    assert not RemoteWriteStatus.objects.filter(shed__gt=0).exists()
 
 
 def test_the_gunicorn_worker_stamps_the_wait_in_its_thread_pool_queue():

@@ -59,6 +59,18 @@ def test_ranges_pick_the_coarsest_tier_with_a_few_hundred_points():
     assert choose_source(end - timedelta(hours=1), end)[:2] == ("raw", 0)
 
 
+@pytest.mark.parametrize("minutes", (10, 50, 70, 90, 24 * 60, 7 * 1440, 30 * 1440, 400 * 1440))
+def test_an_hour_aligned_read_never_has_a_step_that_straddles_an_hour(minutes):
+    end = at(1_780_000_000)
+    source, resolution, step = choose_source(
+        end - timedelta(minutes=minutes), end, hour_aligned=True
+    )
+    assert 3600 % step == 0, (source, step)
+    assert resolution <= 3600 and step % max(resolution, 1) == 0, (source, step)
+    plain = choose_source(end - timedelta(minutes=minutes), end)[2]
+    assert step >= min(plain, 3600)  # never finer than the plain read asks, up to the hour
+
+
 @pytest.mark.django_db
 def test_compaction_builds_the_15_minute_tier_and_seven_days_read_it(cluster, util):
     entity = Entity.objects.create(cluster=cluster, kind="cluster", key="cluster")

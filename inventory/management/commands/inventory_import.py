@@ -49,5 +49,6 @@ class Command(BaseCommand):
                 dry_run=dry_run,
             )
         except InventoryImportError as exc:
-            raise CommandError("\n".join(str(p) for p in exc.problems)) from None
+            lines = [str(p) for p in exc.problems] + exc.more_lines()
+            raise CommandError("\n".join(lines)) from None
         self.stdout.write(json.dumps(report.as_dict(), indent=2))

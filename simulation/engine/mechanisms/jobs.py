@@ -75,8 +75,15 @@ class Jobs(Mechanism):
         return int(self.state.size)
 
     def card_counts(self) -> np.ndarray:
-        """Cards held per job (float)."""
-        return np.array([c.size for c in self.cards], dtype=float) if self.n else np.zeros(0)
+        """Cards held per job (float).
+
+        Only running jobs hold cards (an invariant :meth:`check` enforces), so only they are
+        visited: a day's demand has thousands of finished and future jobs (step cost).
+        """
+        out = np.zeros(self.n)
+        for j in np.flatnonzero(self.state == RUNNING):
+            out[j] = self.cards[j].size
+        return out
 
     # -- transitions ------------------------------------------------------------------
     def _set_cards(self, j: int, cards: np.ndarray) -> None:

@@ -47,6 +47,12 @@ class Fabric:
     # Cards one scale-up fabric reaches: an 8-GPU NVLink node (DGX/HGX), an 8-NPU HCCS node
     # (910B), the whole 384-NPU CloudMatrix384 supernode over UB (910C), Atlas 950 supernode.
     scaleup_domain: int = 8
+    # Expert all-to-all measured per phase inside the scale-up domain (bytes/s per rank, as
+    # achieved, so no further efficiency applies) and its per-hop latency; 0 = the link at
+    # ``perf.inference.A2A_EFFICIENCY`` for both phases, with ``allreduce_hop_s``.
+    a2a_dispatch_bytes_per_s: float = 0.0
+    a2a_combine_bytes_per_s: float = 0.0
+    a2a_hop_s: float = 0.0
 
     @property
     def bus_bytes_per_s(self) -> float:
@@ -62,7 +68,21 @@ FABRIC: dict[str, Fabric] = {
     # (200 GB/s per direction; DeepSeek-V3 report 3.2.2 measures ~160 GB/s), 8 x 400 Gb/s IB.
     # Not a catalog part: :mod:`..validate_current` uses it for DeepSeek's published figures.
     "h800-sxm": Fabric(200e9, 50e9, 1979 * TFLOPS, 1979 * TFLOPS, 2.4e-6, 160e9),
-    "ascend-910c": Fabric(392e9, 50e9, None, 1504 * TFLOPS, scaleup_domain=384),
+    # CloudMatrix-Infer's fused MoE operators on 910C (Zuo et al., arXiv:2506.12708, operator
+    # evaluation, 128 tokens per rank, hidden 7,168, top-8, INT8 dispatch / BF16 combine):
+    # dispatch 116 us at EP8, 152 us at EP256 (54 GB/s per rank there); combine 118 us at EP8
+    # (131 GB/s per rank). Dispatch at 54 GB/s and combine at 131 GB/s; the hop latency solved
+    # from the EP256 dispatch figure (152 us - 7.34 MB / 54 GB/s = 17 us over 2 log2(256) hops).
+    "ascend-910c": Fabric(
+        392e9,
+        50e9,
+        None,
+        1504 * TFLOPS,
+        scaleup_domain=384,
+        a2a_dispatch_bytes_per_s=2 * 54e9,
+        a2a_combine_bytes_per_s=2 * 131e9,
+        a2a_hop_s=1.06e-6,
+    ),
     "ascend-950pr": Fabric(2000e9, 50e9, 1000 * TFLOPS, 1000 * TFLOPS, scaleup_domain=384),
     "ascend-950dt": Fabric(2000e9, 50e9, 1000 * TFLOPS, 1000 * TFLOPS, scaleup_domain=384),
 }

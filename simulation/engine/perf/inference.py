@@ -39,11 +39,11 @@ memory-bound kernels, which is why A100 pays more per layer than H100).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..catalog import HardwareSpec, ModelSpec, get_hardware, get_model
+from ..catalog import HardwareSpec, ModelSpec
 from .fabric import DTYPE_BYTES, fabric, peak_for
 from .profiles import PROFILES, ServingParams, params_for, profile_name_for
 
@@ -112,6 +112,7 @@ def shape_of(m) -> dict[str, np.ndarray]:
         "k": k,
         "routed": routed,
         "routed_active": routed_active,
+        "mtp": _attr(m, "mtp_layers"),
     }
 
 
@@ -129,22 +130,39 @@ def allreduce_seconds(nbytes, tp, link_bw, hop_s):
     return np.where(tp > 1, steps * hop_s + steps / np.maximum(tp, 1.0) * nbytes / link_bw, 0.0)
 
 
-def alltoall_seconds(nbytes_per_card, ep, fab, hop_s, supernode=None):
+def alltoall_seconds(nbytes_per_card, ep, fab, hop_s, supernode=None, *, phase=None):
     """All-to-all moving ``nbytes_per_card`` out of each of ``ep`` cards (0 when ep = 1).
 
     Peers inside the scale-up domain (``fab.scaleup_domain``: 8-GPU NVLink node, 384-NPU
-    CloudMatrix supernode) are reached over the scale-up fabric, the rest over RDMA."""
+    CloudMatrix supernode) are reached over the scale-up fabric, the rest over RDMA. With
+    ``phase`` ("dispatch" / "combine") and a fabric that has that phase's measured bandwidth
+    (``Fabric.a2a_dispatch_bytes_per_s`` ...), the scale-up part runs at it."""
     supernode = fab.scaleup_domain if supernode is None else supernode
     ep = np.asarray(ep, dtype=float)
     remote = 1.0 - 1.0 / np.maximum(ep, 1.0)
     outside = np.clip(1.0 - supernode / np.maximum(ep, 1.0), 0.0, 1.0)
+    measured = {
+        "dispatch": fab.a2a_dispatch_bytes_per_s,
+        "combine": fab.a2a_combine_bytes_per_s,
+    }.get(phase or "", 0.0)
+    inside = 1.0 / measured if measured else 1.0 / (fab.scaleup_bytes_per_s * A2A_EFFICIENCY)
     t = (
         nbytes_per_card
         * remote
-        * ((1.0 - outside) / fab.scaleup_bytes_per_s + outside / fab.scaleout_bytes_per_s)
-        / A2A_EFFICIENCY
+        * ((1.0 - outside) * inside + outside / (fab.scaleout_bytes_per_s * A2A_EFFICIENCY))
     )
     return np.where(ep > 1, t + 2.0 * hop_s * np.log2(np.maximum(ep, 2.0)), 0.0)
+
+
+def expert_alltoall_seconds(units, ep, fab, dispatch_bytes):
+    """Dispatch (``dispatch_bytes`` per element) + combine (BF16) of ``units`` token x expert
+    x hidden elements per card: one exchange at the link rate, or the two measured phases."""
+    if fab.a2a_dispatch_bytes_per_s and fab.a2a_combine_bytes_per_s:
+        hop = fab.a2a_hop_s or fab.allreduce_hop_s
+        return alltoall_seconds(units * dispatch_bytes, ep, fab, hop, phase="dispatch") + (
+            alltoall_seconds(units * 2.0, ep, fab, hop, phase="combine")
+        )
+    return alltoall_seconds(units * (dispatch_bytes + 2.0), ep, fab, fab.allreduce_hop_s)
 
 
 # Share of the nominal link bandwidth an expert all-to-all achieves, both tiers. Calibrated on
@@ -230,8 +248,8 @@ def prefill_breakdown(
             per_group * s["hidden"] * 2.0, tp, fab.bus_bytes_per_s, fab.allreduce_hop_s
         )
     )
-    a2a_bytes = per_group / tp * s["k"] * s["hidden"] * (wb + 2.0)
-    a2a = s["moe_layers"] * alltoall_seconds(a2a_bytes, ep, fab, fab.allreduce_hop_s)
+    a2a_units = per_group / tp * s["k"] * s["hidden"]
+    a2a = s["moe_layers"] * expert_alltoall_seconds(a2a_units, ep, fab, wb)
     overhead = p.pass_overhead_s + s["layers"] * layer + batch * p.seq_overhead_s
     return _compose(work(batch), a2a, allreduce, overhead, overlap, p.moe_overlap_eff)
 
@@ -269,7 +287,7 @@ def decode_breakdown(
     tp, ep, cards, groups = _layout(tp, ep)
     batch = np.maximum(np.asarray(batch, dtype=float), 1.0)
     context = np.asarray(context, dtype=float)
-    q = float(query_tokens)
+    q = np.asarray(query_tokens, dtype=float)
     layer = p.layer_launch_s + p.layer_fixed_bytes / bw
     # MLA decode attention runs at most at the best published MLA kernel's rate.
     attn_eff = np.where(s["mla"], np.minimum(p.attn_eff, MLA_DECODE_EFF), p.attn_eff)
@@ -311,8 +329,8 @@ def decode_breakdown(
             per_group * q * s["hidden"] * 2.0, tp, fab.bus_bytes_per_s, fab.allreduce_hop_s
         )
     )
-    a2a_bytes = per_group * q / tp * s["k"] * s["hidden"] * (wb + 2.0)
-    a2a = s["moe_layers"] * alltoall_seconds(a2a_bytes, ep, fab, fab.allreduce_hop_s)
+    a2a_units = per_group * q / tp * s["k"] * s["hidden"]
+    a2a = s["moe_layers"] * expert_alltoall_seconds(a2a_units, ep, fab, wb)
     overhead = p.pass_overhead_s + s["layers"] * layer + per_group * p.seq_overhead_s
     return _compose(work(batch), a2a, allreduce, overhead, overlap, p.moe_overlap_eff)
 
@@ -344,11 +362,31 @@ def prefill_seconds(
     ]
 
 
+def mtp_step(model, p: ServingParams, mtp: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(query tokens verified, tokens kept) per sequence and decode step.
+
+    A model with MTP modules (``mtp_layers``) served by a stack that runs them
+    (``p.mtp_acceptance`` > 0) verifies ``1 + mtp_layers`` tokens per step and keeps
+    ``1 + acceptance x mtp_layers``; otherwise (or with ``mtp=False``) 1 and 1. The one rule
+    ``perf``, ``validate`` and the engine's scheduler share."""
+    n = shape_of(model)["mtp"]
+    on = (n > 0) & (p.mtp_acceptance > 0) & (mtp is not False)
+    return np.where(on, 1.0 + n, 1.0), np.where(on, 1.0 + p.mtp_acceptance * n, 1.0)
+
+
 def decode_seconds_per_token(
-    model, hw: HardwareSpec, tp, batch, context, *, ep=1, dtype="bf16", profile=None
+    model, hw: HardwareSpec, tp, batch, context, *, ep=1, dtype="bf16", profile=None, mtp=None
 ):
-    """Wall time of one decode step of ``batch`` sequences with mean ``context`` tokens."""
-    return decode_breakdown(model, hw, tp, batch, context, ep=ep, dtype=dtype, profile=profile)[
+    """Wall time per output token of a decode step of ``batch`` sequences at mean ``context``
+    tokens: the step divided by the tokens it keeps (:func:`mtp_step`; 1 without MTP)."""
+    p = params_for(hw.id, profile)
+    q, kept = mtp_step(model, p, mtp)
+    return _decode_total(model, hw, tp, batch, context, ep, dtype, p, q) / kept
+
+
+def _decode_total(model, hw, tp, batch, context, ep, dtype, p, q):
+    """Decode step seconds with ``q`` query tokens per sequence (``q`` may be per model)."""
+    return decode_breakdown(model, hw, tp, batch, context, ep=ep, dtype=dtype, p=p, query_tokens=q)[
         "total"
     ]
 
@@ -365,96 +403,8 @@ def weights_fit(model: ModelSpec, hw: HardwareSpec, tp: int, ep: int, dtype: str
     return hw.hbm_bytes - per_card * wb
 
 
-def _best_prefill_rate(m, hw, tp, ep, dtype, prompt_tokens, profile=None) -> float:
-    """Prompt tokens/s of a replica at its best prefill batch (searched, 1..64 per group)."""
-    groups = max(int(max(tp, ep) // tp), 1)
-    sizes = np.unique(np.round(np.geomspace(1, 64 * groups, 40)))
-    t = prefill_seconds(m, hw, tp, prompt_tokens, sizes, ep=ep, dtype=dtype, profile=profile)
-    return float(np.max(sizes * prompt_tokens / t))
+def perf_point(*args, **kwargs) -> dict:
+    """The ``perf`` CLI figures (:func:`.operating.perf_point`; kept here for callers)."""
+    from .operating import perf_point as point
 
-
-def perf_point(
-    model_id: str,
-    hardware_id: str,
-    tp: int,
-    batch: int,
-    prompt_tokens: int,
-    *,
-    ep: int = 1,
-    dtype: str = "bf16",
-    output_tokens: int = 256,
-    tpot_target_ms: float | None = None,
-    profile: str | None = None,
-) -> dict:
-    """The ``perf`` CLI figures for one replica layout under ``profile`` (default: current)."""
-    m, hw = get_model(model_id), get_hardware(hardware_id)
-    name = profile_name_for(hardware_id, profile)  # ValueError names the valid profiles
-    prof = PROFILES[name].params
-    if dtype not in DTYPE_BYTES:
-        raise ValueError(f"dtype: must be one of bf16, fp8, int8 (got {dtype!r})")
-    if ep > 1 and ep % tp:
-        raise ValueError(f"ep: must be a multiple of tp ({tp}) (got {ep})")
-    if ep > 1 and m.n_experts == 0:
-        raise ValueError(f"ep: {model_id} is a dense model; expert parallelism needs an MoE model")
-    free = weights_fit(m, hw, tp, ep, dtype)
-    if free <= 0:
-        raise ValueError(
-            f"tp: {model_id} weights ({dtype}) do not fit on tp={tp} ep={ep} x {hardware_id}"
-        )
-    cards = replica_cards(tp, ep)
-    ctx = prompt_tokens + output_tokens / 2.0
-    pre = prefill_breakdown(m, hw, tp, prompt_tokens, batch, ep=ep, dtype=dtype, p=prof)
-    dec = decode_breakdown(m, hw, tp, batch, ctx, ep=ep, dtype=dtype, p=prof)
-    pre1 = prefill_breakdown(m, hw, tp, prompt_tokens, 1, ep=ep, dtype=dtype, p=prof)
-    pre_s, dec_s = float(pre["total"]), float(dec["total"])
-    # KV room bounds the batch: sequences of ctx tokens in the HBM left after weights.
-    kv_cap = int(free * cards * 0.9 // max(ctx * m.kv_bytes_per_token, 1.0))
-    out = {
-        "model": model_id,
-        "hardware": hardware_id,
-        "tp": tp,
-        "ep": ep,
-        "dtype": dtype,
-        "cards": cards,
-        "batch": batch,
-        "prompt_tokens": prompt_tokens,
-        "output_tokens": output_tokens,
-        "prefill_ms": pre_s * 1e3,
-        "decode_ms_per_token": dec_s * 1e3,
-        "decode_tokens_per_s": batch / dec_s,
-        "ttft_ms": float(pre1["total"]) * 1e3 + dec_s * 1e3,
-        "tpot_ms": dec_s * 1e3,
-        "breakdown": {
-            "prefill_ms": {k: float(v) * 1e3 for k, v in pre.items() if k != "total"},
-            "decode_ms": {k: float(v) * 1e3 for k, v in dec.items() if k != "total"},
-        },
-        # Throughput mode: the best prefill batch (each attention group busy), per card.
-        "prefill_tokens_per_s_per_card": _best_prefill_rate(
-            m, hw, tp, ep, dtype, prompt_tokens, name
-        )
-        / cards,
-        "prefill_tokens_per_s_per_card_at_batch": prompt_tokens * batch / pre_s / cards,
-        "kv_capacity_sequences": kv_cap,
-        "profile": name,
-        "calibration": asdict(prof),
-    }
-    target = tpot_target_ms
-    if target is not None:
-        sizes = np.unique(np.clip(np.round(np.geomspace(1, max(kv_cap, 1), 400)), 1, None))
-        t = decode_seconds_per_token(m, hw, tp, sizes, ctx, ep=ep, dtype=dtype, profile=name) * 1e3
-        ok = sizes[t <= target]
-        best = int(ok.max()) if ok.size else 0
-        out["tpot_target_ms"] = target
-        out["decode_batch_at_target"] = best
-        out["decode_tokens_per_s_per_card"] = (
-            best
-            / float(
-                decode_seconds_per_token(m, hw, tp, best, ctx, ep=ep, dtype=dtype, profile=name)
-            )
-            / cards
-            if best
-            else 0.0
-        )
-    else:
-        out["decode_tokens_per_s_per_card"] = batch / dec_s / cards
-    return out
+    return point(*args, **kwargs)

@@ -378,6 +378,11 @@ class Policy:
     reserve_fraction_split: float = 0.9
     locality_wait_s: float = 1800.0
     scale_down_delay_s: float = 600.0
+    # Priority preemption among training jobs, as cluster schedulers do it (Kueue's
+    # ``withinClusterQueue: LowerPriority``, Volcano's preempt action, Slurm's
+    # ``PreemptType=preempt/qos``): a queued job that has waited this long may stop running
+    # jobs of strictly lower priority (they lose the work since their checkpoint); None: off.
+    priority_preempt_wait_s: float | None = 900.0
     # Mechanisms (issue 14); None = the placement rule's preset (sched.policy.FEATURE_PRESETS).
     features: Features | None = None
 
@@ -443,6 +448,13 @@ class Policy:
         )
         _check(
             self.locality_wait_s >= 0, w, "locality_wait_s", "must be >= 0", self.locality_wait_s
+        )
+        _check(
+            self.priority_preempt_wait_s is None or self.priority_preempt_wait_s >= 0,
+            w,
+            "priority_preempt_wait_s",
+            "must be >= 0 or null",
+            self.priority_preempt_wait_s,
         )
 
 

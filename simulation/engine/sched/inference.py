@@ -10,9 +10,13 @@ Modelling choices (approximations, documented in the README):
   batch size used for TPOT is the slot occupancy, so batching raises throughput but slows each
   token a little (bandwidth: weights are read once per step, KV per sequence).
 * Prefix-cache hits remove the cached fraction of the prompt from prefill.
-* TTFT = queueing wait + prefill + one decode step; TPOT = decode step time at the replica's
-  occupancy, stretched by the share of replica time spent on (non-chunked) prefills. The TPOT
-  tail comes from the occupancy tail (Poisson number in service, capped at the batch limit).
+* Prefill is chunked (:mod:`..serving.chunked`, vLLM / SGLang token budget): a request's
+  prefill costs its chunk work plus the decode steps its chunks share. TTFT = queueing wait +
+  that prefill + one decode step; TPOT = decode step time at the replica's occupancy,
+  stretched by the share of replica time spent on prefill chunks. The TPOT tail comes from
+  the occupancy tail (Poisson number in service, capped at the batch limit).
+* Replicas: enough for the slot occupancy target *and* for the prefill share of a replica's
+  time to stay below the same target (headroom on the token budget, not only on slots).
 * The batch limit is also capped at the largest batch whose TPOT meets the service's TPOT SLO
   (what an operator sets ``max_num_seqs`` to); waiting uses :func:`..perf.queueing.step_tails`
   with the backlog carried from the previous step; requests time out after ``timeout_s``.
@@ -32,6 +36,7 @@ from ..perf.fabric import DTYPE_BYTES
 from ..perf.inference import decode_seconds_per_token, prefill_seconds
 from ..perf.queueing import _phi, step_tails
 from ..scenario.types import InferenceService, Policy
+from ..serving.chunked import CHUNK_TOKENS, chunk_constants, prefill_work
 
 
 class ServiceTable:
@@ -71,6 +76,7 @@ class ServiceTable:
             n_experts=f([m.n_experts for m in models], dtype=float),
             experts_per_token=f([m.experts_per_token for m in models], dtype=float),
             moe_intermediate=f([m.moe_intermediate for m in models], dtype=float),
+            mtp_layers=f([m.mtp_layers for m in models], dtype=float),
         )
         self.tp_attn = f([s.tp for s in services], dtype=np.int64)
         self.ep = f([max(getattr(s, "ep", 1), 1) for s in services], dtype=np.int64)
@@ -117,6 +123,11 @@ class ServiceTable:
                     f"not fit on {s.tp} x {hw.id} (need tp >= {need})"
                 )
         self.kv_room_per_replica = kv_room
+        # Chunked prefill (per service): marginal seconds per prompt token of a full chunk and
+        # the one-token pass every iteration pays anyway.
+        self.chunk_t_tok, self.chunk_w1 = chunk_constants(
+            lambda k: self._prefill(np.full(self.n, k))
+        )
         seq_kv = self.context * self.m.kv_bytes_per_token
         fit = np.floor(kv_room / seq_kv).astype(np.int64)
         self.batch = np.maximum(1, np.minimum(f([s.max_batch for s in services]), fit))
@@ -166,10 +177,17 @@ class ServiceTable:
         return s0, es - s0
 
     def phase_times(self, hit: np.ndarray, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(prefill seconds, decode step seconds) at occupancy ``batch`` per replica."""
+        """(prefill seconds, decode step seconds) at occupancy ``batch`` per replica.
+
+        Prefill is chunked: its work on top of the decode steps plus the decode steps of the
+        iterations its chunks ride in (``tokens / CHUNK_TOKENS`` of them, fractional: short
+        prompts share an iteration). The same figure stands for the prefill's share of the
+        replica's time (it slightly over-counts: the shared iterations also decode).
+        """
         tokens = np.maximum(self.prompt * (1.0 - hit), 1.0)
-        s0 = self._prefill(tokens)
-        return s0, self._decode(np.maximum(batch, 1.0))
+        dec = self._decode(np.maximum(batch, 1.0))
+        work = prefill_work(tokens, self._prefill(tokens), self.chunk_t_tok, self.chunk_w1)
+        return work + tokens / CHUNK_TOKENS * dec, dec
 
     def _prefill(self, tokens):
         out = np.empty(self.n)
@@ -207,7 +225,9 @@ class ServiceTable:
     def target_replicas(
         self, lam: np.ndarray, hit: np.ndarray, target_util: np.ndarray
     ) -> np.ndarray:
-        """Replicas so that slot occupancy stays at ``target_util`` (the SLO headroom).
+        """Replicas so that slot occupancy stays at ``target_util`` (the SLO headroom), and
+        the prefill share of each replica's time too (a prompt-heavy service, e.g. code
+        completion, saturates its token budget long before its slots).
 
         A backlog left by the previous step (``self.pending``) is added as demand to drain over
         five minutes, so capacity follows demand rather than the other way round.
@@ -216,6 +236,7 @@ class ServiceTable:
         s0, s1 = self.times(hit, self.batch * target_util)
         slots = lam * (s0 + s1) / target_util
         need = np.ceil(slots / self.batch - 1e-9).astype(np.int64)
+        need = np.maximum(need, np.ceil(lam * s0 / target_util - 1e-9).astype(np.int64))
         return np.maximum(
             need, np.where(lam > 0, np.maximum(self.min_replicas, 1), self.min_replicas)
         )

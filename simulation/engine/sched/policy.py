@@ -195,13 +195,20 @@ def _place_training(w: World, st: EngineState, free: FreeList) -> None:
     jt, idx, pol, jobs = w.jobs, w.idx, w.scenario.policy, st.jobs
     elastic = w.features.elastic
     t = st.t
-    for j in jt.order:
-        if len(free) == 0:
-            break
+    budget = [PRIORITY_PREEMPTS_PER_STEP]
+    waiting = bool(((jobs.state == 1) & jobs.active).any())
+    # Only queued (admitted) jobs and running elastic ones can change here; the rest of a
+    # day's jobs (finished, not yet submitted) are skipped in one mask (step cost), in order.
+    cand = (jobs.state == 1) & jobs.active
+    if elastic:
+        cand |= jobs.state == 2
+    for j in jt.order[cand[jt.order]]:
+        if len(free) == 0 and budget[0] <= 0:
+            break  # a full pool is only worth walking while queued jobs may still preempt
         g = int(jt.granule[j])
         if jobs.state[j] == 1 and jobs.active[j]:
             avail = len(free)
-            one_sn = free.best_supernode_free()
+            one_sn = free.best_supernode_free() if avail else 0
             if jt.min_cards[j] <= one_sn:
                 avail = one_sn  # keep the gang inside one supernode when it can be
             elif (
@@ -212,9 +219,24 @@ def _place_training(w: World, st: EngineState, free: FreeList) -> None:
             top = int(jt.max_cards[j]) if elastic else int(jt.min_cards[j])
             size = min(top, (avail // g) * g)
             if size < jt.min_cards[j]:
-                continue  # backfill: smaller jobs behind may still fit
+                # Elastic growth is lent, not owned: a queued job takes it back first (a
+                # resize, no work lost), then may preempt lower priorities after a wait.
+                pw = pol.priority_preempt_wait_s
+                may_preempt = (
+                    pw is not None and jt.priority[j] > 0 and t - jobs.queued_since[j] >= pw
+                )
+                if budget[0] <= 0 or not (elastic or may_preempt):
+                    continue
+                budget[0] -= 1  # each attempt counts (bounds the step's cost)
+                if elastic and _shrink_for(w, st, free, int(j)):
+                    size = min(top, (len(free) // g) * g)
+                elif not may_preempt or not _priority_preempt(w, st, free, int(j)):
+                    continue  # backfill: smaller jobs behind may still fit
+                else:
+                    size = min(top, (len(free) // g) * g)
             jobs.start(int(j), free.take(size), t)
-        elif jobs.state[j] == 2 and elastic:
+        elif jobs.state[j] == 2 and elastic and not waiting:
+            # No elastic growth while jobs queue: it would take the cards they wait for.
             have = jobs.cards[j].size
             room = int(jt.max_cards[j]) - have
             if room < g:
@@ -224,3 +246,73 @@ def _place_training(w: World, st: EngineState, free: FreeList) -> None:
             # Resizing costs a restart, so only grow by a meaningful step (>= 25% or to max).
             if grow >= g and (grow == room or grow >= 0.25 * have):
                 jobs.grow(int(j), free.take_near(grow, jobs.cards[j]), pol.resize_overhead_s)
+
+
+# Queued jobs that may try to take back elastic growth or preempt lower priorities in one
+# step (bounds the step's cost).
+PRIORITY_PREEMPTS_PER_STEP = 8
+
+
+def _priority_preempt(w: World, st: EngineState, free: FreeList, j: int) -> bool:
+    """Free room for queued job ``j`` by preempting running jobs of lower priority.
+
+    Only once ``j`` has waited ``Policy.priority_preempt_wait_s`` and only when the
+    lower-priority jobs hold enough cards this free list may use; victims are the lowest
+    priority first, then the most recently started (the least work since a checkpoint is
+    lost first). Returns True when ``free`` now holds ``j``'s minimum.
+    """
+    jt, jobs, pol = w.jobs, st.jobs, w.scenario.policy
+    if st.t - jobs.queued_since[j] < pol.priority_preempt_wait_s or jt.priority[j] <= 0:
+        return False
+    running = np.flatnonzero((jobs.state == 2) & (jt.priority < jt.priority[j]))
+    if running.size == 0:
+        return False
+    pool = free.pool
+    usable = np.array(
+        [jobs.cards[v].size if pool is None else int(pool[jobs.cards[v]].sum()) for v in running]
+    )
+    short = int(jt.min_cards[j]) - len(free)
+    if usable.sum() < short:
+        return False  # preempting everything below it would still not fit it: keep waiting
+    order = np.lexsort((-jobs.queued_since[running], jt.priority[running]))
+    got = 0
+    for v, u in zip(running[order], usable[order], strict=True):
+        if got >= short:
+            break
+        if u == 0:
+            continue
+        overhead = w.scenario.faults.restart_overhead_s
+        out = jobs.preempt(int(v), st.t, overhead, "priority_preemptions")
+        free.give_back(out if pool is None else out[pool[out]])
+        got += int(u)
+    return len(free) >= jt.min_cards[j]
+
+
+def _shrink_for(w: World, st: EngineState, free: FreeList, j: int) -> bool:
+    """Shrink elastic jobs of no higher priority than queued job ``j`` toward their minimum
+    until ``free`` holds ``j``'s minimum (only if they can give enough). True on success."""
+    jt, jobs, pol = w.jobs, st.jobs, w.scenario.policy
+    run = np.flatnonzero((jobs.state == 2) & (jt.priority <= jt.priority[j]))
+    if run.size == 0:
+        return False
+    pool = free.pool
+    spare = np.array([jobs.cards[v].size for v in run]) - jt.min_cards[run]
+    g = jt.granule[run]
+    spare = (spare // g) * g
+    short = int(jt.min_cards[j]) - len(free)
+    if spare.sum() < short:
+        return False  # shrinking every one of them would still not fit it
+    got = 0
+    for v in run[np.argsort(-spare, kind="stable")]:
+        if got >= short:
+            break
+        have = jobs.cards[v].size
+        give = int(min(have - jt.min_cards[v], ((short - got + jt.granule[v] - 1)
+                                                // jt.granule[v]) * jt.granule[v]))  # fmt: skip
+        if give <= 0:
+            continue
+        out = jobs.shrink(int(v), have - give, pol.resize_overhead_s)
+        out = out if pool is None else out[pool[out]]
+        free.give_back(out)
+        got += out.size
+    return len(free) >= jt.min_cards[j]

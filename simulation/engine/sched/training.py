@@ -23,6 +23,9 @@ from ..scenario.types import Topology, TrainingJob
 class JobTable:
     """Static per-job arrays derived from the scenario."""
 
+    # Rebuilt, not saved: ``_perf`` memoises :meth:`perf`, a pure function of the tables.
+    MEMO_FIELDS = ("_perf",)
+
     def __init__(
         self,
         jobs: list[TrainingJob],

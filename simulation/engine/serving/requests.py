@@ -7,16 +7,20 @@ and counting throughput; the *latency figures* of a step come from here:
   prompt and output lengths, and for Mooncake their 512-token ``hash_ids``); otherwise arrivals
   drawn as a renewal process with the service's arrival CV and lengths drawn log-normally
   around the service's means (:data:`PROMPT_SIGMA`, :data:`OUTPUT_SIGMA`, assumptions).
-* **Routing.** Requests are spread round-robin over the service's replicas; the requests of
-  ``m`` replicas are simulated (as many as fit in :data:`SAMPLE_REQUESTS`; one replica over the
-  first part of the step when a single replica alone receives more). The sample size is
-  reported per service (``sample_size``).
-* **Per-replica queue** (continuous batching, non-chunked prefill, FCFS): ``batch`` slots (the
-  operator's ``max_num_seqs``); a request waits for a slot, then for the replica's prefill
-  engine (prefills run one at a time and stall decoding), gets its first token one decode step
-  after its prefill and then decodes ``output - 1`` tokens at the decode step time of the
-  replica's occupancy when it started, stretched by the share of the replica's time spent on
-  prefills. A request whose slot wait would exceed ``timeout_s`` times out (an SLO miss).
+* **Routing.** The sample is a group of ``m`` of the service's replicas (as many as fit in
+  :data:`SAMPLE_REQUESTS` requests per step, :data:`REPLAY_SAMPLE_REQUESTS` for a replay's
+  service; one replica over the first part of the step when a single replica alone receives
+  more). The group receives a random ``m / replicas`` share of the requests and routes each to
+  the less loaded of two random replicas (fewest outstanding requests: power-of-two choices,
+  Envoy's ``LEAST_REQUEST`` default, as gateways in front of LLM replicas run it). The sample
+  size is reported per service (``sample_size``).
+* **Per-replica queue** (continuous batching, chunked prefill, :mod:`.chunked`): ``batch``
+  slots (the operator's ``max_num_seqs``); a request waits for a slot, then its prompt's
+  chunks queue FCFS in the replica's per-iteration token budget, interleaved with the
+  running decodes (a long prompt no longer stops them); its first token comes with its last
+  chunk; it then decodes ``output - 1`` tokens at the decode step of the replica's occupancy
+  when it started, stretched by the share of the replica's time its prefill chunks take. A
+  request whose slot wait would exceed ``timeout_s`` times out (an SLO miss).
 * **Warm start.** A replica starts the step with the analytic model's occupancy in flight
   (residual service uniform over a mean service time) and the carried backlog ahead of the
   step's arrivals (every slot busy for ``backlog x E[S] / slots``), so waits carry over.
@@ -42,12 +46,17 @@ import numpy as np
 
 from ..catalog import get_model
 from ..perf.inference import decode_seconds_per_token, prefill_seconds
+from ..serving_histograms import STEP_HISTOGRAMS
+from .chunked import CHUNK_TOKENS, constants_from, prefill_work
 
 if TYPE_CHECKING:  # annotations only
     from ..state import EngineState
     from ..world import World
 
 SAMPLE_REQUESTS = 64  # measured requests per service per step (upper bound; step cost)
+# A replay drives one service: its sample can cover the whole step at high rate scales (a
+# sample cut to the step's first seconds would miss the queue building up over the step).
+REPLAY_SAMPLE_REQUESTS = 1024
 # Log-normal shape of synthetic prompt / output lengths (sigma of log). Assumption: near the
 # spread of public chat traces (a replay uses the trace's own lengths instead).
 PROMPT_SIGMA = 0.8
@@ -88,43 +97,62 @@ class RequestSource:
         return int(np.searchsorted(self.t, t0, "left")), int(np.searchsorted(self.t, t1, "left"))
 
 
-def simulate_replica(
+def simulate_group(
     arr: list[float],
-    prefill: list[float],
+    work: list[float],
+    tokens: list[float],
     output: list[float],
     dec: list[float],
-    slots0: list[float],
+    stretch: float,
+    slots0: list[list[float]],
     pf_free: float,
     timeout_s: float,
+    pick: list[tuple[int, int]] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """FCFS continuous-batching replica: (ttft, tpot, e2e, timed_out) per request.
+    """Replicas behind one router, chunked prefill: (ttft, tpot, e2e, timed_out) per request.
 
-    ``dec[n-1]`` is the (prefill-stretched) decode step at occupancy ``n``; ``slots0`` the
-    times the replica's ``len(dec)`` slots free up; ``pf_free`` when its prefill engine does.
-    Slot free times are kept sorted: the earliest is the next slot, and the slots still busy
-    at a request's start give the occupancy it decodes at.
+    ``slots0[r]`` are the times replica ``r``'s ``len(dec)`` slots free up; ``dec[n-1]`` the
+    decode step at occupancy ``n``; ``stretch`` = ``1 / (1 - prefill share)``, the mean
+    slowdown of a token by the chunks sharing its iterations. A request goes to the less
+    loaded of its two candidates ``pick[i]`` (fewest requests outstanding, Envoy's
+    ``LEAST_REQUEST`` with two choices), waits for a slot, then its prompt's chunks queue
+    FCFS in that replica's token budget (:mod:`.chunked`): ``work + tokens / budget`` decode
+    steps of wall time, at least one iteration; the first token comes with its last chunk,
+    the rest at the stretched decode step of the occupancy it found.
     """
-    ends = sorted(slots0)
+    m = len(slots0)
+    ends = [sorted(x) for x in slots0]
+    pf = [pf_free] * m
     c = len(dec)
     n = len(arr)
     ttft, tpot, e2e = np.zeros(n), np.zeros(n), np.zeros(n)
     dead = np.zeros(n, dtype=bool)
+    per_tok = 1.0 / CHUNK_TOKENS
     for i in range(n):
         a = arr[i]
-        f = ends[0]
+        r = 0
+        if m > 1:
+            r1, r2 = pick[i]
+            e1, e2 = ends[r1], ends[r2]
+            r = r1 if len(e1) - bisect_right(e1, a) <= len(e2) - bisect_right(e2, a) else r2
+        e = ends[r]
+        f = e[0]
         start = f if f > a else a
         if start - a > timeout_s:
             dead[i] = True
             ttft[i] = e2e[i] = timeout_s
             continue
-        del ends[0]
-        occ = 1 + len(ends) - bisect_right(ends, start)
-        step = dec[min(occ, c) - 1]
-        p0 = pf_free if pf_free > start else start
-        pf_free = p0 + prefill[i]
-        first = pf_free + step
+        del e[0]
+        occ = 1 + len(e) - bisect_right(e, start)
+        d = dec[min(occ, c) - 1]
+        p0 = pf[r] if pf[r] > start else start
+        w = work[i]
+        done = p0 + w + tokens[i] * per_tok * d
+        pf[r] = done
+        first = max(done, start + w + d)
+        step = d * stretch
         end = first + max(output[i] - 1.0, 0.0) * step
-        insort(ends, end)
+        insort(e, end)
         ttft[i], tpot[i], e2e[i] = first - a, step, end - a
     return ttft, tpot, e2e, dead
 
@@ -228,6 +256,12 @@ class RequestModel:
         if groups:
             self._times(w, groups)
         acc = st.summary
+        # The step's sampled requests as bucket counts on the export's bounds, each request
+        # weighted by the requests it stands for: merged over any window they give a
+        # percentile of that window's requests (the snapshot's ``serving_hist``).
+        hist = {
+            name: np.full((n, len(bounds) + 2), np.nan) for name, bounds in STEP_HISTOGRAMS.items()
+        }
         for g in groups:
             s = g["s"]
             res = self._simulate(w, g, lat, backlog, replicas, rng)
@@ -247,22 +281,35 @@ class RequestModel:
             _accumulate(acc, "ttft", ttft, wt)
             _accumulate(acc, "tpot", tpot[live], wt)
             _accumulate(acc, "e2e", e2e, wt)
+            drawn = (ttft, tpot[live], e2e)
+            for (name, bounds), x in zip(STEP_HISTOGRAMS.items(), drawn, strict=True):
+                x = np.sort(x)
+                hist[name][s, :-1] = np.append(np.searchsorted(x, bounds, "right"), x.size) * wt
+                hist[name][s, -1] = float(x.sum()) * wt
             acc["req_sampled"] = acc.get("req_sampled", 0.0) + k
             if g.get("cut"):  # synthetic draws past the context window, scaled to the step
                 c = st.services.counters
                 c["prompts_truncated"] = c.get("prompts_truncated", 0.0) + g["cut"] * wt
         lat["e2e_p99"] = lat["p99"]
+        lat["serving_hist"] = hist
         lat["sample_size"] = sample
         lat["prefix_hits"], lat["prefix_lookups"] = self.step_hits, self.step_lookups
 
     def _requests(self, w, st, s, lam, replicas, t0, dt, rng) -> dict | None:
-        """Arrivals (relative to the window start), lengths and cached share for service s."""
+        """The sampled requests of service ``s``: a group of ``m`` of its replicas.
+
+        Returns arrivals (relative to the window start), lengths and cached share of the
+        requests the group receives over ``window`` (the whole step unless the group's first
+        ``bound`` arrivals end earlier). The group gets each request with probability
+        ``m / replicas`` (the router spreads load evenly), then routes inside itself.
+        """
         svc = w.svc
         if lam[s] <= 0:
             return None
         reps = float(replicas[s])
         r_int = max(int(math.ceil(reps - 1e-9)), 1)
         if self.source and s == 0:
+            bound = REPLAY_SAMPLE_REQUESTS
             lo, hi = self.source.span(t0, t0 + dt)
             if hi <= lo:
                 return None
@@ -275,46 +322,41 @@ class RequestModel:
             idx = np.flatnonzero(keep)
             if idx.size == 0:
                 return None
-            per_rep = idx.size / r_int
-            m = int(np.clip(SAMPLE_REQUESTS // max(per_rep, 1.0), 1, r_int))
-            off = int(rng.integers(r_int))
-            reps_rows = []
-            for j in range(m):
-                c = idx[(off + j) % r_int :: r_int]
-                if c.size == 0:
-                    continue
-                window = dt
-                if c.size > SAMPLE_REQUESTS:  # one busy replica: the first part of its step
-                    window = float(self.source.t[lo + c[SAMPLE_REQUESTS]] - t0)
-                    c = c[:SAMPLE_REQUESTS]
-                reps_rows.append(
-                    (
-                        self.source.t[lo + c] - t0,
-                        self.source.prompt[lo + c],
-                        self.source.output[lo + c],
-                        hit_all[c],
-                        max(window, 1e-3),
-                    )
-                )
-            if not reps_rows:
+            m = int(np.clip(bound // max(idx.size / r_int, 1.0), 1, r_int))
+            if m < r_int:
+                idx = idx[rng.random(idx.size) < m / r_int]
+            if idx.size == 0:
                 return None
-            return {"s": s, "replicas": reps_rows}
-        # Synthetic: renewal arrivals with the service's CV, log-normal lengths.
+            window = dt
+            if idx.size > bound:  # the group's first `bound` arrivals and the time they span
+                window = float(self.source.t[lo + idx[bound]] - t0)
+                idx = idx[:bound]
+            return {
+                "s": s,
+                "m": m,
+                "a": self.source.t[lo + idx] - t0,
+                "p": self.source.prompt[lo + idx],
+                "o": self.source.output[lo + idx],
+                "h": hit_all[idx],
+                "window": max(window, 1e-3),
+            }
+        # Synthetic: the group's arrivals as one renewal stream (a random m/r share of the
+        # service's stream with its CV: ca2' = p ca2 + 1 - p), log-normal lengths.
         from ..perf.des import interarrivals
 
-        rate = float(lam[s]) / max(reps, 1e-9)
-        per_rep = rate * dt
-        m = int(np.clip(SAMPLE_REQUESTS // max(per_rep, 1.0), 1, r_int))
-        window = min(dt, SAMPLE_REQUESTS / rate)
+        bound = SAMPLE_REQUESTS
+        rate_rep = float(lam[s]) / max(reps, 1e-9)
+        m = int(np.clip(bound // max(rate_rep * dt, 1.0), 1, r_int))
+        frac = min(m / max(reps, 1e-9), 1.0)
+        rate = rate_rep * m
+        window = min(dt, bound / rate)
+        ca2 = frac * float(svc.ca2[s]) + 1.0 - frac
         p_hit = float(st.memory.hit[s]) / max(float(svc.prefix_share[s]), 1e-9)
         p_hit = min(p_hit, 1.0) if svc.prefix_share[s] > 0 else 0.0
-        # All m replicas' arrivals and lengths in one draw (step cost), then split per replica.
         k = int(rate * window * 1.5 + 10)
-        gaps = interarrivals(rng, rate, m * k, float(svc.ca2[s])).reshape(m, k)
-        a = np.cumsum(gaps, axis=1) - rng.random((m, 1)) * gaps[:, :1]
-        keep = (a >= 0) & (a < window)
-        counts = keep.sum(axis=1)
-        a = a[keep]
+        gaps = interarrivals(rng, rate, k, ca2)
+        a = np.cumsum(gaps) - rng.random() * gaps[0]
+        a = a[(a >= 0) & (a < window)][:bound]
         if a.size == 0:
             return None
         z = rng.standard_normal((2, a.size))
@@ -326,39 +368,29 @@ class RequestModel:
             np.maximum(np.round(output), 1.0),
             self.max_context[s],
         )
-        edges = np.cumsum(counts)[:-1]
-        reps_rows = [
-            (x, p, o, h, window)
-            for x, p, o, h in zip(
-                np.split(a, edges),
-                np.split(prompt, edges),
-                np.split(output, edges),
-                np.split(hit, edges),
-                strict=True,
-            )
-            if x.size
-        ]
-        # The draw is random: keep whole replicas up to the sample bound (at least one, cut
-        # to its first SAMPLE_REQUESTS arrivals and the window they span).
-        kept, total = [], 0
-        for x, p, o, h, win in reps_rows:
-            if kept and total + x.size > SAMPLE_REQUESTS:
-                break
-            if x.size > SAMPLE_REQUESTS:
-                win = float(x[SAMPLE_REQUESTS])
-                x, p, o, h = (v[:SAMPLE_REQUESTS] for v in (x, p, o, h))
-            kept.append((x, p, o, h, win))
-            total += x.size
-        return {"s": s, "replicas": kept, "cut": cut_n}
+        return {
+            "s": s,
+            "m": m,
+            "a": a,
+            "p": prompt,
+            "o": output,
+            "h": hit,
+            "window": window,
+            "cut": cut_n,
+        }
 
     def _times(self, w: World, groups: list[dict]) -> None:
-        """Prefill time per sampled request and decode-step tables, one vectorised call each."""
+        """Prefill work per sampled request and decode-step tables, one vectorised call each.
+
+        Per group, two extra prefill evaluations (a full chunk and one token) give the
+        service's chunk constants (:func:`.chunked.chunk_constants`).
+        """
         svc = w.svc
         sid, tokens = [], []
         for g in groups:
-            for a, p, _o, h, _w in g["replicas"]:
-                sid.append(np.full(a.size, g["s"]))
-                tokens.append(np.maximum(p * (1.0 - h), 1.0))
+            g["tok"] = np.maximum(g["p"] * (1.0 - g["h"]), 1.0)
+            sid.append(np.full(g["a"].size + 2, g["s"]))
+            tokens.append(np.concatenate([g["tok"], [float(CHUNK_TOKENS), 1.0]]))
         sid_a = np.concatenate(sid)
         tok = np.concatenate(tokens)
         pf = _per_dtype(
@@ -376,10 +408,10 @@ class RequestModel:
         )
         pos = 0
         for g in groups:
-            g["prefill"] = []
-            for a, *_ in g["replicas"]:
-                g["prefill"].append(pf[pos : pos + a.size])
-                pos += a.size
+            k = g["a"].size
+            t_tok, w1 = constants_from(pf[pos + k], pf[pos + k + 1])
+            g["work"] = prefill_work(g["tok"], pf[pos : pos + k], t_tok, w1)
+            pos += k + 2
         # Decode step at occupancy 1..batch for every sampled service.
         ds, dn = [], []
         for g in groups:
@@ -411,28 +443,34 @@ class RequestModel:
         svc = w.svc
         s = g["s"]
         c = int(svc.batch[s])
+        m = int(g["m"])
         es = float(lat["s0"][s] + lat["s1"][s])
         occ0 = int(min(round(float(lat["batch"][s])), c))
         q0 = float(backlog[s]) / max(float(replicas[s]), 1e-9)
         delay = q0 * es / c
-        # Share of a replica's time on prefills: the sampled arrivals over their window.
-        pf_all = sum(float(pf.sum()) for pf in g["prefill"])
-        span = sum(r[4] for r in g["replicas"])
-        u_pre = min(pf_all / max(span, 1e-9), 0.9)
-        dec = (g["decode"] / (1.0 - u_pre)).tolist()
-        busy = rng.random((len(g["replicas"]), occ0)) * es + (delay if q0 > 0 else 0.0)
+        # Share of a replica's time on prefill chunks: the sampled work over the group's time.
+        u_pre = min(float(g["work"].sum()) / max(m * g["window"], 1e-9), 0.9)
+        busy = rng.random((m, occ0)) * es + (delay if q0 > 0 else 0.0)
         free = [delay if q0 > 0 else 0.0] * (c - occ0)
-        timeout = float(svc.timeout_s[s])
-        out = []
-        for j, ((a, _p, o, _h, _w), pf) in enumerate(zip(g["replicas"], g["prefill"], strict=True)):
-            # Rows arrive sorted (trace rows by time, synthetic arrivals by construction).
-            res = simulate_replica(
-                a.tolist(), pf.tolist(), o.tolist(), dec, busy[j].tolist() + free, delay, timeout
-            )
-            out.append(res)
-        if not out:
-            return None
-        return tuple(np.concatenate([r[i] for r in out]) for i in range(4))
+        n = g["a"].size
+        pick = None
+        if m > 1:  # two distinct candidate replicas per request
+            r1 = rng.integers(m, size=n)
+            r2 = (r1 + 1 + rng.integers(m - 1, size=n)) % m
+            pick = list(zip(r1.tolist(), r2.tolist(), strict=True))
+        # Rows arrive sorted (trace rows by time, synthetic arrivals by construction).
+        return simulate_group(
+            g["a"].tolist(),
+            g["work"].tolist(),
+            g["tok"].tolist(),
+            g["o"].tolist(),
+            g["decode"].tolist(),
+            1.0 / (1.0 - u_pre),
+            [busy[j].tolist() + free for j in range(m)],
+            delay,
+            float(svc.timeout_s[s]),
+            pick,
+        )
 
 
 def fit_context(

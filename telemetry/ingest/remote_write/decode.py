@@ -87,20 +87,18 @@ class Decoded:
 
 
 def snappy_uncompressed_length(body: bytes) -> int:
-    """The uncompressed length a snappy block declares in its varint preamble.
+    """The uncompressed length a snappy block declares in its varint preamble (cramjam's own
+    reader of it).
 
     Read before decompressing so a small body that claims gigabytes is refused without
     allocating them.
     """
-    length, shift = 0, 0
-    for position, byte in enumerate(body[:10]):
-        length |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return length
-        shift += 7
-        if position == 4 and length > 0xFFFFFFFF:
-            break
-    raise RemoteWriteError("body is not snappy-compressed (bad length preamble)")
+    if not body:
+        raise RemoteWriteError("body is not snappy-compressed (empty)")
+    try:
+        return cramjam.snappy.decompress_raw_len(body)
+    except cramjam.DecompressionError:
+        raise RemoteWriteError("body is not snappy-compressed (bad length preamble)") from None
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:

@@ -211,6 +211,11 @@ def ingest_remote_write(
     return body_out
 
 
+def remote_write_cluster_known(*, cluster_name: str) -> bool:
+    """Whether a cluster of that name exists (asked only when a request would be shed)."""
+    return bool(cluster_name) and Cluster.objects.filter(name=cluster_name).exists()
+
+
 def remote_write_shed_record(*, cluster_name: str) -> None:
     """Count a request shed with a 503 (one statement; nothing else is read or written for a
     request the server is too far behind to take)."""

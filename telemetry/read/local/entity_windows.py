@@ -19,7 +19,7 @@ from django.db.models import BinaryField, F, Func, Value
 from telemetry.models import Entity, Frame, MetricDefinition, Sample
 from telemetry.read.local.frames import entity_positions
 from telemetry.store.frames import VALUE_DTYPE
-from telemetry.store.provenance import Trust, source_labels
+from telemetry.store.provenance import Trust, counts_by_label
 
 
 class MeasurementError(Exception):
@@ -114,13 +114,12 @@ def aggregate_trusted(
     keep = np.fromiter((s in trust.source_ids for s in sources), dtype=bool, count=len(sources))
     counted = Counter(s for s, ok in zip(sources, keep, strict=True) if ok)
     dropped = Counter(s for s, ok in zip(sources, keep, strict=True) if not ok)
-    labels = source_labels([*counted, *dropped])
     result = aggregate(values[keep], aggregation)
     return WindowAggregate(
         result.value,
         result.samples,
-        sources={labels[s]: n for s, n in sorted(counted.items(), key=lambda i: -i[1])},
-        ignored={labels[s]: n for s, n in sorted(dropped.items(), key=lambda i: -i[1])},
+        sources=counts_by_label(counted),
+        ignored=counts_by_label(dropped),
     )
 
 

@@ -75,12 +75,17 @@ def _queries(metric_ids: list[int]) -> tuple[str, str]:
 
 
 def card_buckets(
-    *, cluster_id: int, names: list[str], start: datetime, end: datetime
+    *,
+    cluster_id: int,
+    names: list[str],
+    start: datetime,
+    end: datetime,
+    hour_aligned: bool = False,
 ) -> tuple[int, CardBuckets]:
     """``(step, buckets)`` of the cluster's cards for ``names`` over the window, at the
     resolution a range read would choose (rollups up to their watermark, then finer tiers,
     raw samples last). PostgreSQL, and SQLite for the demo."""
-    _, resolution, step = choose_source(start, end)
+    _, resolution, step = choose_source(start, end, hour_aligned=hour_aligned)
     buckets: CardBuckets = {}
     metrics = dict(MetricDefinition.objects.filter(name__in=names).values_list("pk", "name"))
     if not metrics or connection.vendor not in ("postgresql", "sqlite"):

@@ -22,6 +22,7 @@ from telemetry.read.local.frames import (
     frame_buckets,
     frame_means,
 )
+from telemetry.read.steps import HOUR_SECONDS, hour_dividing_step
 from telemetry.store.samples import watermarks
 
 TARGET_POINTS = 600
@@ -55,26 +56,45 @@ def utc_at(seconds: int) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC)
 
 
-def choose_source(start: datetime, end: datetime) -> tuple[str, int, int]:
+def choose_source(
+    start: datetime, end: datetime, *, hour_aligned: bool = False
+) -> tuple[str, int, int]:
     """Pick ``(source, stored_resolution, step)`` for a range.
 
     The step aims at ~600 points; the source is the coarsest stored resolution no coarser than
     that step, so a 30-day chart reads hourly rollups (720 points), a 7-day chart 15-minute
     rollups (672) and a 1-hour chart raw samples.
+
+    ``hour_aligned``: the step divides the hour (and is at most one), so no bucket straddles an
+    hour's edge — what per-hour figures need. Why: a 7 s step put the first sample of the next
+    hour into this hour's last bucket (an hour of 61 observations), and a 30-day read's 2 h
+    steps spread one hour's data over two (a phantom hour the ledger then billed).
     """
     span = max(1.0, (end - start).total_seconds())
     step = max(1, math.ceil(span / TARGET_POINTS))
     for resolution in STORED_RESOLUTIONS:
+        if hour_aligned and resolution > HOUR_SECONDS:
+            continue
         if span / resolution >= MIN_POINTS:
             # Whole stored buckets per step, so every plotted point covers equal time.
-            return f"rollup:{resolution}", resolution, math.ceil(step / resolution) * resolution
+            step = math.ceil(step / resolution) * resolution
+            if hour_aligned:
+                step = hour_dividing_step(min(step, HOUR_SECONDS), resolution)
+            return f"rollup:{resolution}", resolution, step
+    if hour_aligned:
+        step = hour_dividing_step(min(step, HOUR_SECONDS), 1)
     return "raw", 0, step
 
 
 def series_read(
-    *, metric: MetricDefinition, entity: Entity, start: datetime, end: datetime
+    *,
+    metric: MetricDefinition,
+    entity: Entity,
+    start: datetime,
+    end: datetime,
+    hour_aligned: bool = False,
 ) -> Series:
-    source, resolution, step = choose_source(start, end)
+    source, resolution, step = choose_source(start, end, hour_aligned=hour_aligned)
     buckets: dict[int, list[float]] = {}
     _fold_tiered(metric, entity, start, end, resolution, step, buckets, watermarks())
     # Dense sources (the twin's per-card data) live in frames; fold them into the same buckets.

@@ -22,8 +22,9 @@ from inventory.label_selectors import SelectorError, parse_selector, selector_ma
 from inventory.models import Workload
 from telemetry.ingest.serving import HISTOGRAMS, SERVING_KIND, bucket_le, bucket_prefix
 from telemetry.models import Entity, EntityKind, MetricDefinition, Sample, ServingBinding
+from telemetry.models.vouching import vouched_for
 from telemetry.read.local.histograms import counter_increase, histogram_quantile
-from telemetry.store.provenance import Trust, source_labels
+from telemetry.store.provenance import Trust, counts_by_label
 
 QUANTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 _COUNTERS = (
@@ -37,7 +38,8 @@ _COUNTERS = (
 class ServingWindow:
     """Serving figures of a set of endpoints over ``[start, end]`` (``None``: no data).
 
-    ``ttft``/``tpot`` map ``p50``/``p95``/``p99``/``mean`` to seconds; ``requests`` are the
+    ``ttft``/``tpot``/``e2e`` map ``p50``/``p95``/``p99``/``mean`` to seconds (percentiles of
+    the window's requests, from the merged bucket increases); ``requests`` are the
     finished requests (success + failed; received when an engine reports no success counter),
     ``failed`` the failed or aborted ones; ``scrapes`` how many distinct sample times the
     histograms had (what a criterion's ``min_samples`` counts); ``endpoints`` the entity keys
@@ -55,6 +57,7 @@ class ServingWindow:
     per_endpoint: dict[str, float] = field(default_factory=dict)  # finished requests per key
     sources: dict[str, int] = field(default_factory=dict)
     ignored: dict[str, int] = field(default_factory=dict)
+    e2e: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def error_ratio(self) -> float | None:
@@ -92,11 +95,16 @@ def _selected(cluster_id: int, selector: str) -> list[int]:
 
 
 def bound_entities(
-    *, cluster_id: int, workload_id: int | None = None, endpoint_keys: list[str] | None = None
+    *,
+    cluster_id: int,
+    workload_id: int | None = None,
+    endpoint_keys: list[str] | None = None,
+    requester_id: int | None = None,
 ) -> list[Entity]:
     """The serving endpoints a workload is bound to — its ``ServingBinding`` rows and its
     ``series_selector`` (namespace/pod/host of the endpoints) — plus its own entity (where the
-    twin writes), or the endpoints named by key."""
+    twin writes), or the endpoints named by key. With ``requester_id`` (a plan's gate), only
+    bindings someone other than the requester created or approved count."""
     where = Q(pk__in=[])
     if endpoint_keys:
         where |= Q(kind=SERVING_KIND, key__in=endpoint_keys)
@@ -109,7 +117,8 @@ def bound_entities(
         )
         if selector:
             where |= Q(pk__in=_selected(cluster_id, selector))
-        for binding in ServingBinding.objects.filter(workload_id=workload_id):
+        bindings = ServingBinding.objects.filter(vouched_for(requester_id), workload_id=workload_id)
+        for binding in bindings:
             if binding.instance:
                 where |= Q(kind=SERVING_KIND, key=binding.key_prefix)
             else:
@@ -130,9 +139,12 @@ def serving_window(
             | Q(name__in=[f"{h}_sum" for h in HISTOGRAMS])
             | Q(name__startswith=bucket_prefix("serving_ttft_seconds"))
             | Q(name__startswith=bucket_prefix("serving_tpot_seconds"))
+            | Q(name__startswith=bucket_prefix("serving_e2e_seconds"))
         )
     }
-    series: dict[tuple[int, int], list[float]] = defaultdict(list)
+    # One counter series per writer: two sources' values of the same series interleaved would
+    # read as counter resets (one value per (series, time, source) is stored).
+    series: dict[tuple[int, int, int | None], list[float]] = defaultdict(list)
     times: dict[str, set] = defaultdict(set)
     counted: Counter = Counter()
     dropped: Counter = Counter()
@@ -151,18 +163,17 @@ def serving_window(
             dropped[source] += 1
             continue
         counted[source] += 1
-        series[(metric_id, entity_id)].append(value)
+        series[(metric_id, entity_id, source)].append(value)
         name = names[metric_id]
         if "_bucket{" in name:
             times[name.split("_bucket{", 1)[0]].add(ts)
     increases: dict[str, float] = defaultdict(float)
     by_entity: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for (metric_id, entity_id), values in series.items():
+    for (metric_id, entity_id, _source), values in series.items():
         increase = counter_increase(values)
         increases[names[metric_id]] += increase
         if names[metric_id] in _COUNTERS:
             by_entity[entity_id][names[metric_id]] += increase
-    labels = source_labels([*counted, *dropped])
     failed = increases.get("serving_requests_failed_total", 0.0)
     # Per endpoint, then summed: a workload served by vLLM (success counter) and SGLang
     # (received only) replicas counts each by its own engine's rule.
@@ -171,14 +182,15 @@ def serving_window(
         start=start,
         end=end,
         endpoints=tuple(e.key for e in entities),
-        ttft=_figures("serving_ttft_seconds", increases),
-        tpot=_figures("serving_tpot_seconds", increases),
+        ttft=figures("serving_ttft_seconds", increases),
+        tpot=figures("serving_tpot_seconds", increases),
+        e2e=figures("serving_e2e_seconds", increases),
         requests=requests,
         failed=failed,
         scrapes=max((len(t) for t in times.values()), default=0),
         per_endpoint={e.key: finished(by_entity[e.pk]) for e in entities if e.pk in by_entity},
-        sources={labels[s]: n for s, n in counted.most_common()},
-        ignored={labels[s]: n for s, n in dropped.most_common()},
+        sources=counts_by_label(counted),
+        ignored=counts_by_label(dropped),
     )
 
 
@@ -192,7 +204,7 @@ def finished(increases: dict[str, float]) -> float:
     return increases.get("serving_requests_received_total", 0.0)
 
 
-def _figures(histogram: str, increases: dict[str, float]) -> dict[str, float | None]:
+def figures(histogram: str, increases: dict[str, float]) -> dict[str, float | None]:
     prefix = bucket_prefix(histogram)
     buckets = [(bucket_le(name), inc) for name, inc in increases.items() if name.startswith(prefix)]
     out: dict[str, float | None] = {}

@@ -53,14 +53,22 @@ def cluster_entity(cluster: Cluster) -> Entity | None:
 
 
 def cluster_series(
-    cluster: Cluster, metric_name: str, start: datetime, end: datetime
+    cluster: Cluster,
+    metric_name: str,
+    start: datetime,
+    end: datetime,
+    *,
+    hour_aligned: bool = False,
 ) -> Series | None:
-    """The cluster scalar's series over the window; ``None`` if metric or entity is unknown."""
+    """The cluster scalar's series over the window; ``None`` if metric or entity is unknown.
+    ``hour_aligned``: a step that divides the hour (``choose_source``)."""
     metric = MetricDefinition.objects.filter(name=metric_name).first()
     entity = cluster_entity(cluster)
     if metric is None or entity is None:
         return None
-    return series_read(metric=metric, entity=entity, start=start, end=end)
+    return series_read(
+        metric=metric, entity=entity, start=start, end=end, hour_aligned=hour_aligned
+    )
 
 
 def stat_of_series(series: Series | None, start: datetime, end: datetime) -> WindowStat | None:

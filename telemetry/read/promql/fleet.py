@@ -16,13 +16,21 @@ from datetime import datetime
 from telemetry.models import PromQLDataSource
 from telemetry.read.fleet import CardAgg, CardBuckets
 from telemetry.read.promql.reads import MIN_STEP_SECONDS, TARGET_POINTS, _Reader
+from telemetry.read.steps import HOUR_SECONDS, hour_dividing_step
 
 
 def card_buckets(
-    source: PromQLDataSource, *, names: list[str], start: datetime, end: datetime
+    source: PromQLDataSource,
+    *,
+    names: list[str],
+    start: datetime,
+    end: datetime,
+    hour_aligned: bool = False,
 ) -> tuple[int, CardBuckets]:
     span = max(1.0, (end - start).total_seconds())
     step = max(MIN_STEP_SECONDS, math.ceil(span / TARGET_POINTS))
+    if hour_aligned:  # per-hour figures: no step straddles an hour's edge
+        step = hour_dividing_step(min(step, HOUR_SECONDS), 1)
     reader = _Reader(source)
     buckets: CardBuckets = {}
     for name in names:

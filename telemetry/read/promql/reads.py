@@ -308,6 +308,16 @@ def accelerators_reported(source: PromQLDataSource, *, at: datetime) -> list[Map
     ]
 
 
+def accelerators_health_reported(source: PromQLDataSource, *, at: datetime) -> list[MappedSample]:
+    """Every card's health point at ``at`` as the store path derives it (npu-exporter's own
+    health, dcgm's from its XID/ECC/row-remap fields through the same mapping pass)."""
+    return [
+        s
+        for s in _Reader(source).instant("accelerator_health_status", at=at)
+        if s.entity.kind == "accelerator"
+    ]
+
+
 def devices_of(samples: Iterable[MappedSample]) -> dict[str, DeviceRef]:
     """The cards ``samples`` name, by entity key."""
     devices: dict[str, DeviceRef] = {}

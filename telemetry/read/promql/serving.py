@@ -126,7 +126,7 @@ def serving_window(
         return values[0] if values else None
 
     figures: dict[str, dict[str, float | None]] = {}
-    for histogram in ("serving_ttft_seconds", "serving_tpot_seconds"):
+    for histogram in ("serving_ttft_seconds", "serving_tpot_seconds", "serving_e2e_seconds"):
         rates = _vector("rate", f'{histogram}_bucket{{le="+Inf"}}', bindings, window, extra)
         figures[histogram] = {
             label: scalar(f"histogram_quantile({q}, sum by (le) ({rates}))")
@@ -168,6 +168,7 @@ def serving_window(
         endpoints=tuple(b if isinstance(b, str) else b.key_prefix for b in bindings),
         ttft=figures["serving_ttft_seconds"],
         tpot=figures["serving_tpot_seconds"],
+        e2e=figures["serving_e2e_seconds"],
         requests=requests,
         failed=failed,
         scrapes=int(scrapes or 0),

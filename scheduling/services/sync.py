@@ -1,0 +1,145 @@
+"""One sync of a scheduler source: read everything first, then write it in one transaction.
+
+The order matters for "nothing half-written, nothing lost": the API version, the jobs, the
+nodes and the partitions are all fetched and normalised before anything is written; any
+failure (down, slow, refused, garbage, HTTP 200 with ``errors[]``, no known API version) is
+recorded as the source's last error and nothing else changes, so the next sync starts from the
+same job watermark and catches up. Jobs whose account has no tenant mapping, or whose nodes
+or cards do not parse, are refused (counted by reason on the source), never guessed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from scheduling.errors import SchedulerSyncFailed
+from scheduling.models import (
+    KNOWN_SLURM_API_VERSIONS,
+    SchedulerAccountMapping,
+    SchedulerJob,
+    SchedulerNode,
+    SchedulerPartition,
+    SchedulerSource,
+)
+from scheduling.slurm import v0_0_38
+from scheduling.slurm.client import SchedulerError, SlurmClient
+from scheduling.slurm.notation import NotationError
+
+NORMALISERS = {"v0.0.38": v0_0_38}
+assert set(NORMALISERS) == set(KNOWN_SLURM_API_VERSIONS)
+# The next poll asks for changes since a little before this one started: Slurm compares
+# whole seconds, and the portal's and the controller's clocks may differ by a little (keep
+# them NTP-synced). A changed answer is the full list, so the overlap only re-reads.
+WATERMARK_OVERLAP_SECONDS = 5
+MAX_REFUSALS_KEPT = 20
+
+
+@dataclass
+class SyncResult:
+    api_version: str
+    jobs: int | None  # None: slurmrestd answered 304, nothing changed
+    nodes: int
+    partitions: int
+    refused: dict = field(default_factory=dict)
+
+
+def _record_error(source: SchedulerSource, message: str, now: datetime) -> None:
+    SchedulerSource.objects.filter(pk=source.pk).update(last_error=message, last_error_at=now)
+    source.last_error, source.last_error_at = message, now
+
+
+def scheduler_source_sync(*, source: SchedulerSource, now: datetime | None = None) -> SyncResult:
+    """Poll the source's jobs (incrementally), nodes and partitions and store them.
+    Raises :class:`SchedulerSyncFailed` (recorded on the source) when it cannot be read."""
+    now = now or timezone.now()
+    try:
+        client = SlurmClient(
+            base_url=source.base_url, user_name=source.user_name,
+            token_env=source.token_env, timeout=source.timeout_seconds,
+        )  # fmt: skip
+        version = client.api_version(KNOWN_SLURM_API_VERSIONS)
+        normaliser = NORMALISERS[version]
+        started = int(time.time())
+        params = {"update_time": source.jobs_update_time} if source.jobs_update_time else None
+        jobs_answer = client.get(normaliser.JOBS, params)
+        nodes_answer = client.get(normaliser.NODES)
+        partitions_answer = client.get(normaliser.PARTITIONS)
+        jobs, refused_jobs = normaliser.jobs(jobs_answer) if jobs_answer is not None else (None, [])
+        nodes = normaliser.nodes(nodes_answer)
+        partitions = normaliser.partitions(partitions_answer)
+    except (SchedulerError, v0_0_38.AnswerError, NotationError) as exc:
+        _record_error(source, str(exc), now)
+        raise SchedulerSyncFailed(str(exc)) from None
+    return _store(source, version, started, jobs, refused_jobs, nodes, partitions, now)
+
+
+@transaction.atomic
+def _store(source, version, started, jobs, refused_jobs, nodes, partitions, now) -> SyncResult:
+    source = SchedulerSource.objects.select_for_update().get(pk=source.pk)
+    refused = dict(source.last_refused) if jobs is None else {}
+    stored = None
+    if jobs is not None:
+        tenants = dict(
+            SchedulerAccountMapping.objects.filter(cluster_id=source.cluster_id).values_list(
+                "account", "tenant_id"
+            )
+        )
+        reasons: Counter = Counter(reason for _job, reason in refused_jobs)
+        existing = {j.job_id: j for j in SchedulerJob.objects.filter(source=source)}
+        stored = 0
+        for record in jobs:
+            tenant_id = tenants.get(record.account)
+            if tenant_id is None:
+                reasons[
+                    _("account %(account)r has no tenant mapping") % {"account": record.account}
+                ] += 1
+                continue
+            values = {
+                "tenant_id": tenant_id, "name": record.name[:200], "account": record.account,
+                "user_name": record.user_name, "partition": record.partition,
+                "state": record.state, "state_reason": record.state_reason[:200],
+                "nodes": record.nodes, "allocation": record.allocation, "gpus": record.gpus,
+                "npus": record.npus, "submit_time": record.submit_time,
+                "start_time": record.start_time, "end_time": record.end_time, "synced_at": now,
+            }  # fmt: skip
+            row = existing.get(record.job_id)
+            if row is None:
+                SchedulerJob.objects.create(source=source, job_id=record.job_id, **values)
+            else:
+                for name, value in values.items():
+                    setattr(row, name, value)
+                row.save()
+            stored += 1
+        refused = {reason: count for reason, count in reasons.most_common(MAX_REFUSALS_KEPT)}
+        source.jobs_update_time = started - WATERMARK_OVERLAP_SECONDS
+    _replace(SchedulerNode, source, {n.name: {"state": n.state, "gres": n.gres,
+             "gres_used": n.gres_used, "partitions": n.partitions, "reason": n.reason[:500]}
+             for n in nodes})  # fmt: skip
+    _replace(SchedulerPartition, source, {p.name: {"state": p.state, "nodes": p.nodes}
+             for p in partitions})  # fmt: skip
+    source.api_version, source.last_refused = version, refused
+    source.last_success_at, source.last_error, source.last_error_at = now, "", None
+    source.save(update_fields=["api_version", "last_refused", "jobs_update_time",
+                               "last_success_at", "last_error", "last_error_at"])  # fmt: skip
+    return SyncResult(
+        api_version=version, jobs=stored, nodes=len(nodes), partitions=len(partitions),
+        refused=refused,
+    )  # fmt: skip
+
+
+def _replace(model, source: SchedulerSource, wanted: dict[str, dict]) -> None:
+    """Upsert the rows named in ``wanted``; delete the source's others."""
+    model.objects.filter(source=source).exclude(name__in=wanted).delete()
+    rows = {row.name: row for row in model.objects.filter(source=source)}
+    for name, values in wanted.items():
+        row = rows.get(name) or model(source=source, name=name)
+        for key, value in values.items():
+            setattr(row, key, value)
+        row.save()
