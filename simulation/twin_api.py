@@ -4,9 +4,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
@@ -112,7 +109,7 @@ class TwinRunListView(_Staff, ListAPIView):
 class TwinRunActionView(_Staff, APIView):
     """Start, pause, reset or change the speed of a run (operators)."""
 
-    # Routed once per action (``twin_run_action_view``), so each is its own OpenAPI operation.
+    # Routed once per action (``command_routes`` in whatif_api_urls.py): each its own operation.
 
     def post(self, request: Request, pk: int, action: str) -> Response:
         run = get_object_or_404(TwinRun, pk=pk)
@@ -126,23 +123,3 @@ class TwinRunActionView(_Staff, APIView):
             steps = form.cleaned_data["steps_per_tick"]
         run = twin_run_control(run_id=run.pk, action=action, steps_per_tick=steps)
         return Response(TwinRunSerializer(run).data)
-
-
-def twin_run_action_view(action: str) -> Callable[..., HttpResponseBase]:
-    """``TwinRunActionView`` for one action: its own OpenAPI operation ``twin_runs_<action>``.
-
-    The route still passes ``action`` to ``post`` as a URL keyword, so the view behaves as it
-    did behind the single ``<action>`` route. Only ``speed`` reads a body.
-    """
-
-    @extend_schema(
-        operation_id=f"twin_runs_{action}",
-        request=TwinActionSerializer if action == "speed" else None,
-        responses={200: TwinRunSerializer},
-    )
-    def post(self, request: Request, pk: int, action: str) -> Response:
-        return TwinRunActionView.post(self, request, pk, action)
-
-    name = "TwinRun" + action.title() + "ActionView"
-    attrs = {"__doc__": TwinRunActionView.__doc__, "__module__": __name__, "__qualname__": name}
-    return type(name, (TwinRunActionView,), {**attrs, "post": post}).as_view()

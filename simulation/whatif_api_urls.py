@@ -1,7 +1,8 @@
 """Simulation API, mounted at /api/v1/: what-if runs and twin runs."""
 
-from django.urls import path, re_path
+from django.urls import path
 
+from cluster_portal.web.commands import command_routes
 from simulation import twin_api, whatif_api
 
 urlpatterns = [
@@ -10,13 +11,17 @@ urlpatterns = [
     path("twin/runs/", twin_api.TwinRunListView.as_view(), name="api-twin-runs"),
     # One route per action (same URLs, same name: reverse with ``pk`` and ``action`` still
     # works), each its own OpenAPI operation ``twin_runs_<action>``.
-    *(
-        re_path(
-            rf"^twin/runs/(?P<pk>\d+)/{action}/$",
-            twin_api.twin_run_action_view(action),
-            {"action": action},
-            name="api-twin-action",
-        )
-        for action in twin_api.TWIN_ACTIONS
+    *command_routes(
+        prefix="twin/runs",
+        view=twin_api.TwinRunActionView,
+        commands=twin_api.TWIN_ACTIONS,
+        keyword="action",
+        operation_prefix="twin_runs",
+        route_name="api-twin-action",
+        # Only ``speed`` reads a body.
+        schema=lambda action: {
+            "request": twin_api.TwinActionSerializer if action == "speed" else None,
+            "responses": {200: twin_api.TwinRunSerializer},
+        },
     ),
 ]

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -141,7 +138,7 @@ class AlertCommandView(TenantScopedMixin, APIView):
     resolved, say) is a 409 naming it.
     """
 
-    # Routed once per command (``alert_command_view``), so each is its own OpenAPI operation.
+    # Routed once per command (``command_routes`` in urls.py): each its own OpenAPI operation.
 
     permission_classes = [IsAuthenticated, HasRequiredScope]
     required_scope = "read"
@@ -158,19 +155,3 @@ class AlertCommandView(TenantScopedMixin, APIView):
         except AlertTransitionError as error:
             return Response({"detail": str(error), "code": "conflict"}, status=409)
         return Response(AlertSerializer(alert, context={"request": request}).data)
-
-
-def alert_command_view(command: str) -> Callable[..., HttpResponseBase]:
-    """``AlertCommandView`` for one command: its own OpenAPI operation ``alerts_<command>``.
-
-    The route still passes ``command`` to ``post`` as a URL keyword, so the view behaves as
-    it did behind the single ``<command>`` route.
-    """
-
-    @extend_schema(operation_id=f"alerts_{command}", request=None, responses={200: AlertSerializer})
-    def post(self, request: Request, pk: int, command: str) -> Response:
-        return AlertCommandView.post(self, request, pk, command)
-
-    name = "Alert" + command.title() + "CommandView"
-    attrs = {"__doc__": AlertCommandView.__doc__, "__module__": __name__, "__qualname__": name}
-    return type(name, (AlertCommandView,), {**attrs, "post": post}).as_view()

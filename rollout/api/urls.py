@@ -1,9 +1,10 @@
 """Migration workflow API under /api/v1/ (paths start with plans/, migration-audit/ or
 router-callbacks/)."""
 
-from django.urls import path, re_path
+from django.urls import path
 
-from rollout.api import views
+from cluster_portal.web.commands import command_routes
+from rollout.api import serializers, views
 
 app_name = "rollout-api"
 
@@ -22,14 +23,20 @@ urlpatterns = [
     path("plans/<int:pk>/override/", views.PlanOverrideView.as_view(), name="plan-override"),
     # One route per command (same URLs, same name: reverse with ``pk`` and ``command`` still
     # works), each its own OpenAPI operation ``plans_<command>``.
-    *(
-        re_path(
-            rf"^plans/(?P<pk>\d+)/{command}/$",
-            views.plan_command_view(command),
-            {"command": command},
-            name="plan-command",
-        )
-        for command in views.PLAN_COMMANDS
+    *command_routes(
+        prefix="plans",
+        view=views.PlanCommandView,
+        commands=views.PLAN_COMMANDS,
+        keyword="command",
+        operation_prefix="plans",
+        route_name="plan-command",
+        schema=lambda command: {
+            "description": (
+                f"``POST /api/v1/plans/<id>/{command}/``; answers the plan as it is afterwards."
+            ),
+            "request": serializers.CommandSerializer,
+            "responses": {200: serializers.PlanSerializer},
+        },
     ),
     path("plans/<int:pk>/router/", views.RouterChoiceView.as_view(), name="plan-router"),
     path(

@@ -7,10 +7,7 @@ missing permission or a four-eyes violation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -152,7 +149,7 @@ class AuditListView(_Read, ListAPIView):
 class PlanCommandView(APIView):
     """``POST /api/v1/plans/<id>/<command>/``; answers the plan as it is afterwards."""
 
-    # Routed once per command (``plan_command_view``), so each is its own OpenAPI operation.
+    # Routed once per command (``command_routes`` in urls.py): each its own OpenAPI operation.
 
     # No scope gate here: another tenant's plan is a 404 first, then the one service decides
     # (the person's permission and, through a token, its scope) and audits every refusal
@@ -190,29 +187,6 @@ class PlanCommandView(APIView):
 
 #: The commands routed to ``PlanCommandView``; override has its own view (a different body).
 PLAN_COMMANDS = tuple(name for name in COMMAND_NAMES if name != "override")
-
-
-def plan_command_view(command: str) -> Callable[..., HttpResponseBase]:
-    """``PlanCommandView`` for one command: its own OpenAPI operation ``plans_<command>``.
-
-    The route still passes ``command`` to ``post`` as a URL keyword, so the view behaves as
-    it did behind the single ``<command>`` route.
-    """
-
-    @extend_schema(
-        operation_id=f"plans_{command.replace('-', '_')}",
-        description=(
-            f"``POST /api/v1/plans/<id>/{command}/``; answers the plan as it is afterwards."
-        ),
-        request=s.CommandSerializer,
-        responses={200: s.PlanSerializer},
-    )
-    def post(self, request, pk: int, command: str) -> Response:
-        return PlanCommandView.post(self, request, pk, command)
-
-    name = "Plan" + command.title().replace("-", "") + "CommandView"
-    attrs = {"__doc__": PlanCommandView.__doc__, "__module__": __name__, "__qualname__": name}
-    return type(name, (PlanCommandView,), {**attrs, "post": post}).as_view()
 
 
 class PlanOverrideView(PlanCommandView):
