@@ -46,6 +46,9 @@ ACTIONS = {
     "router_confirmed": pgettext_lazy("audit action", "router confirmed rollback"),
     "verify_rollback": pgettext_lazy("audit action", "verify rollback"),
     "router_choose": pgettext_lazy("audit action", "choose traffic router"),
+    "router_create": pgettext_lazy("audit action", "create traffic router"),
+    "router_update": pgettext_lazy("audit action", "change traffic router"),
+    "router_delete": pgettext_lazy("audit action", "delete traffic router"),
     "override": pgettext_lazy("audit action", "request promotion past the analysis (override)"),
     "approve_override": pgettext_lazy("audit action", "approve override"),
     "reanalyse": pgettext_lazy("audit action", "criteria changed: analyse again"),
@@ -60,6 +63,7 @@ OBJECT_TYPES = {
     "phase": gettext_lazy("phase"),
     "approval": gettext_lazy("approval"),
     "routercall": gettext_lazy("router call"),
+    "trafficrouter": gettext_lazy("traffic router"),
 }
 # Gate names in audit reasons (the phases' own labels; gray steps by their share).
 PHASES = {
@@ -145,6 +149,7 @@ REASONS = {
         "%(answer)s"
     ),
     "router_chosen": gettext_lazy("%(what)s: router %(old)s → %(new)s"),
+    "router_settings": gettext_lazy("%(router)s (%(kind)s): %(fields)s"),
     "router_drift": gettext_lazy(
         "router no longer applies the share: %(router)s for %(workload)s: %(detail)s"
     ),

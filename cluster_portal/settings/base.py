@@ -230,6 +230,7 @@ SPECTACULAR_SETTINGS = {
         "WhatIfStatusEnum": "simulation.models.WhatIfRun.Status",
         "WorkloadKindEnum": "inventory.models.Workload.Kind",
         "ClusterKindEnum": "inventory.models.Cluster.Kind",
+        "RouterKindEnum": "rollout.models.routers.RouterKind",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -1,10 +1,10 @@
-"""Migration workflow API under /api/v1/ (paths start with plans/, migration-audit/ or
-router-callbacks/)."""
+"""Migration workflow API under /api/v1/ (paths start with plans/, migration-audit/,
+traffic-routers/ or router-callbacks/)."""
 
 from django.urls import path
 
 from cluster_portal.web.commands import command_routes
-from rollout.api import serializers, views
+from rollout.api import routers, serializers, views
 
 app_name = "rollout-api"
 
@@ -41,6 +41,12 @@ urlpatterns = [
     path("plans/<int:pk>/router/", views.RouterChoiceView.as_view(), name="plan-router"),
     path(
         "plans/<int:pk>/router-calls/", views.RouterCallListView.as_view(), name="plan-router-calls"
+    ),
+    path("traffic-routers/", routers.TrafficRouterListView.as_view(), name="traffic-routers"),
+    path(
+        "traffic-routers/<int:pk>/",
+        routers.TrafficRouterDetailView.as_view(),
+        name="traffic-router",
     ),
     path(
         "router-callbacks/<int:router_id>/",
