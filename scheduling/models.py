@@ -8,6 +8,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from cluster_portal.web.contact_status import ContactStatus
 from cluster_portal.web.outbound import validate_outbound_url
 
 # REST API versions the portal has a normaliser for, oldest first (scheduling/slurm/v0_*.py).
@@ -19,7 +20,7 @@ env_name_validator = RegexValidator(
 )
 
 
-class SchedulerSource(models.Model):
+class SchedulerSource(ContactStatus):
     """A cluster's workload scheduler the portal polls (Slurm through slurmrestd). The JWT is
     never stored: ``token_env`` names the environment variable of the portal's processes that
     holds it, so neither the database nor any page or API answer carries the secret. The REST
@@ -61,9 +62,6 @@ class SchedulerSource(models.Model):
     # Epoch seconds of the last complete job answer: the next poll asks ?update_time= and gets
     # 304 when nothing changed.
     jobs_update_time = models.BigIntegerField(_("jobs polled up to"), null=True, blank=True)
-    last_success_at = models.DateTimeField(_("last success"), null=True, blank=True)
-    last_error_at = models.DateTimeField(_("last error at"), null=True, blank=True)
-    last_error = models.TextField(_("last error"), blank=True)
     # Jobs the last sync refused (unmapped account, unreadable allocation), counted by reason.
     last_refused = models.JSONField(_("refused at last sync"), default=dict, blank=True)
 

@@ -13,14 +13,13 @@ from rest_framework.generics import (
     ListCreateAPIView,
     RetrieveUpdateDestroyAPIView,
 )
-from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.validators import UniqueValidator
 
-from accounts.api.authentication import IntegrationPrincipal
 from accounts.api.permissions import HasRequiredScope
-from accounts.api.scoping import StaffOnlyMixin, TenantScopedMixin
+from accounts.api.scoping import OperatorSourceMixin, TenantScopedMixin
 from inventory.models import Cluster
 from scheduling.models import SchedulerJob, SchedulerSource
 from scheduling.services.sources import (
@@ -79,16 +78,7 @@ class SchedulerSourceSerializer(serializers.ModelSerializer):
         return scheduler_source_update(source=instance, **changes)
 
 
-class _Operators(StaffOnlyMixin):
-    permission_classes = [IsAuthenticated, HasRequiredScope]
-
-    @property
-    def required_scope(self) -> str:
-        # A token reads where jobs come from with ``read``; changing it, and any use by a
-        # signed-in person, is an operator's (``ingest``), as for PromQL data sources.
-        token = isinstance(self.request.user, IntegrationPrincipal)
-        return "read" if token and self.request.method in SAFE_METHODS else "ingest"
-
+class _Operators(OperatorSourceMixin):
     serializer_class = SchedulerSourceSerializer
     queryset = SchedulerSource.objects.select_related("cluster").order_by("cluster__name")
     staff_only_message = _("Scheduler sources are managed by cluster operators only.")

@@ -50,11 +50,6 @@ class SyncResult:
     refused: dict = field(default_factory=dict)
 
 
-def _record_error(source: SchedulerSource, message: str, now: datetime) -> None:
-    SchedulerSource.objects.filter(pk=source.pk).update(last_error=message, last_error_at=now)
-    source.last_error, source.last_error_at = message, now
-
-
 def scheduler_source_sync(*, source: SchedulerSource, now: datetime | None = None) -> SyncResult:
     """Poll the source's jobs (incrementally), nodes and partitions and store them.
     Raises :class:`SchedulerSyncFailed` (recorded on the source) when it cannot be read."""
@@ -75,7 +70,7 @@ def scheduler_source_sync(*, source: SchedulerSource, now: datetime | None = Non
         nodes = normaliser.nodes(nodes_answer)
         partitions = normaliser.partitions(partitions_answer)
     except (SchedulerError, v0_0_38.AnswerError, NotationError) as exc:
-        _record_error(source, str(exc), now)
+        source.record_contact_error(str(exc), now=now)
         raise SchedulerSyncFailed(str(exc)) from None
     return _store(source, version, started, jobs, refused_jobs, nodes, partitions, now)
 

@@ -10,14 +10,11 @@ from rest_framework.generics import (
     ListCreateAPIView,
     RetrieveUpdateDestroyAPIView,
 )
-from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.validators import UniqueValidator
 
-from accounts.api.authentication import IntegrationPrincipal
-from accounts.api.permissions import HasRequiredScope
-from accounts.api.scoping import StaffOnlyMixin
+from accounts.api.scoping import OperatorSourceMixin
 from inventory.models import Cluster
 from telemetry.models import PromQLDataSource
 from telemetry.services.promql_sync import promql_source_sync
@@ -76,17 +73,7 @@ class PromQLDataSourceSerializer(serializers.ModelSerializer):
                 "created_at", "approved_by", "approved_at")}  # fmt: skip
 
 
-class _Operators(StaffOnlyMixin):
-    permission_classes = [IsAuthenticated, HasRequiredScope]
-
-    @property
-    def required_scope(self) -> str:
-        # A token reads where telemetry comes from with ``read`` (a dashboard or a Grafana
-        # provisioning script); changing it, and any use by a signed-in person, is an
-        # operator's (``ingest``: the role that may change what the portal stores).
-        token = isinstance(self.request.user, IntegrationPrincipal)
-        return "read" if token and self.request.method in SAFE_METHODS else "ingest"
-
+class _Operators(OperatorSourceMixin):
     serializer_class = PromQLDataSourceSerializer
     queryset = PromQLDataSource.objects.select_related("cluster").order_by("cluster__name")
     staff_only_message = _("Data sources are managed by cluster operators only.")

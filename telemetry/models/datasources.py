@@ -9,6 +9,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from cluster_portal.web.contact_status import ContactStatus
 from cluster_portal.web.outbound import validate_outbound_url
 from telemetry.models.vouching import VouchedEvidence
 
@@ -41,7 +42,7 @@ def validate_label_map(value: object) -> None:
         )
 
 
-class PromQLDataSource(VouchedEvidence):
+class PromQLDataSource(VouchedEvidence, ContactStatus):
     """A Prometheus-compatible query API (Prometheus, Thanos, VictoriaMetrics, Mimir) that
     holds this cluster's exporter series. When enabled, the telemetry read API answers this
     cluster's series, window aggregates, latest values, top-N and heatmaps from it with
@@ -90,9 +91,6 @@ class PromQLDataSource(VouchedEvidence):
         _("timeout (s)"), default=5.0, validators=[MinValueValidator(0.5), MaxValueValidator(60)]
     )
     enabled = models.BooleanField(_("enabled"), default=True)
-    last_success_at = models.DateTimeField(_("last success"), null=True, blank=True)
-    last_error_at = models.DateTimeField(_("last error at"), null=True, blank=True)
-    last_error = models.TextField(_("last error"), blank=True)
 
     class Meta:
         db_table = "monitoring_promqldatasource"  # every telemetry table keeps the old prefix
@@ -111,7 +109,7 @@ class PromQLDataSource(VouchedEvidence):
             )
 
 
-class RemoteWriteStatus(models.Model):
+class RemoteWriteStatus(ContactStatus):
     """What the remote-write receiver got for one cluster: running totals and the last answer,
     shown on ``/exporters/``."""
 
@@ -128,9 +126,6 @@ class RemoteWriteStatus(models.Model):
     duplicates = models.PositiveBigIntegerField(_("duplicate points"), default=0)
     dropped = models.PositiveBigIntegerField(_("samples dropped"), default=0)
     last_seen_at = models.DateTimeField(_("last request"), null=True, blank=True)
-    last_success_at = models.DateTimeField(_("last success"), null=True, blank=True)
-    last_error_at = models.DateTimeField(_("last error at"), null=True, blank=True)
-    last_error = models.TextField(_("last error"), blank=True)
     last_counts = models.JSONField(_("last counts"), default=dict, blank=True)
 
     class Meta:

@@ -6,11 +6,12 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from cluster_portal.web.contact_status import ContactStatus
 from cluster_portal.web.outbound import validate_outbound_url
 from telemetry.models.vouching import VouchedEvidence
 
 
-class ExporterTarget(VouchedEvidence):
+class ExporterTarget(VouchedEvidence, ContactStatus):
     """A ``/metrics`` URL scraped on an interval through the same mapping as pushed text.
 
     ``last_*`` fields are what operators see: when it last worked, and the last error verbatim.
@@ -44,9 +45,6 @@ class ExporterTarget(VouchedEvidence):
     # Set by the claim, cleared when the scrape records its outcome: while it lies ahead, a
     # scrape of this target may still be running and no other is started.
     scrape_lease_until = models.DateTimeField(_("scrape in flight until"), null=True, blank=True)
-    last_success_at = models.DateTimeField(_("last success"), null=True, blank=True)
-    last_error_at = models.DateTimeField(_("last error at"), null=True, blank=True)
-    last_error = models.TextField(_("last error"), blank=True)
     last_counts = models.JSONField(_("last counts"), default=dict, blank=True)
     consecutive_failures = models.PositiveIntegerField(_("consecutive failures"), default=0)
 

@@ -90,9 +90,7 @@ class _Reader:
         try:
             result = call()
         except DataSourceUnavailable as exc:
-            PromQLDataSource.objects.filter(pk=self.source.pk).update(
-                last_error=exc.staff_detail[:2000], last_error_at=timezone.now()
-            )
+            self.source.record_contact_error(exc.staff_detail[:2000])
             raise
         last = self.source.last_success_at
         now = timezone.now()
