@@ -64,6 +64,8 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Every JSON error under /api/ as RFC 9457 problem details, whichever layer answered it.
+    "cluster_portal.web.problems.ProblemDetailsMiddleware",
     "cluster_portal.web.input_guard.RejectNulMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -211,8 +213,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Monitoring, cost, migration and digital-twin API of Cluster Portal. Authenticate with "
         "a browser session (CSRF enforced) or an integration token: "
-        "`Authorization: Bearer cp_...` with scopes ingest, read, approve. Errors share one "
-        "body: `{detail, code, errors}`."
+        "`Authorization: Bearer cp_...` with scopes ingest, read, approve. Every error is RFC "
+        "9457 problem details (`application/problem+json`): `type`, `title`, `status`, "
+        "`instance`, `detail`, and the extension members `code` and, for invalid input, "
+        "`errors`."
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,

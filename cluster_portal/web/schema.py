@@ -12,6 +12,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, inline_serializer
 from rest_framework import serializers
 
+from cluster_portal.web.problems import PROBLEM_CONTENT_TYPE
 from cluster_portal.web.timerange import PRESETS
 
 
@@ -32,8 +33,17 @@ class IntegrationTokenScheme(OpenApiAuthenticationExtension):
 
 ERROR_SCHEMA = {
     "type": "object",
-    "description": "Every error: a sentence, a stable code and, for invalid input, the fields.",
+    "description": (
+        "Every error, as RFC 9457 problem details (application/problem+json): `type` "
+        "(about:blank), `title` (the HTTP status phrase), `status`, `instance` (the request "
+        "path), `detail` (a sentence for people) and the extension members `code` (a stable "
+        "token for programs) and, for invalid input, `errors` (field -> messages)."
+    ),
     "properties": {
+        "type": {"type": "string", "format": "uri-reference"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "instance": {"type": "string", "format": "uri-reference"},
         "detail": {"type": "string"},
         "code": {"type": "string"},
         "errors": {
@@ -43,7 +53,7 @@ ERROR_SCHEMA = {
         "row": {"type": "integer"},
         "field": {"type": "string"},
     },
-    "required": ["detail", "code"],
+    "required": ["type", "title", "status", "detail", "code"],
 }
 
 ERROR_RESPONSES = {
@@ -60,8 +70,8 @@ ERROR_RESPONSES = {
 
 
 def add_error_responses(result: dict, generator, request, public) -> dict:
-    """Postprocessing hook: the shared error body on every operation, in every media type the
-    operation's success answers in (a CSV endpoint's errors are CSV rows)."""
+    """Postprocessing hook: the shared problem details body on every operation (a CSV
+    endpoint's errors are problem details too: a client learns which field was wrong)."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas["Error"] = ERROR_SCHEMA
     for operations in result.get("paths", {}).values():
@@ -69,17 +79,15 @@ def add_error_responses(result: dict, generator, request, public) -> dict:
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
             responses = operation["responses"]
-            success_types = {
-                media
-                for code, body in responses.items()
-                if str(code).startswith("2")
-                for media in body.get("content", {})
-            }
-            content = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
-            if "text/csv" in success_types:
-                content["text/csv"] = {"schema": {"type": "string"}}
+            content = {PROBLEM_CONTENT_TYPE: {"schema": {"$ref": "#/components/schemas/Error"}}}
             for code, description in ERROR_RESPONSES.items():
                 responses.setdefault(code, {"description": description, "content": content})
+            for code, body in responses.items():
+                # An error a view declares itself (a 503 naming its reason, say) is answered
+                # as problem details too, whatever media type the view's success uses.
+                if str(code)[0] in "45" and body.get("content"):
+                    schema = next(iter(body["content"].values())).get("schema", {})
+                    body["content"] = {PROBLEM_CONTENT_TYPE: {"schema": schema}}
     return result
 
 

@@ -12,7 +12,6 @@ range data from rollups, never from raw history (see :mod:`dashboards.selectors`
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -32,10 +31,10 @@ from rest_framework.views import APIView
 from accounts.api.permissions import HasRequiredScope
 from accounts.selectors.scoping import principal_sees_all
 from cluster_portal.web.caching import RANGE_PARAMS, cached_json, cached_payload
-from cluster_portal.web.csv import csv_writer, table_csv
+from cluster_portal.web.csv import table_csv
 from cluster_portal.web.errors import form_validation_error
 from cluster_portal.web.filters import reject_unknown_params
-from cluster_portal.web.jsonbody import FastJSONRenderer, with_key
+from cluster_portal.web.jsonbody import FastJSONRenderer, json_bytes, with_key
 from cluster_portal.web.schema import (
     CLUSTER_PARAMETER,
     CSV_PARAMETERS,
@@ -94,19 +93,18 @@ def _page_size(raw: str | None) -> int:
 
 class CSVRenderer(BaseRenderer):
     """Lets ``?format=csv`` through DRF's content negotiation; views answer CSV themselves,
-    so this only renders error bodies (as ``field,message`` rows)."""
+    so this only renders error bodies — as JSON problem details, like every API error (a
+    client asking for CSV still learns which field was wrong, in the one error shape)."""
 
     media_type = "text/csv"
     format = "csv"
     charset = "utf-8"
 
     def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
-        out = io.StringIO()
-        writer = csv_writer(out)
-        writer.writerow(["field", "message"])
-        for key, value in (data or {}).items() if isinstance(data, dict) else []:
-            writer.writerow([key, value if isinstance(value, str) else "; ".join(map(str, value))])
-        return out.getvalue().encode()
+        response = (renderer_context or {}).get("response")
+        if response is not None:
+            response["Content-Type"] = "application/json"
+        return json_bytes(data)
 
 
 class DashboardView(APIView):

@@ -198,7 +198,7 @@ def _json_body(field: str, raw_value: str) -> str:
 
 def _assert_clean_4xx(response) -> None:
     assert 400 <= response.status_code < 500, (response.status_code, response.content[:300])
-    assert response["Content-Type"].startswith("application/json")
+    assert response["Content-Type"] == "application/problem+json"
     assert "detail" in response.json()
 
 

@@ -57,7 +57,7 @@ def test_a_body_over_the_limit_is_a_413_in_the_json_error_body_before_parsing(
     assert response.json()["code"] == "payload_too_large"
     big = json.dumps({"samples": [sample()] * 200})
     response = pusher.post(JSON_URL, data=big, content_type="application/json")
-    assert response.status_code == 413 and response["Content-Type"] == "application/json"
+    assert response.status_code == 413 and response["Content-Type"] == "application/problem+json"
     assert nothing_registered()
 
 

@@ -139,5 +139,5 @@ def test_a_json_body_over_the_limit_gets_the_json_error_body(client_as):
     body = json.dumps({"name": "x" * (3 * 1024 * 1024), "scopes": ["read"]})
     response = client_as("operator").post("/api/v1/tokens/", body, content_type="application/json")
     assert response.status_code == 413
-    assert response["Content-Type"].startswith("application/json")
+    assert response["Content-Type"] == "application/problem+json"
     assert response.json()["code"] == "payload_too_large"
