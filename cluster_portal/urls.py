@@ -30,6 +30,7 @@ urlpatterns = [
     path("", include("accounts.urls")),
     path("", include("telemetry.urls")),
     path("", include("alerts.urls")),
+    path("", include("scheduling.urls")),
     path("", include("cost.urls")),
     path("", include("dashboards.urls")),
 ]

@@ -17,6 +17,7 @@ STAFF_NAV = (
     (_("Cost"), "cost"),
     (_("Migrations"), "migrations"),
     (_("Alerts"), "alerts"),
+    (_("Scheduler"), "scheduler"),
     (_("What-if"), "whatif"),
     (_("Report"), "validation-report"),
     (_("Digital twin"), "twin"),
@@ -27,6 +28,7 @@ CUSTOMER_NAV = (
     (_("Workloads"), "workloads"),
     (_("Cost"), "cost"),
     (_("Migrations"), "migrations"),
+    (_("Scheduler"), "scheduler"),
 )
 
 
