@@ -21,7 +21,9 @@ def test_the_page_lists_runs_with_both_tick_kinds(client_as, twin_run):
     twin_tick(run_id=twin_run.pk, expected_seq=0)
     page = client_as("operator").get("/twin/").content.decode()
     assert "small" in page and "Scheduler ticks" in page and "Pool ticks" in page
-    assert "Pause" in page
+    # Each button names the run it acts on (one paused the wrong twin when all read "Pause").
+    for verb in ("Pause", "Reset", "Set speed"):
+        assert f"{verb} {twin_run.name}" in page
 
 
 @pytest.mark.django_db
