@@ -200,6 +200,7 @@ def operator_pages(whatif: WhatIfRun) -> list[str]:
         "/cost/",
         "/report/",
         "/alerts/",
+        "/scheduler/",
         "/exporters/",
         "/migrations/",
         "/migrations/new/",
@@ -213,7 +214,7 @@ def operator_pages(whatif: WhatIfRun) -> list[str]:
     ]
 
 
-CUSTOMER_PAGES = ["/", "/workloads/", "/cost/", "/migrations/"]
+CUSTOMER_PAGES = ["/", "/workloads/", "/cost/", "/migrations/", "/scheduler/"]
 
 
 def test_main_pages_in_zh_hans_carry_no_english_words(demo, client):
