@@ -25,7 +25,11 @@ class WebhookSubscriptionForm(forms.ModelForm):
         max_length=200,
         strip=False,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text=_("Write-only: it is never shown again. Leave empty to keep the current secret."),
+        help_text=_(
+            "Write-only: it is never shown again. Leave empty to keep the current secret. "
+            "A Standard Webhooks secret is written whsec_ and base64; any other text is used "
+            "as it is."
+        ),
     )
 
     class Meta:
@@ -37,6 +41,12 @@ class WebhookSubscriptionForm(forms.ModelForm):
         if not self.instance.pk and not cleaned.get("new_secret"):
             self.add_error("new_secret", _("A new subscription needs a signing secret."))
         return cleaned
+
+    def _update_errors(self, errors) -> None:
+        # The model names its ``secret``, which this form shows as ``new_secret``.
+        if hasattr(errors, "error_dict") and "secret" in errors.error_dict:
+            errors.error_dict["new_secret"] = errors.error_dict.pop("secret")
+        super()._update_errors(errors)
 
     def _post_clean(self) -> None:
         # The model's validation (and its NOT NULL secret) sees the secret that will be saved.

@@ -23,7 +23,10 @@ EVENT_NAMES = tuple(name for name, _label in WEBHOOK_EVENTS)
 class WebhookSubscription(models.Model):
     """An HTTP endpoint told about workflow events, signed with HMAC-SHA256 of ``secret``.
 
-    A subscription with a tenant hears only about that tenant's plans.
+    Deliveries are signed the Standard Webhooks way and, for one more release, with the
+    deprecated ``X-Portal-Signature`` (``rollout.services.webhook_signing``). A secret written
+    ``whsec_<base64>`` is the base64-decoded key; any other is its UTF-8 bytes. A subscription
+    with a tenant hears only about that tenant's plans.
     """
 
     name = models.CharField(_("name"), max_length=100, unique=True)
@@ -47,6 +50,18 @@ class WebhookSubscription(models.Model):
         return self.name
 
     def clean(self) -> None:
+        from rollout.services.webhook_signing import webhook_secret_problem
+
+        problem = webhook_secret_problem(self.secret or "")
+        if problem:
+            raise ValidationError(
+                {
+                    "secret": _(
+                        "A whsec_ signing secret must be followed by its key in base64 "
+                        "(e.g. 32 random bytes)."
+                    )
+                }
+            )
         if not isinstance(self.events, list) or not self.events:
             raise ValidationError({"events": _("Subscribe to at least one event.")})
         unknown = [e for e in self.events if e not in EVENT_NAMES]

@@ -1,19 +1,23 @@
 """A deploy tool's webhook (Argo Rollouts step-plugin style): desired state in, share out.
 
 The portal POSTs the desired state (:class:`rollout.routers.base.Desired` as JSON) signed
-like its notifications (``X-Portal-Signature: sha256=HMAC(secret, "<timestamp>.<body>")``,
-``X-Portal-Timestamp``) with ``Idempotency-Key`` (also in the body): a retried call carries
-the same key, so the tool applies it once. The tool answers:
+like its notifications (:mod:`rollout.services.webhook_signing`): Standard Webhooks headers
+(``webhook-id`` = the idempotency key, ``webhook-timestamp``, ``webhook-signature``) and, for
+one more release, the deprecated ``X-Portal-Timestamp``/``X-Portal-Signature``; with
+``Idempotency-Key`` (also in the body): a retried call carries the same key (and so the same
+``webhook-id``), so the tool applies it once. The tool answers:
 
 - ``200`` ``{"status": "confirmed", "share": <percent now in force>}`` — synchronous;
 - ``202`` (or ``{"status": "pending"}``) — it will confirm by POSTing
   ``{"idempotency_key", "status": "confirmed"|"refused", "share", "reason"}`` signed with the
-  same secret to the portal's callback endpoint;
+  same secret (either way) to the portal's callback endpoint;
 - ``{"status": "refused", "reason": "…"}`` or another 4xx — refused, never retried;
 - 5xx, 408, 429 or a network error — retried with exponential backoff within the call's
   attempts, each attempt under the router's one wall-clock deadline.
 
-The secret is read from the environment variable the router names; it is never stored.
+The secret is read from the environment variable the router names; it is never stored. A
+``whsec_<base64>`` secret is the base64-decoded key (Standard Webhooks); any other is its UTF-8
+bytes.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from cluster_portal.web.outbound import (
     outbound_request,
 )
 from rollout.routers.base import Confirmation, Desired, Router, RouterError, share_checked
-from rollout.services.webhooks import webhook_signature
+from rollout.services.webhook_signing import signature_headers, webhook_secret_problem
 
 MAX_ANSWER = 16 * 1024
 BACKOFF_SECONDS = 0.25
@@ -42,17 +46,19 @@ def router_secret(secret_ref: str) -> str:
     secret = os.environ.get(secret_ref, "")
     if not secret:
         raise RouterError("refused", f"the environment variable {secret_ref} is not set")
+    problem = webhook_secret_problem(secret)
+    if problem:
+        raise RouterError("refused", f"the environment variable {secret_ref}: {problem}")
     return secret
 
 
 def signed_headers(secret: str, body: bytes, *, key: str) -> dict[str, str]:
-    timestamp = str(int(time.time()))
+    """Both signature header sets; ``webhook-id`` is the idempotency key (stable on retry)."""
     return {
         "Content-Type": "application/json",
         "User-Agent": "cluster-portal-router/1",
         "Idempotency-Key": key,
-        "X-Portal-Timestamp": timestamp,
-        "X-Portal-Signature": webhook_signature(secret=secret, timestamp=timestamp, body=body),
+        **signature_headers(secret=secret, msg_id=key, body=body),
     }
 
 

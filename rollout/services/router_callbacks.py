@@ -2,9 +2,12 @@
 timeout of confirmations that never came.
 
 The callback body is ``{"idempotency_key", "status": "confirmed"|"refused", "share",
-"reason"}``, signed exactly as the portal signs its requests (``X-Portal-Timestamp``,
-``X-Portal-Signature``) with the router's secret; a timestamp older than
-``CALLBACK_MAX_AGE_SECONDS`` is refused (replays). Confirmed at the share asked: the step's
+"reason"}``, signed with the router's secret either the Standard Webhooks way
+(``webhook-id``, ``webhook-timestamp``, ``webhook-signature``; verified by the
+``standardwebhooks`` library) or the portal's deprecated way (``X-Portal-Timestamp``,
+``X-Portal-Signature``). A request carrying ``webhook-signature`` is verified the standard way
+only. A timestamp more than ``CALLBACK_MAX_AGE_SECONDS`` off is refused (replays) either way
+(the library's tolerance is the same 5 minutes). Confirmed at the share asked: the step's
 analysis clock starts now; for a restore, the plan reaches the state its abort or rollback was
 heading to. Refused, another share, or no callback within the router's window: the step
 pauses (``traffic_unconfirmed``), a restore stays ``rollback_unconfirmed``. A callback for a
@@ -34,7 +37,13 @@ from rollout.services.audit import SYSTEM, audit_record
 from rollout.services.plans import plan_lock
 from rollout.services.router_dispatch import router_call_settle
 from rollout.services.traffic import SHARE_TOLERANCE
-from rollout.services.webhooks import webhook_signature
+from rollout.services.webhook_signing import (
+    WebhookSecretInvalid,
+    WebhookVerificationError,
+    has_standard_signature,
+    standard_verify,
+    webhook_signature,
+)
 
 CALLBACK_MAX_AGE_SECONDS = 300
 
@@ -48,18 +57,37 @@ class CallbackRejected(Exception):
         super().__init__(text)
 
 
-def _verified(router, body: bytes, headers) -> dict:
+def _secret(router) -> str:
+    try:
+        return router_secret(router.webhook_secret_ref)
+    except RouterError:
+        raise CallbackRejected(503, "the router's secret is not configured or not valid") from None
+
+
+def _signature_checked(router, body: bytes, headers) -> None:
+    """Standard Webhooks if the request carries ``webhook-signature``, else the deprecated
+    portal scheme; anything wrong is a 401 (a missing secret a 503) before anything is read."""
+    if has_standard_signature(headers):
+        secret = _secret(router)
+        try:
+            standard_verify(secret=secret, body=body, headers=headers)
+        except WebhookVerificationError as exc:
+            raise CallbackRejected(401, f"bad webhook-signature: {exc}") from None
+        except WebhookSecretInvalid:  # router_secret refuses one first; kept as a 503 anyway
+            raise CallbackRejected(503, "the router's secret is not valid") from None
+        return
     stamp = headers.get("X-Portal-Timestamp", "")
     given = headers.get("X-Portal-Signature", "")
     if not stamp.isdigit() or abs(time.time() - int(stamp)) > CALLBACK_MAX_AGE_SECONDS:
         raise CallbackRejected(401, "missing or stale X-Portal-Timestamp")
-    try:
-        secret = router_secret(router.webhook_secret_ref)
-    except RouterError:
-        raise CallbackRejected(503, "the router's secret is not configured") from None
+    secret = _secret(router)
     expected = webhook_signature(secret=secret, timestamp=stamp, body=body)
     if not hmac.compare_digest(expected, given):
         raise CallbackRejected(401, "bad X-Portal-Signature")
+
+
+def _verified(router, body: bytes, headers) -> dict:
+    _signature_checked(router, body, headers)
     try:
         data = json.loads(body)
     except ValueError:

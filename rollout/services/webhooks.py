@@ -1,17 +1,16 @@
 """Signed webhook notifications: queue one delivery per subscription, deliver with retries.
 
-The body is JSON; ``X-Portal-Signature: sha256=<hex>`` is HMAC-SHA256 with the
-subscription's secret over ``<X-Portal-Timestamp>.<body>``, so a receiver can verify both
-the sender and the freshness (reject old timestamps to stop replays).
+The body is JSON, signed with the subscription's secret the Standard Webhooks way
+(``webhook-id`` = the delivery's id, the same on every retry; ``webhook-timestamp``;
+``webhook-signature``) and, for one more release, with the deprecated
+``X-Portal-Timestamp``/``X-Portal-Signature`` too (:mod:`rollout.services.webhook_signing`),
+so a receiver can verify both the sender and the freshness (old timestamps are replays).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import http.client
 import json
-import time
 from datetime import timedelta
 
 from celery import current_app
@@ -23,6 +22,13 @@ from django.utils import timezone
 from cluster_portal.web.dispatch import dispatch_after_commit
 from cluster_portal.web.outbound import REFUSED, OutboundRefused, OutboundTimeout, outbound_request
 from rollout.models import MigrationPlan, WebhookDelivery, WebhookSubscription
+from rollout.services.webhook_signing import (
+    WebhookSecretInvalid,
+    signature_headers,
+    webhook_signature,
+)
+
+__all__ = ["webhook_signature"]  # re-exported: the deprecated X-Portal-Signature
 
 MAX_ATTEMPTS = 6
 OPEN_STATUSES = (WebhookDelivery.Status.PENDING, WebhookDelivery.Status.RETRYING)
@@ -32,11 +38,6 @@ ATTEMPT_LEASE_SECONDS = 60
 # How long past its due time an open delivery waits before the sweep re-sends it: longer
 # than a task normally takes to reach a worker, so the sweep only finds lost ones.
 SWEEP_GRACE_SECONDS = 120
-
-
-def webhook_signature(*, secret: str, timestamp: str, body: bytes) -> str:
-    digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
-    return "sha256=" + digest.hexdigest()
 
 
 def webhooks_emit(
@@ -95,8 +96,8 @@ def webhook_attempt_claim(*, delivery_id: int, now=None) -> WebhookDelivery | No
     subscription with attempts left and no attempt in flight. So a worker killed mid-request
     has still used up that attempt (its redelivery counts on from there), two copies of the
     task — a redelivery, the sweep — never POST at once, and a delivered one is never sent
-    again. The receiver deduplicates by ``X-Portal-Delivery`` should a killed attempt have
-    reached it: delivery is at least once, and never twice in flight.
+    again. The receiver deduplicates by ``webhook-id`` (= ``X-Portal-Delivery``) should a
+    killed attempt have reached it: delivery is at least once, and never twice in flight.
     """
     now = now or timezone.now()
     claimed = (
@@ -161,17 +162,25 @@ def webhook_deliver(*, delivery_id: int) -> WebhookDelivery:
         return _close_unclaimable(delivery_id)
     subscription = delivery.subscription
     body = json.dumps({"delivery": delivery.pk, **delivery.payload}, sort_keys=True).encode()
-    timestamp = str(int(time.time()))
     headers = {
         "Content-Type": "application/json",
         "User-Agent": "cluster-portal-webhooks/1",
         "X-Portal-Event": delivery.event,
         "X-Portal-Delivery": str(delivery.pk),
-        "X-Portal-Timestamp": timestamp,
-        "X-Portal-Signature": webhook_signature(
-            secret=subscription.secret, timestamp=timestamp, body=body
-        ),
     }
+    try:
+        # webhook-id is the delivery's id: every retry of it repeats it (receivers dedupe).
+        headers |= signature_headers(secret=subscription.secret, msg_id=str(delivery.pk), body=body)
+    except WebhookSecretInvalid as exc:
+        # A secret saved before it was validated: no retry can fix it, and nothing is sent.
+        WebhookDelivery.objects.filter(pk=delivery.pk, status__in=OPEN_STATUSES).update(
+            status=WebhookDelivery.Status.FAILED,
+            last_error=f"signing secret: {exc}"[:500],
+            attempt_lease_until=None,
+            next_attempt_at=None,
+        )
+        delivery.refresh_from_db()
+        return delivery
     code: int | None = None
     error = ""
     try:
