@@ -23,22 +23,7 @@ class TrafficRouterAdmin(admin.ModelAdmin):
 
     list_display = ("name", "kind", "haproxy_backend", "webhook_url", "timeout_seconds")
     list_filter = ("kind",)
-    fields = (
-        "name",
-        "kind",
-        "haproxy_address",
-        "haproxy_backend",
-        "haproxy_source_server",
-        "haproxy_target_server",
-        "webhook_url",
-        "webhook_secret_ref",
-        "timeout_seconds",
-        "max_attempts",
-        "confirm_within_seconds",
-        "split_tolerance_points",
-        "split_window_seconds",
-        "split_min_requests",
-    )
+    fields = ROUTER_FIELDS  # what the service may set, in the order the form shows
 
     def save_model(self, request, obj: TrafficRouter, form, change: bool) -> None:
         actor = Actor.from_request(request)
