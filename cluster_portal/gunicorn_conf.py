@@ -10,6 +10,11 @@ it has none. Nothing there touches Django, the database or a worker, so the answ
 milliseconds however loaded the workers are. Point the liveness probe at it; keep ``/readyz``
 (database and broker) on the main port for readiness.
 
+**One latency histogram for all workers.** ``PROMETHEUS_MULTIPROC_DIR`` (default
+``var/prometheus``) is set and emptied when the master starts, before any worker imports
+``prometheus_client``: each worker writes its request histogram there and ``/metrics`` sums
+them (``cluster_portal.web.request_metrics``).
+
 Command-line flags still override everything here (``--workers``, ``--threads``, ``--bind``).
 """
 
@@ -17,8 +22,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 # The portal's threaded worker: it knows how long each request waited for a thread
 # (remote-write sheds what its sender gave up on, cluster_portal.web.queue_time).
@@ -26,6 +33,23 @@ worker_class = "cluster_portal.web.queue_time.QueueTimedWorker"
 threads = int(os.environ.get("WEB_THREADS", "2"))
 
 HEALTH_BIND = os.environ.get("PORTAL_HEALTH_BIND", "").strip()
+
+_VAR_DIR = Path(os.environ.get("PORTAL_VAR_DIR") or Path(__file__).resolve().parent.parent / "var")
+
+
+def on_starting(server) -> None:
+    # In the master, before it forks: every worker inherits the directory. A previous
+    # server's files would be summed into this one's histograms, so it starts empty.
+    default = _VAR_DIR / "prometheus"
+    directory = Path(os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(default)))
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True, exist_ok=True)
+
+
+def child_exit(server, worker) -> None:
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
 
 
 def _handler(arbiter) -> type[BaseHTTPRequestHandler]:

@@ -58,6 +58,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: every request's whole time, for /metrics' latency histogram.
+    "cluster_portal.web.request_metrics.RequestLatencyMiddleware",
     # Security headers first, so every response carries them — including the static files
     # that WhiteNoise answers without running the middleware below it.
     "django.middleware.security.SecurityMiddleware",

@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 
 from accounts.api.permissions import HasRequiredScope
 from accounts.selectors.scoping import principal_sees_all
+from cluster_portal.web.request_metrics import register_request_metrics
 from inventory.models import Accelerator, Cluster
 from telemetry.models import (
     Heartbeat,
@@ -207,4 +208,5 @@ class PrometheusMetricsView(APIView):
             raise PermissionDenied("/metrics exposes every tenant's figures: staff only.")
         registry = CollectorRegistry(auto_describe=False)
         registry.register(PortalCollector())
+        register_request_metrics(registry)
         return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
