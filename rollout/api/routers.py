@@ -16,13 +16,10 @@ from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.generics import ListCreateAPIView, RetrieveUpdateDestroyAPIView
-from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.api.authentication import IntegrationPrincipal
-from accounts.api.permissions import HasRequiredScope
-from accounts.api.scoping import StaffOnlyMixin
+from accounts.api.scoping import OperatorSourceMixin
 from rollout.models import TrafficRouter
 from rollout.services.audit import Actor
 from rollout.services.errors import WorkflowConflict
@@ -94,16 +91,8 @@ class TrafficRouterSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError({"name": [DUPLICATE]}) from None
 
 
-class _Operators(StaffOnlyMixin):
-    permission_classes = [IsAuthenticated, HasRequiredScope]
-
-    @property
-    def required_scope(self) -> str:
-        # As for scheduler sources: a token reads routers with ``read``; changing them, and
-        # any use by a signed-in person, is an operator's (``ingest``).
-        token = isinstance(self.request.user, IntegrationPrincipal)
-        return "read" if token and self.request.method in SAFE_METHODS else "ingest"
-
+class _Operators(OperatorSourceMixin):
+    # As for scheduler sources: a token reads routers with ``read``; changing them is ``ingest``.
     serializer_class = TrafficRouterSerializer
     queryset = TrafficRouter.objects.order_by("name")
     staff_only_message = _("Traffic routers are managed by cluster operators only.")
