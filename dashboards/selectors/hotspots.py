@@ -46,11 +46,15 @@ def _value(array: np.ndarray, i: int) -> float | None:
     return value if np.isfinite(value) else None
 
 
-def _top(order_key: np.ndarray, present: np.ndarray, n: int) -> np.ndarray:
+def _top(order_key: np.ndarray, present: np.ndarray, n: int, *ties: np.ndarray) -> np.ndarray:
     """Positions of the ``n`` largest ``order_key`` values among ``present`` ones, largest
-    first; ties keep snapshot (entity id) order so a refresh does not reshuffle them."""
+    first. Equal values are ranked by each of ``ties`` in turn, largest first (a card without
+    that figure last): 20 cards at 74 °C read as a ranking, not a list of equals. Full ties
+    keep snapshot (entity id) order, so a refresh does not reshuffle them."""
     at = np.flatnonzero(present)
-    order = np.argsort(-order_key[at], kind="stable")
+    # np.lexsort sorts by its last key first and is stable; negated so larger comes first.
+    keys = [np.nan_to_num(-tie[at], nan=np.inf) for tie in reversed(ties)]
+    order = np.lexsort([*keys, -order_key[at]])
     return at[order[:n]]
 
 
@@ -62,8 +66,9 @@ def card_hotspots(cluster: Cluster, snap: KindSnapshot, n: int = TOP_N) -> CardH
     health = snap.get("accelerator_health_status")
     with np.errstate(invalid="ignore", divide="ignore"):
         hbm = np.where(total > 0, used / total, np.nan)
-    hottest = _top(temp, np.isfinite(temp), n)
-    busiest = _top(util, np.isfinite(util), n)
+    # Ties broken by the other load figures: the hotter of two equally busy cards draws more.
+    hottest = _top(temp, np.isfinite(temp), n, util, power)
+    busiest = _top(util, np.isfinite(util), n, power, temp)
     # Not healthy: unhealthy (0) before unknown (-1) before no health figure at all; the
     # hottest first within each.
     sick = np.isfinite(health) & (health != 1)

@@ -96,6 +96,26 @@ def test_least_healthy_puts_unhealthy_before_unknown_and_leaves_healthy_out(smal
     assert all(r.accelerator_id for r in spots.hottest)
 
 
+def test_equal_temperatures_and_utilizations_are_ranked_by_the_other_figures(small_cluster):
+    # The twin's cards often read alike (74 °C, 100%): a top-N of equals ranks nothing.
+    cluster, _rack, entities = small_cluster
+    ids = np.array([e.pk for e in entities], np.int64)
+    snap = KindSnapshot(
+        ids,
+        {
+            "accelerator_temperature_celsius": np.array([74.0, 74.0, 74.0, 74.0]),
+            "accelerator_utilization_ratio": np.array([1.0, 1.0, 1.0, 0.9]),
+            "accelerator_power_watts": np.array([500.0, np.nan, 650.0, 700.0]),
+        },
+        datetime.now(tz=UTC),
+    )
+    spots = card_hotspots(cluster, snap)
+    # Hottest: all 74 °C, so by utilization, then power (no power figure last).
+    assert [r.card for r in spots.hottest] == ["n0/2", "n0/0", "n0/1", "n0/3"]
+    # Busiest: three at 100%, by power (missing last); the 90% card after them.
+    assert [r.card for r in spots.busiest] == ["n0/2", "n0/0", "n0/1", "n0/3"]
+
+
 @pytest.mark.django_db
 def test_network_lists_unhealthy_and_busiest_links_linked_to_their_rack(client_as, small_cluster):
     cluster, rack, _ = small_cluster
