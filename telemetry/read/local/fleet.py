@@ -92,7 +92,11 @@ def card_buckets(
         return step, buckets
     raw_sql, rollup_sql = _queries(list(metrics))
     marks = watermarks()
-    params = {"step": step, "metrics": list(metrics), "cluster": cluster_id}
+    params = {"step": step, "cluster": cluster_id}
+    if connection.vendor == "postgresql":
+        # SQLite's queries inline the ids (IN); an unused list there is still bound and
+        # refused ("type 'list' is not supported"), which broke the demo's ledger closing.
+        params["metrics"] = list(metrics)
     with connection.cursor() as cursor:
         while start < end:
             if resolution == 0:
