@@ -33,6 +33,12 @@ def source_text(source: str | None) -> str:
     )
 
 
+def whole_requests(count: float | None) -> int | None:
+    """A request counter as whole requests. Why: the twin's model accumulates expected
+    (fractional) timeouts, and a tile read "timed out 0.401" — not a number of requests."""
+    return None if count is None else int(round(count))
+
+
 def kpi(key: str, label: str, value: float | None, unit: str, *, hint: str = "") -> dict:
     return {
         "key": key,

@@ -6,7 +6,7 @@ from django.utils.translation import gettext as _
 
 from cluster_portal.web.units import duration, format_value, integer
 from dashboards import charts
-from dashboards.payloads.common import kpi, series_table, source_text, table
+from dashboards.payloads.common import kpi, series_table, source_text, table, whole_requests
 from dashboards.payloads.simclock import add_simulated_clock, clock_text
 from dashboards.selectors.overview import OverviewData
 from dashboards.selectors.service_slo import LATENCIES, ServiceSlo, Worst
@@ -139,7 +139,7 @@ def overview_payload(data: OverviewData) -> dict:
         kpi(
             "timeouts",
             _("Requests timed out (since start)"),
-            k.get("cluster_inference_timeouts_total"),
+            whole_requests(k.get("cluster_inference_timeouts_total")),
             "count",
         ),
         _serving(

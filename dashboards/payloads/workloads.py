@@ -7,7 +7,7 @@ from django.utils.translation import gettext as _
 
 from cluster_portal.web.units import duration
 from dashboards import charts
-from dashboards.payloads.common import kpi, series_table, table
+from dashboards.payloads.common import kpi, series_table, table, whole_requests
 from dashboards.selectors.workloads import WorkloadColumns, WorkloadDetail, cells
 from inventory.models import Workload
 
@@ -81,7 +81,7 @@ def workload_list_table(columns: WorkloadColumns, states: np.ndarray) -> dict:
         cells(v["inference_latency_p99_seconds"] * 1000),
         cells(v["inference_slo_attainment_ratio"]),
         cells(v["inference_queue_backlog_requests"]),
-        cells(v["inference_timeouts_total"]),
+        cells(np.round(v["inference_timeouts_total"])),  # whole requests (whole_requests)
     ]
     body = [list(row) for row in zip(*body_columns, strict=True)]
     return table(LIST_COLUMNS, labels, body)
@@ -183,7 +183,7 @@ def workload_detail_payload(detail: WorkloadDetail) -> dict:
             kpi(
                 "timeouts",
                 _("Requests timed out (since start)"),
-                v.get("inference_timeouts_total"),
+                whole_requests(v.get("inference_timeouts_total")),
                 "count",
             ),
         ]

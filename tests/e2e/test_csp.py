@@ -8,6 +8,7 @@ and requires that there is none.
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -151,9 +152,22 @@ def test_a_chart_exports_as_png_under_the_policy_and_offers_no_cloud_button(
     )
     assert "Download plot as a PNG" in titles, titles
     assert not [t for t in titles if t and ("Share" in t or "cloud" in t.lower())], titles
-    # The toolbar's own button, as a person clicks it: a PNG file arrives.
+    # What the export draws: recorded on the way through Plotly's own image API.
     browser.execute_script(
-        "document.querySelector('.modebar-btn[data-title=\"Download plot as a PNG\"]').click();"
+        "window.__exported = []; const draw = Plotly.toImage;"
+        "Plotly.toImage = function (fig) {"
+        "  window.__exported.push(fig.layout && fig.layout.title && fig.layout.title.text);"
+        "  return draw.apply(this, arguments); };"
+    )
+    chart_title = browser.execute_script(
+        "const gd = document.querySelector('.js-plotly-plot');"
+        "return gd.previousElementSibling.textContent.trim();"
+    )
+    # The toolbar's own button, as a person clicks it: a PNG file arrives, named after the
+    # page and this chart, and the image carries the chart's title (issue 34, item 8).
+    browser.execute_script(
+        "document.querySelector('.js-plotly-plot')"
+        ".querySelector('.modebar-btn[data-title=\"Download plot as a PNG\"]').click();"
     )
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and not list(tmp_path.glob("*.png")):
@@ -161,6 +175,14 @@ def test_a_chart_exports_as_png_under_the_policy_and_offers_no_cloud_button(
     files = list(tmp_path.glob("*.png"))
     assert files, "no PNG was downloaded"
     assert files[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    words = re.sub(r"[^a-z0-9]+", "-", chart_title.lower()).strip("-")
+    assert files[0].name.endswith(f"-{words}.png"), (files[0].name, chart_title)
+    assert browser.execute_script("return window.__exported;") == [chart_title]
+    names = browser.execute_script(
+        "return Array.from(document.querySelectorAll('.js-plotly-plot'))"
+        ".map(gd => window.portalPlotly.exportName(gd));"
+    )
+    assert len(names) > 1 and len(set(names)) == len(names), names  # one file name per chart
     # And the image API the button uses resolves to a PNG.
     image = browser.execute_async_script(
         "const done = arguments[arguments.length - 1];"
