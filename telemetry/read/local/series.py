@@ -95,6 +95,11 @@ def series_read(
     hour_aligned: bool = False,
 ) -> Series:
     source, resolution, step = choose_source(start, end, hour_aligned=hour_aligned)
+    if hour_aligned and resolution == 0:
+        # One entity's raw samples at their own second. Why: a per-hour read's 8 s buckets
+        # floored the data's last sample by up to 7 s, and the ledger's coverage (last sample
+        # + one interval) then lost those seconds from a closed hour (3,596 of 3,600 s).
+        step = 1
     buckets: dict[int, list[float]] = {}
     _fold_tiered(metric, entity, start, end, resolution, step, buckets, watermarks())
     # Dense sources (the twin's per-card data) live in frames; fold them into the same buckets.
