@@ -33,6 +33,7 @@ from rollout.selectors import (
     redact_people,
     sees_people,
 )
+from rollout.selectors_timeline import plan_migration_timeline
 from rollout.services.audit import Actor
 from rollout.services.authoring import plan_author, plan_manual_empty_phases
 from rollout.services.commands import plan_command as plan_command_run
@@ -160,6 +161,7 @@ def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context.update(criteria_context(plan, user))
     context["routing"] = plan_routing(plan, staff=user.is_staff)
     context["serving"] = plan_serving(plan, now=timezone.now())
+    context["migration_timeline"] = plan_migration_timeline(plan, now=timezone.now())
     context["evidence_writers"] = plan_evidence_writers(plan) if user.is_staff else []
     context["can_choose_router"] = context["can_operate"] and plan.state in CHOOSABLE_IN
     if context["can_choose_router"]:

@@ -43,6 +43,20 @@ class PhaseKind(models.TextChoices):
 PHASE_ORDER: tuple[str, ...] = (PhaseKind.PILOT, PhaseKind.GRAY, PhaseKind.FULL)
 
 
+def phase_share(workload_phase: str, current_phase: str, gray_percent: int) -> float:
+    """The share (0–1) a plan asks on the target for a workload of ``workload_phase`` while
+    the plan is in ``current_phase`` at gray step ``gray_percent``: earlier phases (and every
+    phase once the plan is in full) all of it, later phases none, the gray phase its step.
+    One rule for the transitions (``traffic_apply``) and for the timeline that redraws them."""
+    current = PHASE_ORDER.index(current_phase)
+    order = PHASE_ORDER.index(workload_phase)
+    if order < current or current_phase == PhaseKind.FULL:
+        return 1.0
+    if order > current:
+        return 0.0
+    return gray_percent / 100.0 if workload_phase == PhaseKind.GRAY else 1.0
+
+
 def validate_gray_steps(steps: object) -> None:
     """Steps are whole percentages, strictly increasing, ending at 100 (full gray traffic)."""
     if not isinstance(steps, list) or not steps:

@@ -46,10 +46,10 @@ from rollout.models import (
     Gate,
     MigrationPlan,
     Phase,
-    PhaseKind,
     PlanState,
     PlanWorkload,
 )
+from rollout.models.plans import phase_share
 from rollout.services.audit import Actor, audit_record
 from rollout.services.errors import NotPermitted, WorkflowConflict
 from rollout.services.webhooks import webhooks_emit
@@ -216,16 +216,9 @@ def phase_of(plan: MigrationPlan, kind: str) -> Phase:
 
 def traffic_apply(plan: MigrationPlan) -> None:
     """Set each workload's share for the plan's current phase and gray step."""
-    current = PHASE_ORDER.index(plan.current_phase)
-    step_share = plan.gray_steps[plan.gray_step_index] / 100.0
+    step = plan.gray_steps[plan.gray_step_index]
     for item in plan.workloads.all():
-        order = PHASE_ORDER.index(item.phase)
-        if order < current or plan.current_phase == PhaseKind.FULL:
-            share = 1.0
-        elif order > current:
-            share = 0.0
-        else:
-            share = step_share if item.phase == PhaseKind.GRAY else 1.0
+        share = phase_share(item.phase, plan.current_phase, step)
         if item.share != share:
             item.share = share
             item.save(update_fields=["share"])
