@@ -23,6 +23,7 @@ from dashboards.selectors.hardware import node_detail, rack_detail
 from dashboards.selectors.workload_list import STATE_LABELS, workload_list
 from dashboards.selectors.workloads import workloads_visible_to
 from dashboards.views.attribution import attribution_context
+from dashboards.views.fabric import fabric_context
 from dashboards.views.serving import serving_bindings_context
 from inventory.models import Accelerator, Node, Rack, Workload
 
@@ -49,7 +50,7 @@ def _frame(request: HttpRequest, template: str, data_url: str, **context) -> Htt
         tr = parse_timerange(request.GET)
     except TimeRangeError as error:
         return render(request, "dashboards/bad_range.html", {"errors": error.errors}, status=400)
-    keep = {k: v for k, v in request.GET.items() if k in ("cluster", "kind")}
+    keep = {k: v for k, v in request.GET.items() if k in ("cluster", "kind", "supernode")}
     presets = [
         (key, label, "?" + urlencode({**keep, "range": key}), key == tr.preset)
         for key, label in PRESET_LABELS.items()
@@ -64,16 +65,24 @@ def _frame(request: HttpRequest, template: str, data_url: str, **context) -> Htt
     return render(request, template, context)
 
 
-def _cluster_page(request: HttpRequest, template: str, api_name: str) -> HttpResponse:
+def _cluster_page(request: HttpRequest, template: str, api_name: str, **context) -> HttpResponse:
     cluster = cluster_pick(request.GET.get("cluster"))
     if request.GET.get("cluster") and cluster is None:
         raise Http404("unknown cluster")
+    extra = context.pop("extra", None)
+    if extra is not None and cluster is not None:
+        # A page's own reads of the picked cluster; a response (a refusal) is returned as is.
+        more = extra(cluster)
+        if isinstance(more, HttpResponse):
+            return more
+        context.update(more)
     return _frame(
         request,
         template,
         reverse(f"api:{api_name}"),
         cluster=cluster,
         clusters=clusters(),
+        **context,
     )
 
 
@@ -94,7 +103,13 @@ def memory_page(request: HttpRequest) -> HttpResponse:
 
 @staff_page
 def network_page(request: HttpRequest) -> HttpResponse:
-    return _cluster_page(request, "dashboards/network.html", "dashboard-network")
+    """Operators' network page; its fabric graph is drawn for ``?supernode=<name>``."""
+    return _cluster_page(
+        request,
+        "dashboards/network.html",
+        "dashboard-network",
+        extra=lambda cluster: fabric_context(request, cluster),
+    )
 
 
 @staff_page
