@@ -27,15 +27,14 @@ from cluster_portal.web.request_metrics import register_request_metrics
 from inventory.models import Accelerator, Cluster
 from telemetry.models import (
     Heartbeat,
-    IngestionBatch,
     IngestRefusal,
     MetricDefinition,
     PromQLDataSource,
     RemoteWriteStatus,
-    Sample,
 )
 from telemetry.read import accelerators_absent_q
 from telemetry.read.local.series import aggregate_by
+from telemetry.store.counters import INGESTION_BATCHES, SAMPLES_STORED, counter_totals
 
 
 class PortalCollector:
@@ -82,19 +81,21 @@ class PortalCollector:
                     utilization.add_metric([cluster.name], means[cluster.name])
         yield utilization
 
-        recent = GaugeMetricFamily(
-            "portal_samples_stored_last_5m", "Raw samples stored with timestamps in the last 5 min"
+        # Counters summed from the store's running totals (``StoreCounter``), added in the
+        # writes' own transactions: every worker and machine answers alike, and rate() reads
+        # them as Prometheus does (they replaced windowed "last 5 min" / "last hour" gauges).
+        totals = counter_totals()
+        stored = CounterMetricFamily(
+            "portal_samples_stored",
+            "Raw samples stored (committed; duplicates of stored samples not counted)",
         )
-        recent.add_metric([], Sample.objects.filter(ts__gte=now - timedelta(minutes=5)).count())
-        yield recent
-
-        batches = GaugeMetricFamily(
-            "portal_ingestion_batches_last_hour",
-            "Ingestion requests with an Idempotency-Key, last hour",
+        stored.add_metric([], totals.get(SAMPLES_STORED, 0))
+        yield stored
+        batches = CounterMetricFamily(
+            "portal_ingestion_batches",
+            "Ingestion requests committed with an Idempotency-Key (replays not counted)",
         )
-        batches.add_metric(
-            [], IngestionBatch.objects.filter(created_at__gte=now - timedelta(hours=1)).count()
-        )
+        batches.add_metric([], totals.get(INGESTION_BATCHES, 0))
         yield batches
 
         ages = GaugeMetricFamily(

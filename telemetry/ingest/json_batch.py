@@ -33,6 +33,7 @@ from telemetry.ingest.limits import (
 from telemetry.ingest.registry import entities_check_new, entities_resolve, metrics_by_name
 from telemetry.models import EntityKind, IngestionBatch
 from telemetry.services.entities import workload_entity_ensure
+from telemetry.store.counters import INGESTION_BATCHES, counter_add
 from telemetry.store.samples import SampleRow, samples_write
 
 HEALTH_MEMO_SECONDS = 30.0  # accelerator_health_apply: how long a written health is trusted
@@ -293,6 +294,7 @@ def with_idempotency(
                 batch = IngestionBatch.objects.create(
                     principal=principal, key=key, payload_sha256=digest, response={}
                 )
+                counter_add(INGESTION_BATCHES, 1)  # in the batch's own transaction
                 response = work()
                 batch.response = json.loads(json.dumps(response))
                 batch.save(update_fields=["response"])

@@ -2,6 +2,7 @@
 targets and process heartbeats. Only the ``telemetry`` app imports the store's models."""
 
 from telemetry.models.attribution import AttributionInterval
+from telemetry.models.counters import StoreCounter
 from telemetry.models.datasources import PromQLDataSource, RemoteWriteStatus
 from telemetry.models.exporters import ExporterTarget
 from telemetry.models.frames import Frame, FrameLayout
@@ -37,4 +38,5 @@ __all__ = [
     "Sample",
     "SampleSource",
     "ServingBinding",
+    "StoreCounter",
 ]

@@ -23,7 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from django.db import connection
+from django.db import connection, transaction
+
+from telemetry.store.counters import SAMPLES_STORED, counter_add
 
 ROLLUP_RESOLUTIONS: tuple[int, ...] = (60, 900, 3600, 86400)
 ADVISORY_LOCK_KEY = 0x524F4C4C  # "ROLL": shared by ingestion, exclusive for compaction
@@ -93,12 +95,15 @@ def samples_write(
     if not rows:
         return StoreResult(received=0, inserted=0)
     unique_rows = _dedupe(rows)
-    if connection.vendor == "postgresql":
-        inserted = _write_postgresql(unique_rows, provenance, check_now=check_now)
-    else:
-        if check_now:
-            _check_references(unique_rows)
-        inserted = _write_generic(unique_rows, watermarks(), provenance)
+    # The running total is added in the rows' own transaction (``portal_samples_stored_total``).
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            inserted = _write_postgresql(unique_rows, provenance, check_now=check_now)
+        else:
+            if check_now:
+                _check_references(unique_rows)
+            inserted = _write_generic(unique_rows, watermarks(), provenance)
+        counter_add(SAMPLES_STORED, inserted)
     return StoreResult(received=len(rows), inserted=inserted)
 
 

@@ -15,6 +15,7 @@ from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity, MetricDefinition
 from telemetry.services.heartbeats import heartbeat_record
 from tests.access import ApiAccessCases
+from tests.telemetry_fixtures import sample
 
 
 class TestMetricsEndpointAccess(ApiAccessCases):
@@ -60,3 +61,49 @@ def test_a_tenant_token_cannot_scrape_metrics(tenants):
     issued = token_create(name="t", scopes=["read"], tenant=tenants["acme"])
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.plaintext}")
     assert client.get("/metrics").status_code == 403
+
+
+def _counters(client) -> dict[str, float]:
+    families = text_string_to_metric_families(client.get("/metrics").content.decode())
+    return {s.name: s.value for f in families for s in f.samples if s.name.endswith("_total")}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stored_samples_and_idempotent_batches_are_counters_of_committed_writes(
+    cluster, ingest_client
+):
+    """Issue 34, item 4: counters + rate() instead of windowed gauges. A total counts what
+    committed, once: not a duplicate, not a replayed batch, not a rolled-back write."""
+    node = Node.objects.create(cluster=cluster, hostname="n1")
+    card = Accelerator.objects.create(node=node, index=0, vendor_id="G0", health=1)
+    entity = Entity.objects.create(
+        cluster=cluster, kind="accelerator", key="n1/0", accelerator=card
+    )
+    metric = MetricDefinition.objects.get(name="accelerator_utilization_ratio")
+    scraper = APIClient()
+    scraper.credentials(
+        HTTP_AUTHORIZATION=f"Bearer {token_create(name='prom', scopes=['read']).plaintext}"
+    )
+    before = _counters(scraper)
+    assert "portal_samples_stored_last_5m" not in before  # the windowed gauges are gone
+    rows = [(metric.id, entity.id, time.time() - 60 + i, 0.5) for i in range(3)]
+    with transaction.atomic():
+        samples_write(rows)
+    with transaction.atomic():
+        samples_write(rows)  # the same samples again: nothing new stored
+    with pytest.raises(RuntimeError), transaction.atomic():
+        samples_write([(metric.id, entity.id, time.time() - 10, 0.5)])
+        raise RuntimeError("the write's transaction rolls back")
+    batch = {"samples": [sample(entity="n1/0", ts=time.time() - 5, value=0.4)]}
+    for _ in range(2):  # the second is a replay of the first
+        response = ingest_client.post(
+            "/api/v1/telemetry/samples/", batch, format="json", headers={"Idempotency-Key": "k-1"}
+        )
+        assert response.status_code in (200, 201), response.content
+    after = _counters(scraper)
+    stored = after["portal_samples_stored_total"] - before.get("portal_samples_stored_total", 0)
+    assert stored == 3 + 1  # three samples, then the batch's one
+    batches = after["portal_ingestion_batches_total"] - before.get(
+        "portal_ingestion_batches_total", 0
+    )
+    assert batches == 1
