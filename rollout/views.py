@@ -54,6 +54,8 @@ CSV_COLUMNS = (
     "to_state",
     "reason",
     "source_ip",
+    "phase",
+    "gray_step_percent",
 )
 
 
@@ -285,6 +287,8 @@ def audit_list(request: HttpRequest) -> HttpResponse:
                     e.to_state,
                     e.reason,
                     e.source_ip or "",
+                    e.phase or "",
+                    "" if e.gray_step_percent is None else e.gray_step_percent,
                 ]
             )
         return response

@@ -247,6 +247,8 @@ class AuditEntrySerializer(_PeopleRedacted, serializers.ModelSerializer):
             "to_state",
             "reason",
             "source_ip",
+            "phase",
+            "gray_step_percent",
         ]
 
     def to_representation(self, instance):

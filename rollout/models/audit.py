@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy as _
 from rollout.labels import action_label, actor_label, object_type_label, reason_text, state_label
 from rollout.models.analysis import Outcome
 from rollout.models.gates import GateState
-from rollout.models.plans import PlanState
+from rollout.models.plans import PhaseKind, PlanState
 
 
 class AuditImmutable(Exception):
@@ -56,6 +56,13 @@ class AuditEntry(models.Model):
     # is a plain ADD COLUMN on SQLite too (a table rebuild would drop the append-only triggers).
     reason_data = models.JSONField(_("reason code"), null=True, blank=True, editable=False)
     source_ip = models.GenericIPAddressField(_("source IP"), null=True, blank=True)
+    # The phase the row touches (its gate's or phase's, else the plan's at the time) and, in
+    # gray, the traffic step. Null on rows from before these columns, and on rows that touch no
+    # phase (a draft plan's creation). Nullable without defaults: a plain ADD COLUMN (above).
+    phase = models.CharField(
+        _("phase"), max_length=10, choices=PhaseKind.choices, null=True, blank=True
+    )
+    gray_step_percent = models.PositiveSmallIntegerField(_("gray step (%)"), null=True, blank=True)
 
     class Meta:
         ordering = ["-at", "-id"]
@@ -74,6 +81,16 @@ class AuditEntry(models.Model):
         raise AuditImmutable("audit entries are append-only")
 
     # Labels for people; the stored codes stay the machine interface (API, CSV, filters).
+    @property
+    def phase_display(self) -> str:
+        """ "pilot", "gray 25%", "full"; empty when the row touches no phase."""
+        if not self.phase:
+            return ""
+        label = str(PhaseKind(self.phase).label)
+        if self.gray_step_percent is not None:
+            return f"{label} {self.gray_step_percent}%"
+        return label
+
     @property
     def action_display(self) -> str:
         return action_label(self.action)

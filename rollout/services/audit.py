@@ -9,7 +9,7 @@ from django.utils import translation
 
 from accounts.api.permissions import principal_has_scope
 from accounts.selectors.people import role_of
-from rollout.models import AuditEntry, MigrationPlan
+from rollout.models import AuditEntry, Gate, MigrationPlan, Phase, PhaseKind
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,28 @@ class Actor:
 SYSTEM = Actor()
 
 
+def phase_touched(
+    obj: models.Model | None, plan: MigrationPlan | None, phase: Phase | None = None
+) -> tuple[str | None, int | None]:
+    """``(phase kind, gray step %)`` an audit row touches: the given phase, else the gate's
+    (the object's own gate, or the gate it belongs to: an approval, a run, a criterion's
+    phase), else the phase object, else where the plan stands; ``(None, None)`` for none."""
+    gate = obj if isinstance(obj, Gate) else getattr(obj, "gate", None)
+    if phase is None and isinstance(gate, Gate):
+        plan = gate.plan
+        phase = gate.phase
+        if phase.kind == PhaseKind.GRAY and gate.step_index < len(plan.gray_steps):
+            return phase.kind, plan.gray_steps[gate.step_index]
+        return phase.kind, None
+    if phase is None:
+        phase = obj if isinstance(obj, Phase) else getattr(obj, "phase", None)
+    if isinstance(phase, Phase):
+        return phase.kind, None
+    if plan is not None and plan.current_phase:
+        return plan.current_phase, plan.current_step_percent
+    return None, None
+
+
 def audit_record(
     *,
     actor: Actor,
@@ -112,13 +134,18 @@ def audit_record(
     to_state: str = "",
     reason: str = "",
     reason_data: dict | None = None,
+    phase: Phase | None = None,
 ) -> AuditEntry:
     """Append one audit row (the only way rows are written).
+
+    The row names the phase it touches (:func:`phase_touched`; ``phase`` names it where
+    neither ``obj`` nor the plan can, e.g. a deleted criterion's phase).
 
     ``reason_data``: the reason as a code and parameters (rollout/labels.py) when the
     workflow wrote it, so pages can show it in the reader's language.
     """
     target = obj if obj is not None else plan
+    touched, step = phase_touched(obj, plan, phase)
     return AuditEntry.objects.create(
         actor=actor.user,
         actor_label=actor.label,
@@ -131,4 +158,6 @@ def audit_record(
         reason=reason,
         reason_data=reason_data,
         source_ip=actor.ip,
+        phase=touched,
+        gray_step_percent=step,
     )

@@ -231,6 +231,7 @@ def criterion_delete(*, criterion: Criterion, actor: Actor) -> None:
         action="criterion_delete",
         plan=phase.plan,
         obj=None,
+        phase=phase,
         reason=f"criterion {pk} deleted: {described}" + _revisions(gates),
         reason_data=_in_words(
             reason_data("criterion_deleted", name=name, condition=described), gates
