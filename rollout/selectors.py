@@ -11,6 +11,8 @@ from accounts.selectors.scoping import scope_to_tenant
 from inventory.models import Workload
 from rollout.models import (
     AuditEntry,
+    Gate,
+    GateState,
     MigrationPlan,
     PhaseKind,
     PlanState,
@@ -300,3 +302,34 @@ def plan_evidence_writers(plan: MigrationPlan) -> list[dict]:
         }
         for w in evidence_writers(cluster_id=plan.target_cluster_id, workload_ids=workload_ids)
     ]
+
+
+def overrides_between(*, source_id: int, target_id: int) -> list[dict]:
+    """Every gate of a plan moving ``source_id`` → ``target_id`` that was promoted (or asked
+    to be) past an analysis that did not pass: the plan, the gate, the outcome overridden,
+    the reason, and how many approvals of its current revision said "override" — what the
+    validation report lists beside the figures those moves produced (issue 30, item 6)."""
+    gates = (
+        Gate.objects.filter(plan__source_cluster_id=source_id, plan__target_cluster_id=target_id)
+        .exclude(override_of="")
+        .select_related("plan", "phase")
+        .prefetch_related("approvals")
+        .order_by("-requested_at", "-id")
+    )
+    rows = []
+    for gate in gates:
+        approvals = [a for a in gate.approvals.all() if a.revision == gate.revision]
+        rows.append(
+            {
+                "plan": gate.plan,
+                "gate": gate,
+                "label": gate.label,
+                "outcome": str(dict(GateState.choices).get(gate.override_of, gate.override_of)),
+                "reason": gate.override_reason,
+                "state": gate.get_state_display(),
+                "override_approvals": sum(1 for a in approvals if a.override),
+                "required": gate.plan.required_approvals,
+                "requested_at": gate.requested_at,
+            }
+        )
+    return rows

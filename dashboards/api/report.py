@@ -171,6 +171,19 @@ class ReportView(APIView):
         out["recommendation"] = _recommendation_json(decision.recommendation)
         out["money"] = _money_json(decision) if decision.compared else None
         out["ablation"] = decision.ablation
+        out["overrides"] = [
+            {
+                "plan": o["plan"].pk,
+                "plan_name": o["plan"].name,
+                "gate": o["label"],
+                "analysis_overridden": o["gate"].override_of,
+                "reason": o["reason"],
+                "override_approvals": o["override_approvals"],
+                "approvals_required": o["required"],
+                "gate_state": o["gate"].state,
+            }
+            for o in decision.overrides
+        ]
         return Response(out)
 
 

@@ -10,7 +10,7 @@ each side states its size and load so a reader sees whether the two are comparab
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.utils import timezone
@@ -35,6 +35,7 @@ from dashboards.selectors.report_services import (
     service_pairs,
 )
 from inventory.models import Cluster
+from rollout.selectors import overrides_between
 from telemetry.read import Series, WindowStat, cluster_series, stat_of_series
 
 P99_METRIC = "inference_latency_p99_seconds"  # end-to-end: the secondary latency figure
@@ -153,6 +154,9 @@ class Decision:
     # The one coverage statement: seconds of ``compared`` both sides' data cover (never
     # more than the data covers, gaps excluded); 0 when nothing is compared.
     compared_seconds: float = 0.0
+    # Gates of source → target plans promoted past an analysis that did not pass
+    # (``rollout.selectors.overrides_between``): the moves behind these figures, said.
+    overrides: list[dict] = field(default_factory=list)
 
     @property
     def verdicts_met(self) -> int:
@@ -217,6 +221,7 @@ def report_decision(
         ablation=latest_ablation(cards=uni.cards, hardware=hardware),
         pairs=pairs,
         compared_seconds=_compared_seconds(baseline, unified, compared),
+        overrides=overrides_between(source_id=baseline.pk, target_id=unified.pk),
         recommendation=recommend(
             compared=compared is not None,
             pairs=pairs,

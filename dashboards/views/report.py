@@ -95,6 +95,7 @@ def validation_report(request: HttpRequest) -> HttpResponse:
                 (_("End-to-end P99 (secondary)"), "p99", base.p99, uni.p99),
             ),
             "ablation": decision.ablation,
+            "overrides": decision.overrides,
             "curve_figure": _curve_figure(base, uni),
             "hbm_figure": _hbm_figure(base, uni),
             "csv_query": window.as_query() | {"baseline": baseline.pk, "unified": unified.pk},
