@@ -131,6 +131,9 @@ class SchedulerJob(models.Model):
     submit_time = models.DateTimeField(_("submitted"), null=True, blank=True)
     start_time = models.DateTimeField(_("started"), null=True, blank=True)
     end_time = models.DateTimeField(_("ended"), null=True, blank=True)
+    # A pending job's start as the scheduler estimates it (v0.0.38 answers it as the pending
+    # job's ``start_time``); empty once the job starts or when the scheduler has no estimate.
+    estimated_start = models.DateTimeField(_("estimated start"), null=True, blank=True)
     synced_at = models.DateTimeField(_("synced at"))
 
     class Meta:

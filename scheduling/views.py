@@ -19,6 +19,7 @@ from cluster_portal.web.filters import unknown_params
 from scheduling.errors import SchedulerSyncFailed
 from scheduling.models import SchedulerSource
 from scheduling.selectors import jobs_visible_to, sources_with_status
+from scheduling.selectors.queues import WAIT_WINDOW, pending_by_partition, wait_percentiles
 from scheduling.services.sync import scheduler_source_sync
 
 PAGE_SIZE = 100
@@ -27,8 +28,9 @@ LIST_PARAMS = ("cluster", "state", "page")
 
 @login_required
 def scheduler_page(request: HttpRequest) -> HttpResponse:
-    """Scheduler sources with their last poll (staff) and jobs, filterable by cluster and
-    state; a customer sees its tenant's jobs only and no source."""
+    """Scheduler sources with their last poll (staff), the queues (pending jobs per partition,
+    wait percentiles) and jobs, filterable by cluster and state; a customer sees its tenant's
+    jobs only and no source."""
     unknown = unknown_params(request.GET, LIST_PARAMS)
     if unknown:
         errors = {key: _("unknown parameter") for key in unknown}
@@ -39,6 +41,7 @@ def scheduler_page(request: HttpRequest) -> HttpResponse:
     jobs = jobs_visible_to(request.user, cluster=cluster, state=state)
     filters = {key: value for key, value in (("cluster", cluster), ("state", state)) if value}
     staff = principal_sees_all(request.user)
+    waits, waits_by_hour = wait_percentiles(request.user, cluster=cluster)
     context = {
         "sources": list(sources_with_status()) if staff else [],
         "staff": staff,
@@ -50,6 +53,10 @@ def scheduler_page(request: HttpRequest) -> HttpResponse:
         "state_choices": sorted(set(visible.values_list("state", flat=True))),
         "filter_query": urlencode(filters),
         "sync_seconds": int(settings.SCHEDULER_SYNC_SECONDS),
+        "pending": pending_by_partition(request.user, cluster=cluster),
+        "waits": waits,
+        "waits_by_hour": waits_by_hour,
+        "wait_days": WAIT_WINDOW.days,
     }
     return render(request, "scheduling/scheduler.html", context)
 

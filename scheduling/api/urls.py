@@ -19,4 +19,5 @@ urlpatterns = [
         name="scheduler-source-sync",
     ),
     path("scheduler-jobs/", views.SchedulerJobListView.as_view(), name="scheduler-jobs"),
+    path("scheduler/queues/", views.SchedulerQueuesView.as_view(), name="scheduler-queues"),
 ]

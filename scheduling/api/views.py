@@ -5,7 +5,8 @@ from __future__ import annotations
 import django_filters
 from django.db import IntegrityError
 from django.utils.translation import gettext_lazy as _
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.generics import (
     GenericAPIView,
@@ -17,11 +18,19 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.validators import UniqueValidator
+from rest_framework.views import APIView
 
 from accounts.api.permissions import HasRequiredScope
 from accounts.api.scoping import OperatorSourceMixin, TenantScopedMixin
+from cluster_portal.web.filters import reject_unknown_params
 from inventory.models import Cluster
 from scheduling.models import SchedulerJob, SchedulerSource
+from scheduling.selectors.queues import (
+    WAIT_WINDOW,
+    WaitStat,
+    pending_by_partition,
+    wait_percentiles,
+)
 from scheduling.services.sources import (
     SOURCE_FIELDS,
     scheduler_source_create,
@@ -139,7 +148,8 @@ class SchedulerJobSerializer(serializers.ModelSerializer):
         model = SchedulerJob
         fields = ["id", "cluster", "tenant", "job_id", "name", "account", "user_name",
                   "partition", "state", "state_reason", "nodes", "allocation", "gpus", "npus",
-                  "submit_time", "start_time", "end_time", "synced_at"]  # fmt: skip
+                  "submit_time", "start_time", "end_time", "estimated_start",
+                  "synced_at"]  # fmt: skip
         read_only_fields = fields
 
 
@@ -167,3 +177,58 @@ class SchedulerJobListView(TenantScopedMixin, ListAPIView):
         return SchedulerJob.objects.select_related("source__cluster", "tenant").order_by(
             "source__cluster__name", "-job_id"
         )
+
+
+class SchedulerQueuesView(APIView):
+    """``GET ?cluster=``: pending jobs per partition (reason, cards, the scheduler's estimated
+    start) and wait percentiles (P50/P90 of submit → start, seconds) over the last 7 days per
+    tenant and per UTC hour of day of submission. Customers and tenant tokens see their own
+    tenant's jobs only."""
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+
+    @extend_schema(
+        parameters=[OpenApiParameter("cluster", OpenApiTypes.STR, description="Cluster name.")],
+        responses={200: OpenApiTypes.OBJECT},
+        operation_id="scheduler_queues",
+    )
+    def get(self, request: Request) -> Response:
+        reject_unknown_params(request, ("cluster",))
+        cluster = (request.query_params.get("cluster") or "").strip()
+        per_tenant, per_hour = wait_percentiles(request.user, cluster=cluster)
+        return Response(
+            {
+                "pending": [
+                    {
+                        "cluster": group.cluster,
+                        "partition": group.partition,
+                        "jobs": len(group.jobs),
+                        "cards": group.cards,
+                        "reasons": group.reasons,
+                        "queue": [_pending_json(job) for job in group.jobs],
+                    }
+                    for group in pending_by_partition(request.user, cluster=cluster)
+                ],
+                "wait_window_days": WAIT_WINDOW.days,
+                "waits_per_tenant": [_wait_json(s) for s in per_tenant],
+                "waits_per_hour": [_wait_json(s) for s in per_hour],
+            }
+        )
+
+
+def _pending_json(job: SchedulerJob) -> dict:
+    return {
+        "job_id": job.job_id, "name": job.name, "tenant": job.tenant.slug,
+        "account": job.account, "state_reason": job.state_reason,
+        "cards": job.gpus + job.npus, "gpus": job.gpus, "npus": job.npus,
+        "submit_time": job.submit_time.isoformat() if job.submit_time else None,
+        "estimated_start": job.estimated_start.isoformat() if job.estimated_start else None,
+    }  # fmt: skip
+
+
+def _wait_json(stat: WaitStat) -> dict:
+    return {
+        "tenant": stat.tenant, "hour": stat.hour, "jobs": stat.count,
+        "p50_seconds": stat.p50_seconds, "p90_seconds": stat.p90_seconds,
+    }  # fmt: skip

@@ -102,7 +102,8 @@ def _store(source, version, started, jobs, refused_jobs, nodes, partitions, now)
                 "state": record.state, "state_reason": record.state_reason[:200],
                 "nodes": record.nodes, "allocation": record.allocation, "gpus": record.gpus,
                 "npus": record.npus, "submit_time": record.submit_time,
-                "start_time": record.start_time, "end_time": record.end_time, "synced_at": now,
+                "start_time": record.start_time, "end_time": record.end_time,
+                "estimated_start": record.estimated_start, "synced_at": now,
             }  # fmt: skip
             row = existing.get(record.job_id)
             if row is None:

@@ -48,6 +48,7 @@ class JobRecord:
     submit_time: datetime | None = None
     start_time: datetime | None = None
     end_time: datetime | None = None
+    estimated_start: datetime | None = None
 
 
 @dataclass
@@ -104,8 +105,10 @@ def job(item: dict) -> JobRecord:
         nodes=nodes,
         submit_time=_moment(item.get("submit_time")),
     )
-    if state != "PENDING":  # a pending job's start_time is only the scheduler's estimate
+    if state != "PENDING":
         record.start_time = _moment(item.get("start_time"))
+    else:  # a pending job's start_time is only the scheduler's estimate (0: none yet)
+        record.estimated_start = _moment(item.get("start_time"))
     if state in FINAL_STATES:  # before that, end_time is start + time limit
         record.end_time = _moment(item.get("end_time"))
     detail = item.get("gres_detail") or []
