@@ -120,8 +120,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 20,
         "transaction_mode": "IMMEDIATE",
+        # journal_size_limit: a checkpointed WAL is cut back to 64 MiB when it restarts; without
+        # it the -wal file keeps the size of the largest transaction ever written (a retention
+        # delete, a tick) for good.
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
-        "PRAGMA busy_timeout=20000;",
+        "PRAGMA busy_timeout=20000; PRAGMA journal_size_limit=67108864;",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file (not :memory:) so a real worker subprocess in the tests sees the test database.
@@ -317,7 +320,7 @@ PORTAL_DEMO = env_bool("PORTAL_DEMO", False)
 # shortest chart (1 h) with margin; per-accelerator raw rows are the bulk of the store.
 TELEMETRY_RETENTION = {
     "raw_accelerator_hours": env_int("TELEMETRY_RAW_ACCELERATOR_HOURS", 1 if PORTAL_DEMO else 6),
-    "raw_other_hours": env_int("TELEMETRY_RAW_OTHER_HOURS", 6 if PORTAL_DEMO else 48),
+    "raw_other_hours": env_int("TELEMETRY_RAW_OTHER_HOURS", 2 if PORTAL_DEMO else 48),
     "rollup_minute_days": env_int("TELEMETRY_ROLLUP_MINUTE_DAYS", 8),
     # 15-minute rollups: what 7-day charts read (672 points instead of 10,080 minutes).
     "rollup_15min_days": env_int("TELEMETRY_ROLLUP_15MIN_DAYS", 35),

@@ -9,11 +9,19 @@ and reads the store only for services it has not seen yet: after a rebuild the m
 empty, so the first tick reads what is stored, as before. The rows go on the workload's own
 entity, where ``telemetry.read.serving_window`` reads the twin's histograms with the same
 code as a vLLM endpoint's.
+
+With ``TELEMETRY_RAW_FRAME_SECONDS`` set (the demo: one per tick) the counters are written
+at most once per that window, at the window's newest step: a cumulative counter's newest
+value carries every increment before it, so nothing a window delta or a rate reads is lost,
+only points finer than the window. A 4,096-card demo tick of ten steps wrote 14,600 counter
+rows per run (20 services x 73 counters x 10 steps), the bulk of the SQLite demo's growth
+(BENCHMARKS.md "Demo storage: levelling off").
 """
 
 from __future__ import annotations
 
 import numpy as np
+from django.conf import settings
 
 from inventory.models import Cluster
 from simulation.engine.serving_histograms import step_increments
@@ -58,16 +66,19 @@ def serving_rows(
             serving_counters_latest(cluster_id=cluster.pk, entity_keys=unseen, names=names)
         )
         carried["known"].update(unseen)
+    written = _written_steps([data.ts for data, *_ in increments])
     out: list[tuple[float, Row]] = []
-    for data, keys, inc, finite, arrays in increments:
+    for index, (data, keys, inc, finite, arrays) in enumerate(increments):
         for name, values in inc.items():
             for i in finite[name].tolist():
                 key = keys[i]
                 total = totals.get((key, name), 0.0) + float(values[i])
                 totals[(key, name)] = total
-                out.append((data.ts, (name, "workload", key, total)))
+                if index in written:
+                    out.append((data.ts, (name, "workload", key, total)))
         timeouts = arrays.get(TIMEOUTS)
-        if timeouts is not None:  # the engine's own cumulative counter: failed requests
+        # The engine's own cumulative counter: failed requests.
+        if timeouts is not None and index in written:
             timeouts = np.asarray(timeouts, dtype=float)
             for i in np.flatnonzero(np.isfinite(timeouts)).tolist():
                 out.append(
@@ -77,3 +88,19 @@ def serving_rows(
                     )
                 )
     return out
+
+
+def _written_steps(times: list[float]) -> set[int]:
+    """Indexes of the steps whose counters are written: all of them, or with
+    ``TELEMETRY_RAW_FRAME_SECONDS`` the newest step of each such window (newest first, a step
+    is kept when at least that much older than the last kept one: the raw frames' rule)."""
+    spacing = float(getattr(settings, "TELEMETRY_RAW_FRAME_SECONDS", 0) or 0)
+    if spacing <= 0:
+        return set(range(len(times)))
+    kept: set[int] = set()
+    last: float | None = None
+    for i in sorted(range(len(times)), key=lambda i: times[i], reverse=True):
+        if last is None or last - times[i] >= spacing:
+            kept.add(i)
+            last = times[i]
+    return kept

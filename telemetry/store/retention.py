@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from telemetry.models import EntityKind, Frame, Rollup, Sample
@@ -114,4 +114,16 @@ def telemetry_prune(*, policy: RetentionPolicy, now: datetime | None = None) -> 
             deleted[f"frames_{resolution}"] = Frame.objects.filter(
                 resolution=resolution, ts__lt=now - keep
             ).delete()[0]
+    if connection.vendor == "sqlite":
+        _sqlite_checkpoint()
     return deleted
+
+
+def _sqlite_checkpoint() -> None:
+    """Copy the WAL back into the database file now that the prune committed (PASSIVE: it
+    waits for no reader and blocks no writer). The deleted rows' pages go to SQLite's free
+    list and the next ticks' rows reuse them, so the file stays at its retention-bound size;
+    the WAL restarts and ``journal_size_limit`` (settings) cuts it back. Nothing committed
+    depends on this: a killed worker leaves the WAL for the next connection to checkpoint."""
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")

@@ -190,11 +190,13 @@ import django
 django.setup()
 from django.db import connection
 with connection.cursor() as c:
-    print(*(c.execute(f"PRAGMA {p}").fetchone()[0] for p in ("journal_mode", "busy_timeout")))
+    print(*(c.execute(f"PRAGMA {p}").fetchone()[0]
+            for p in ("journal_mode", "busy_timeout", "journal_size_limit")))
 """
     result = run_python(code, {"PORTAL_VAR_DIR": str(tmp_path)})
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["wal", "20000"]
+    # A checkpointed WAL is cut back to 64 MiB instead of keeping its largest size for good.
+    assert result.stdout.split() == ["wal", "20000", str(64 * 2**20)]
 
 
 def test_a_trial_without_tls_is_one_named_setting_and_the_deploy_check_warns(tmp_path):
@@ -219,3 +221,40 @@ def test_a_trial_without_tls_is_one_named_setting_and_the_deploy_check_warns(tmp
     )
     warned = run_python(check, env, module="cluster_portal.settings.production")
     assert "SESSION_COOKIE_SECURE" in warned.stdout + warned.stderr
+
+
+LOGIN_WHILE_A_TICK_WRITES = """
+import sqlite3, threading, time, django
+django.setup()
+from django.conf import settings
+from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
+call_command("migrate", verbosity=0, interactive=False)
+from accounts.models import User
+User.objects.create_user(username="ann", password="a-long-demo-password")
+# Another process's tick: a write transaction held open for 1.5 s on the same file.
+tick = sqlite3.connect(settings.DATABASES["default"]["NAME"], isolation_level=None,
+                       check_same_thread=False)
+tick.execute("BEGIN IMMEDIATE")
+tick.execute("UPDATE monitoring_user SET first_name = 'ticking' WHERE username = 'ann'")
+threading.Timer(1.5, lambda: tick.execute("COMMIT")).start()
+started = time.monotonic()
+answer = Client().post(reverse("login"), {"username": "ann", "password": "a-long-demo-password"})
+print(answer.status_code, answer.headers.get("Location"), round(time.monotonic() - started, 1))
+print(User.objects.get(username="ann").last_login is not None)
+"""
+
+
+def test_a_login_while_another_connection_holds_a_write_transaction_waits_instead_of_failing(
+    tmp_path,
+):
+    # The demo's worker commits a tick while someone logs in: the login's writes (session,
+    # last_login) wait for the lock (busy_timeout) instead of "database is locked".
+    result = run_python(LOGIN_WHILE_A_TICK_WRITES, {"PORTAL_VAR_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "database is locked" not in result.stderr
+    status, location, waited, logged_in = result.stdout.split()
+    assert status == "302" and location != "None", result.stdout
+    assert float(waited) >= 1.0  # it really waited for the other writer
+    assert logged_in == "True"

@@ -54,3 +54,30 @@ def test_without_a_memo_every_tick_reads_the_counters_from_the_store(
     with django_assert_num_queries(1):  # the newest stored counters
         rows = serving_rows(cluster, [step(1_780_000_000)])
     assert totals(rows)["serving_requests_success_total"] == pytest.approx(600.0)
+
+
+@pytest.mark.django_db
+def test_thinned_counters_write_one_point_per_window_carrying_every_steps_increments(
+    cluster, settings
+):
+    # The demo's ten steps per 10 s tick: with a 10 s window only the newest step's counters
+    # are written, and their totals are those of writing every step.
+    ticks = [[step(1_780_000_000 + s) for s in range(10)] for _ in range(2)]
+    settings.TELEMETRY_RAW_FRAME_SECONDS = 0
+    every = [serving_rows(cluster, tick, memo) for memo in [{}] for tick in ticks]
+    settings.TELEMETRY_RAW_FRAME_SECONDS = 10
+    thinned = [serving_rows(cluster, tick, memo) for memo in [{}] for tick in ticks]
+
+    for all_rows, kept in zip(every, thinned, strict=True):
+        assert {ts for ts, _ in kept} == {1_780_000_009}
+        assert len(kept) * 10 == len(all_rows)
+        newest = {row for ts, row in all_rows if ts == 1_780_000_009}
+        assert {row for _, row in kept} == newest
+    assert totals(thinned[1])["serving_requests_success_total"] == pytest.approx(2 * 10 * 600.0)
+
+
+@pytest.mark.django_db
+def test_steps_a_window_apart_are_all_written(cluster, settings):
+    settings.TELEMETRY_RAW_FRAME_SECONDS = 10
+    rows = serving_rows(cluster, [step(1_780_000_000 + 10 * s) for s in range(3)], {})
+    assert {ts for ts, _ in rows} == {1_780_000_000, 1_780_000_010, 1_780_000_020}
