@@ -313,15 +313,19 @@ CELERY_WORKER_ENABLE_REMOTE_CONTROL = not CELERY_BROKER_URL.startswith("filesyst
 HEARTBEAT_STALE_AFTER_SECONDS = env_int("HEARTBEAT_STALE_AFTER_SECONDS", 45)
 
 # `make demo` sets PORTAL_DEMO=1: one machine, SQLite, two 4,096-card twins at 10 simulated
-# minutes per 10 s. Its defaults keep the database under ~1 GB after a day (BENCHMARKS.md
-# "Demo storage"); each value below can still be set explicitly.
+# minutes per 10 s. Its defaults bound each tier of the store by its retention, so the SQLite
+# file levels off (BENCHMARKS.md "Demo storage: levelling off"); each value below can still be
+# set explicitly.
 PORTAL_DEMO = env_bool("PORTAL_DEMO", False)
 # How long telemetry is kept. Dashboards read rollups, so raw data only needs to cover the
 # shortest chart (1 h) with margin; per-accelerator raw rows are the bulk of the store.
 TELEMETRY_RETENTION = {
     "raw_accelerator_hours": env_int("TELEMETRY_RAW_ACCELERATOR_HOURS", 1 if PORTAL_DEMO else 6),
+    # Demo: 2 h, the floor (serving counters are most of it; the report's longest window).
     "raw_other_hours": env_int("TELEMETRY_RAW_OTHER_HOURS", 2 if PORTAL_DEMO else 48),
-    "rollup_minute_days": env_int("TELEMETRY_ROLLUP_MINUTE_DAYS", 8),
+    # Minute rollups: what 5-75 h charts read. The demo keeps one day: its twins' serving
+    # histogram counters alone are ~3,000 series, ~0.5 GB of SQLite per day of minutes.
+    "rollup_minute_days": env_int("TELEMETRY_ROLLUP_MINUTE_DAYS", 1 if PORTAL_DEMO else 8),
     # 15-minute rollups: what 7-day charts read (672 points instead of 10,080 minutes).
     "rollup_15min_days": env_int("TELEMETRY_ROLLUP_15MIN_DAYS", 35),
     # Per-entity minute rollups of dense sources (twin frames): ~200 KB per metric-minute at
