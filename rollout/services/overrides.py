@@ -17,13 +17,12 @@ from django.utils import timezone
 from django.utils.translation import gettext_noop
 
 from rollout.labels import reason_data, state_label_lazy
-from rollout.models import Gate, GateState, MigrationPlan, PlanState
+from rollout.models import GateState, MigrationPlan, PlanState
 from rollout.services.audit import Actor
 from rollout.services.errors import WorkflowConflict
 from rollout.services.guards import need as _need
 from rollout.services.guards import need_reason as _need_reason
-from rollout.services.guards import need_revision as _need_revision
-from rollout.services.plans import plan_lock, plan_move, require_state
+from rollout.services.plans import plan_gate_lock, plan_move
 
 # The analysis outcomes an override can promote past, and the plan state each leaves.
 OVERRIDABLE = {GateState.INCONCLUSIVE: PlanState.PAUSED, GateState.FAILED: PlanState.ROLLED_BACK}
@@ -41,10 +40,9 @@ def plan_override(
     _need(actor, capability="operate", action="override", plan_id=plan_id)
     reason = _need_reason(reason, "override")
     with transaction.atomic():
-        plan = plan_lock(plan_id, expected_version=expected_version)
-        require_state(plan, "override")
-        gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
-        _need_revision(gate, revision)
+        plan, gate = plan_gate_lock(
+            plan_id, "override", expected_version=expected_version, revision=revision
+        )
         if OVERRIDABLE.get(gate.state) != plan.state or plan.resume_state:
             raise WorkflowConflict(
                 gettext_noop(

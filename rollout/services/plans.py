@@ -52,6 +52,7 @@ from rollout.models import (
 from rollout.models.plans import phase_share
 from rollout.services.audit import Actor, audit_record
 from rollout.services.errors import NotPermitted, WorkflowConflict
+from rollout.services.guards import need_revision
 from rollout.services.webhooks import webhooks_emit
 
 # Who may move a plan from which states (the table in the module docstring).
@@ -162,6 +163,28 @@ def plan_lock(plan_id: int, *, expected_version: int | None = None) -> Migration
             sent=expected_version,
         )
     return plan
+
+
+# ``plan_gate_lock``'s revision for a command that decides on no particular revision.
+UNBOUND = object()
+
+
+def plan_gate_lock(
+    plan_id: int,
+    action: str,
+    *,
+    expected_version: int | None = None,
+    revision: int | None | object = UNBOUND,
+) -> tuple[MigrationPlan, Gate]:
+    """The plan and its current gate, both locked for the caller's transaction, after the
+    checks every gate command makes: the version the caller saw, the command allowed in the
+    plan's state and, for a decision (``revision`` given), the gate revision decided on."""
+    plan = plan_lock(plan_id, expected_version=expected_version)
+    require_state(plan, action)
+    gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
+    if revision is not UNBOUND:
+        need_revision(gate, revision)
+    return plan, gate
 
 
 def require_state(plan: MigrationPlan, action: str) -> None:

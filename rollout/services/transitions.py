@@ -53,11 +53,11 @@ from rollout.services.guards import (
 from rollout.services.guards import deny as _deny
 from rollout.services.guards import need as _need
 from rollout.services.guards import need_reason as _need_reason
-from rollout.services.guards import need_revision as _need_revision
 from rollout.services.plans import (
     gate_open,
     phase_of,
     phases_without_gate,
+    plan_gate_lock,
     plan_lock,
     plan_move,
     require_state,
@@ -105,9 +105,7 @@ def plan_promote(
     """
     _need(actor, capability="operate", action="promote", plan_id=plan_id)
     with transaction.atomic():
-        plan = plan_lock(plan_id, expected_version=expected_version)
-        require_state(plan, "promote")
-        gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
+        plan, gate = plan_gate_lock(plan_id, "promote", expected_version=expected_version)
         if gate.state != GateState.PASSED or plan.state != PlanState.RUNNING:
             raise WorkflowConflict(
                 gettext_noop(
@@ -148,10 +146,9 @@ def gate_approve(
     _need(actor, capability="approve", action="approve", plan_id=plan_id)
     denial = None
     with transaction.atomic():
-        plan = plan_lock(plan_id, expected_version=expected_version)
-        require_state(plan, "approve")
-        gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
-        _need_revision(gate, revision)
+        plan, gate = plan_gate_lock(
+            plan_id, "approve", expected_version=expected_version, revision=revision
+        )
         user = actor.user
         decided = gate.approvals.filter(
             revision=gate.revision,
@@ -229,10 +226,9 @@ def gate_reject(
     _need(actor, capability="approve", action="reject", plan_id=plan_id)
     reason = _need_reason(reason, "reject")
     with transaction.atomic():
-        plan = plan_lock(plan_id, expected_version=expected_version)
-        require_state(plan, "reject")
-        gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
-        _need_revision(gate, revision)
+        plan, gate = plan_gate_lock(
+            plan_id, "reject", expected_version=expected_version, revision=revision
+        )
         Approval.objects.update_or_create(
             gate=gate,
             revision=gate.revision,
@@ -302,9 +298,7 @@ def plan_retry(
     a person's pause): the new analysis measures traffic the routers confirm now."""
     _need(actor, capability="operate", action="retry", plan_id=plan_id)
     with transaction.atomic():
-        plan = plan_lock(plan_id, expected_version=expected_version)
-        require_state(plan, "retry")
-        gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
+        plan, gate = plan_gate_lock(plan_id, "retry", expected_version=expected_version)
         now = timezone.now()
         analysis_terminate(gate=gate, now=now)
         gate.revision += 1
@@ -383,10 +377,9 @@ def plan_force_promote(
     reason = _need_reason(reason, "force_promote")
     denial = None
     with transaction.atomic():
-        plan = plan_lock(plan_id, expected_version=expected_version)
-        require_state(plan, "force_promote")
-        gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
-        _need_revision(gate, revision)
+        plan, gate = plan_gate_lock(
+            plan_id, "force_promote", expected_version=expected_version, revision=revision
+        )
         user = actor.user
         votes = gate.approvals.filter(revision=gate.revision, decision=Approval.Decision.FORCE)
         if gate.requested_by_id == user.pk:
@@ -448,9 +441,7 @@ def gate_skip(
     _need(actor, capability="operate", action="skip", plan_id=plan_id)
     reason = _need_reason(reason, "skip")
     with transaction.atomic():
-        plan = plan_lock(plan_id, expected_version=expected_version)
-        require_state(plan, "skip")
-        gate = Gate.objects.select_for_update().get(pk=plan.current_gate_id)
+        plan, gate = plan_gate_lock(plan_id, "skip", expected_version=expected_version)
         if gate.state != GateState.ANALYSING:
             raise WorkflowConflict(
                 gettext_noop("the gate is %(state)s: only a running analysis is skipped"),

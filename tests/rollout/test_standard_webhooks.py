@@ -17,7 +17,6 @@ from rollout.models import (
     AuditEntry,
     PlanState,
     RouterCall,
-    TrafficRouter,
     WebhookDelivery,
     WebhookSubscription,
 )
@@ -28,6 +27,7 @@ from rollout.services.webhook_signing import signature_headers, webhook_signatur
 from rollout.services.webhooks import webhook_deliver
 from rollout.tasks import deliver_webhook
 from tests.rollout.conftest import rev
+from tests.rollout.test_webhook_router import confirm, to_gray, webhook_plan
 from tests.servers import ScriptedHTTPServer
 
 WHSEC = "whsec_" + base64.b64encode(bytes(range(32))).decode()
@@ -171,39 +171,12 @@ def test_a_delivery_whose_stored_secret_is_not_base64_fails_and_sends_nothing(se
 # The deploy-tool router
 
 
-def confirm(headers, body):
-    return 200, json.dumps({"status": "confirmed", "share": json.loads(body)["share"]})
-
-
-def webhook_plan(plan_factory, url, **kwargs):
-    router = TrafficRouter(
-        name="argo", kind="webhook", webhook_url=url, webhook_secret_ref=REF, timeout_seconds=2
-    )
-    router.full_clean()
-    router.save()
-    plan = plan_factory(**kwargs)
-    item = plan.workloads.get(workload__name="acme-chat")
-    item.router = router
-    item.save(update_fields=["router"])
-    return plan, router
-
-
-def to_gray(plan, users):
-    plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
-    plan_command(command="promote", plan_id=plan.pk, actor=Actor(users["operator"]))
-    plan_command(
-        command="approve", plan_id=plan.pk, actor=Actor(users["approver"]), revision=rev(plan)
-    )
-    plan.refresh_from_db()
-    return plan
-
-
 def test_a_deploy_tool_verifies_every_call_and_its_retries_repeat_the_webhook_id(
     server, plan_factory, users, monkeypatch
 ):
     monkeypatch.setenv(REF, WHSEC)
     tool = server([confirm, (503, ""), (503, ""), confirm])
-    plan, _router = webhook_plan(plan_factory, tool.url)
+    plan, _router = webhook_plan(plan_factory, tool.url, secret_ref=REF)
     plan = to_gray(plan, users)
     assert plan.state == PlanState.RUNNING
     for headers, body in tool.requests:
@@ -222,7 +195,7 @@ def test_a_router_secret_that_is_not_valid_whsec_sends_nothing_and_pauses(
 ):
     monkeypatch.setenv(REF, WHSEC)
     tool = server([confirm])
-    plan, _router = webhook_plan(plan_factory, tool.url)
+    plan, _router = webhook_plan(plan_factory, tool.url, secret_ref=REF)
     plan_start(plan_id=plan.pk, actor=Actor(users["operator"]))
     sent = len(tool.requests)  # the start confirmed the workload at 0%
     monkeypatch.setenv(REF, "whsec_a")
@@ -260,7 +233,7 @@ def test_a_callback_signed_the_standard_way_is_accepted_and_a_wrong_one_writes_n
 ):
     monkeypatch.setenv(REF, secret)
     tool = server([confirm, (202, "")])
-    plan, router = webhook_plan(plan_factory, tool.url, criteria={"gray": [{}]})
+    plan, router = webhook_plan(plan_factory, tool.url, secret_ref=REF, criteria={"gray": [{}]})
     plan = to_gray(plan, users)
     call = RouterCall.objects.get(outcome="pending")
     body = {"idempotency_key": call.idempotency_key, "status": "confirmed", "share": 5}
@@ -288,7 +261,7 @@ def test_a_callback_with_standard_headers_is_not_let_through_by_the_deprecated_o
 ):
     monkeypatch.setenv(REF, WHSEC)
     tool = server([confirm, (202, "")])
-    plan, router = webhook_plan(plan_factory, tool.url, criteria={"gray": [{}]})
+    plan, router = webhook_plan(plan_factory, tool.url, secret_ref=REF, criteria={"gray": [{}]})
     to_gray(plan, users)
     call = RouterCall.objects.get(outcome="pending")
     body = json.dumps({"idempotency_key": call.idempotency_key, "status": "confirmed", "share": 5})

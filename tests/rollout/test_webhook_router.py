@@ -47,9 +47,14 @@ def confirm(headers, body):
     return 200, json.dumps({"status": "confirmed", "share": share})
 
 
-def webhook_plan(plan_factory, url, **kwargs):
+def webhook_plan(plan_factory, url, *, secret_ref: str = REF, **kwargs):
+    """A plan whose gray workload ``acme-chat`` is moved by a deploy-tool webhook router."""
     router = TrafficRouter(
-        name="argo", kind="webhook", webhook_url=url, webhook_secret_ref=REF, timeout_seconds=2
+        name="argo",
+        kind="webhook",
+        webhook_url=url,
+        webhook_secret_ref=secret_ref,
+        timeout_seconds=2,
     )
     router.full_clean()
     router.save()
