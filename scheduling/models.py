@@ -64,6 +64,11 @@ class SchedulerSource(ContactStatus):
     jobs_update_time = models.BigIntegerField(_("jobs polled up to"), null=True, blank=True)
     # Jobs the last sync refused (unmapped account, unreadable allocation), counted by reason.
     last_refused = models.JSONField(_("refused at last sync"), default=dict, blank=True)
+    # Allocated cards the last sync could not join to an inventory card, counted by reason
+    # (scheduling.services.attribution): not attributed to anyone, never guessed.
+    last_unattributed = models.JSONField(
+        _("cards not attributed at last sync"), default=dict, blank=True
+    )
 
     class Meta:
         ordering = ["cluster__name"]

@@ -444,6 +444,11 @@ ATTRIBUTION_WRITE_SECONDS = env_int("ATTRIBUTION_WRITE_SECONDS", 60)
 PROMQL_SYNC_SECONDS = env_int("PROMQL_SYNC_SECONDS", 60)
 # How often beat syncs the scheduler sources (scheduling.tasks).
 SCHEDULER_SYNC_SECONDS = env_int("SCHEDULER_SYNC_SECONDS", 30)
+# Allocated but idle (scheduler page, /api/v1/scheduler-idle/): a card a running job holds
+# counts as idle while its measured utilization stays under this percentage, and the job is
+# listed once a card has been idle for at least this many minutes in a row.
+SCHEDULER_IDLE_UTILIZATION_PERCENT = env_int("SCHEDULER_IDLE_UTILIZATION_PERCENT", 5)
+SCHEDULER_IDLE_MINUTES = env_int("SCHEDULER_IDLE_MINUTES", 30)
 ROLLOUT_INITIAL_DELAY_SECONDS = env_int(
     "ROLLOUT_INITIAL_DELAY_SECONDS", max(2 * TELEMETRY_INTERVAL_SECONDS, TWIN_TICK_SECONDS)
 )

@@ -17,7 +17,9 @@ from cluster_portal.web.filters import unknown_params
 from cluster_portal.web.timerange import PRESET_LABELS, TimeRangeError, parse_timerange
 from cluster_portal.web.units import format_value, unit_for_metric
 from dashboards.forms import WORKLOAD_LIST_EXTRA_PARAMS, WorkloadListForm
+from dashboards.payloads.card_swimlane import card_swimlane_figure
 from dashboards.payloads.workloads import workload_list_table
+from dashboards.selectors.card_holders import card_holders
 from dashboards.selectors.common import cluster_pick, clusters
 from dashboards.selectors.hardware import node_detail, rack_detail
 from dashboards.selectors.workload_list import STATE_LABELS, workload_list
@@ -141,11 +143,14 @@ def accelerator_page(request: HttpRequest, pk: int) -> HttpResponse:
     card = get_object_or_404(
         Accelerator.objects.select_related("node__cluster", "node__rack__supernode"), pk=pk
     )
+    holders = card_holders(card, request.user)
     return _frame(
         request,
         "dashboards/accelerator.html",
         reverse("api:dashboard-accelerator", args=[pk]),
         card=card,
+        holders=holders,
+        swimlane_figure=card_swimlane_figure(holders) if holders.holdings else None,
     )
 
 

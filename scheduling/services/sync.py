@@ -28,6 +28,7 @@ from scheduling.models import (
     SchedulerPartition,
     SchedulerSource,
 )
+from scheduling.services.attribution import scheduler_attribution_sync
 from scheduling.slurm import v0_0_38
 from scheduling.slurm.client import SchedulerError, SlurmClient
 from scheduling.slurm.notation import NotationError
@@ -48,6 +49,11 @@ class SyncResult:
     nodes: int
     partitions: int
     refused: dict = field(default_factory=dict)
+    # Scheduler attribution intervals started / ended by this sync, and allocated cards not
+    # attributed (by reason).
+    intervals_started: int = 0
+    intervals_ended: int = 0
+    unattributed: dict = field(default_factory=dict)
 
 
 def scheduler_source_sync(*, source: SchedulerSource, now: datetime | None = None) -> SyncResult:
@@ -120,13 +126,19 @@ def _store(source, version, started, jobs, refused_jobs, nodes, partitions, now)
              for n in nodes})  # fmt: skip
     _replace(SchedulerPartition, source, {p.name: {"state": p.state, "nodes": p.nodes}
              for p in partitions})  # fmt: skip
+    # Every successful sync, a 304 included: the open intervals are extended to now (the jobs
+    # still hold their cards) and the ended jobs' intervals closed, in the same transaction.
+    attribution, unattributed = scheduler_attribution_sync(source=source, now=now)
     source.api_version, source.last_refused = version, refused
+    source.last_unattributed = unattributed
     source.last_success_at, source.last_error, source.last_error_at = now, "", None
-    source.save(update_fields=["api_version", "last_refused", "jobs_update_time",
-                               "last_success_at", "last_error", "last_error_at"])  # fmt: skip
+    source.save(update_fields=["api_version", "last_refused", "last_unattributed",
+                               "jobs_update_time", "last_success_at", "last_error",
+                               "last_error_at"])  # fmt: skip
     return SyncResult(
         api_version=version, jobs=stored, nodes=len(nodes), partitions=len(partitions),
-        refused=refused,
+        refused=refused, intervals_started=attribution.started,
+        intervals_ended=attribution.ended, unattributed=unattributed,
     )  # fmt: skip
 
 

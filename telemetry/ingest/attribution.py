@@ -35,8 +35,11 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from telemetry.ingest.known import KNOWN
-from telemetry.models import AttributionInterval
+from telemetry.models import AttributionInterval, AttributionKind
 
+# Labels only ever touch their own kind: the scheduler's intervals of the same card are the
+# scheduler sync's (telemetry.services.scheduler_attribution), never extended or ended here.
+EXPORTER_INTERVALS = AttributionInterval.objects.filter(kind=AttributionKind.EXPORTER)
 HOLDER_FIELDS = ("namespace", "pod", "container", "hpc_job", "host")
 MAX_HOLDER_CHARS = 200
 
@@ -193,11 +196,9 @@ def _record(
     """The database path of :func:`attribution_record`; returns what to remember per card."""
     if all(h.free for times in seen.values() for h in times.values()):
         # Nobody holds these cards: only intervals still open need ending.
-        candidates = AttributionInterval.objects.filter(
-            entity_id__in=list(seen), ended_at__isnull=True
-        )
+        candidates = EXPORTER_INTERVALS.filter(entity_id__in=list(seen), ended_at__isnull=True)
     else:
-        candidates = AttributionInterval.objects.filter(entity_id__in=list(seen))
+        candidates = EXPORTER_INTERVALS.filter(entity_id__in=list(seen))
     earliest = min(min(times) for times in seen.values())
     horizon = _at(earliest - settings.ATTRIBUTION_MAX_GAP_SECONDS)
     candidates = candidates.filter(last_seen_at__gte=horizon).order_by("entity_id", "started_at")

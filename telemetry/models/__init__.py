@@ -1,7 +1,7 @@
 """Telemetry: the metric catalogue, entities, the store (samples, frames, rollups), exporter
 targets and process heartbeats. Only the ``telemetry`` app imports the store's models."""
 
-from telemetry.models.attribution import AttributionInterval
+from telemetry.models.attribution import AttributionInterval, AttributionKind
 from telemetry.models.counters import StoreCounter
 from telemetry.models.datasources import PromQLDataSource, RemoteWriteStatus
 from telemetry.models.exporters import ExporterTarget
@@ -22,6 +22,7 @@ from telemetry.models.serving import ServingBinding
 
 __all__ = [
     "AttributionInterval",
+    "AttributionKind",
     "Entity",
     "EntityKind",
     "ExporterTarget",

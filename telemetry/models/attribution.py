@@ -1,4 +1,5 @@
-"""Attribution intervals: who held which card (or MIG slice) when, from the exporters' labels.
+"""Attribution intervals: who held which card (or MIG slice) when, from the exporters' labels
+and from the workload scheduler's allocations.
 
 dcgm-exporter and npu-exporter label a card's samples with the Kubernetes pod that holds it
 (``pod``/``namespace``/``container``) or dcgm-exporter's Slurm job (``hpc_job``). Those labels
@@ -6,12 +7,27 @@ change far less often than samples arrive, so they are kept as intervals — one
 and holder while consecutive scrapes keep reporting the same holder — not as columns on every
 sample. Workloads bind to intervals by label selector (``Workload.series_selector``) and the
 cost ledger bills the card-seconds they cover. See docs/architecture.md §3.
+
+A second kind, ``scheduler``, is written by the scheduler sync (``telemetry.services.
+scheduler_attribution``): a running Slurm job's ``gres_detail`` cards, one row per card and job,
+with the job id in ``hpc_job`` and the tenant its account maps to. Precedence (README
+"Who holds which card"): for *who holds a card* the scheduler's interval wins where one is
+open, exporter labels fill the cards no scheduler allocates; the cost ledger still bills the
+exporter intervals only (``telemetry.read.attribution_held_by_hour``), so nothing is billed
+twice.
 """
 
 from __future__ import annotations
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+
+
+class AttributionKind(models.TextChoices):
+    """Where an interval comes from."""
+
+    EXPORTER = "exporter", _("exporter labels")
+    SCHEDULER = "scheduler", _("scheduler allocation")
 
 
 class AttributionInterval(models.Model):
@@ -43,6 +59,14 @@ class AttributionInterval(models.Model):
     source = models.ForeignKey(
         "telemetry.SampleSource", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    kind = models.CharField(
+        _("from"), max_length=20, choices=AttributionKind.choices, default=AttributionKind.EXPORTER
+    )
+    # Scheduler intervals only: the tenant the job's account maps to (exporter labels name a
+    # pod or job, which a workload selector binds to a tenant on the read side instead).
+    tenant = models.ForeignKey(
+        "monitoring.Tenant", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
 
     class Meta:
         db_table = "monitoring_attributioninterval"  # every telemetry table keeps the old prefix
@@ -52,10 +76,17 @@ class AttributionInterval(models.Model):
         indexes = [
             models.Index(fields=["cluster", "last_seen_at"], name="attribution_cluster_seen"),
             models.Index(fields=["entity", "last_seen_at"], name="attribution_entity_seen"),
+            models.Index(
+                fields=["cluster", "kind"],
+                condition=models.Q(ended_at__isnull=True),
+                name="attribution_open_by_kind",
+            ),
         ]
         constraints = [
+            # One start per card and kind: a scheduler allocation and an exporter label seen
+            # at the same second are two observations, not a conflict.
             models.UniqueConstraint(
-                fields=["entity", "started_at"], name="attribution_unique_start"
+                fields=["entity", "kind", "started_at"], name="attribution_unique_kind_start"
             ),
             models.CheckConstraint(
                 condition=models.Q(last_seen_at__gte=models.F("started_at")),

@@ -41,7 +41,10 @@ three rollup tiers; a reader never cares which one answered.
   ``serving_counters_latest``: the newest stored serving counters of workloads (the twin
   adds each step's histogram increments to them).
 - **attribution** (real clusters): ``attribution_held_by_hour`` (card-seconds per workload
-  selector per hour: what showback bills), ``attribution_bound_intervals`` (what bound).
+  selector per hour: what showback bills; exporter-label intervals only),
+  ``attribution_bound_intervals`` (what bound); ``card_holdings`` (both kinds of interval —
+  the scheduler's allocations and the exporters' labels — as spans, for the card swimlane and
+  the idle list) and ``holder_now`` (the precedence rule: scheduler, then exporter).
 - **cluster figures for every kind of cluster**: ``cluster_figures_latest`` and
   ``cluster_curves`` (value and source of each fleet figure: the twin's scalars, or derived
   from card samples — ``telemetry.read.fleet`` — for exporter-fed and PromQL clusters);
@@ -97,6 +100,7 @@ from telemetry.read.local.exporters import ExporterTargetRow, exporter_target_ro
 from telemetry.read.local.frames import frame_means, latest_frame_values
 from telemetry.read.local.gaps import DataGap, recent_data_gaps
 from telemetry.read.local.heartbeats import ProcessStatus, any_alive, heartbeat_statuses
+from telemetry.read.local.holders import CardHolding, card_holdings, holder_now
 from telemetry.read.local.kind_windows import KindWindow, WindowValues, entity_labels
 from telemetry.read.local.latest import (
     LATEST_WINDOW,
@@ -143,6 +147,9 @@ __all__ = [
     "HeldByHour",
     "attribution_bound_intervals",
     "attribution_held_by_hour",
+    "CardHolding",
+    "card_holdings",
+    "holder_now",
     "CLUSTER_KEY",
     "DERIVED_FIGURES",
     "cluster_curves",

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db.models import Q
 
 from inventory.label_selectors import Matcher, SelectorError, parse_selector, selector_matches
-from telemetry.models import AttributionInterval, Entity
+from telemetry.models import AttributionInterval, AttributionKind, Entity
 
 HOUR = 3600.0
 # A MIG profile such as "3g.40gb" holds 3 of the GPU's 7 compute slices (A100 / H100).
@@ -109,8 +109,12 @@ def _overlapping(cluster_id: int, start: float, end: float):
     # An interval reaches at most one gap past its last observation.
     window_start = datetime.fromtimestamp(start - settings.ATTRIBUTION_MAX_GAP_SECONDS, tz=UTC)
     window_end = datetime.fromtimestamp(end, tz=UTC)
+    # Exporter-label intervals only: the cost ledger and workload pages bill and list these.
+    # The scheduler's intervals of the same cards are the allocation view (card page, idle
+    # list); billing them too would count a card twice (README "Who holds which card").
     return AttributionInterval.objects.filter(
         Q(cluster_id=cluster_id),
+        Q(kind=AttributionKind.EXPORTER),
         Q(last_seen_at__gte=window_start),
         Q(started_at__lt=window_end),
     )

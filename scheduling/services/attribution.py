@@ -1,0 +1,109 @@
+"""Running jobs' allocations → the scheduler's attribution intervals (who holds which card).
+
+Each job the scheduler reports running (or suspended, or completing: its cards stay
+allocated) lists per node the GRES indices it holds (``gres_detail``, e.g.
+``gpu:h100:4(IDX:0-3)``). A card is joined to the inventory by its node's host name and its
+**index on the node**: the inventory records no device file (``/dev/nvidiaN``,
+``/dev/davinciN``) per card, so GRES index N is taken to be the card the exporter reports as
+index N. That holds when ``gres.conf`` lists the device files in order (``File=/dev/nvidia[0-7]``,
+as Slurm's autodetection writes it) and the exporter's index is the device's minor number —
+an assumption the README and the card page state. A node or index the inventory lacks, or an
+index two cards share, is not attributed and counted (``last_unattributed``), never guessed.
+Jobs whose account has no tenant mapping never get here: the sync refuses them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from datetime import datetime
+
+from django.utils.translation import gettext as _
+
+from inventory.models import Accelerator, Node
+from scheduling.models import SchedulerJob, SchedulerSource
+from telemetry.services.scheduler_attribution import (
+    SchedulerAttributionResult,
+    SchedulerHolding,
+    scheduler_intervals_sync,
+)
+
+# States in which a job's cards stay allocated to it.
+HOLDING_STATES = ("RUNNING", "SUSPENDED", "COMPLETING")
+MAX_REASONS_KEPT = 20
+
+
+def _node_ids(cluster_id: int) -> dict[str, int]:
+    """Host name → inventory node, also by short name where that is unambiguous (Slurm
+    names nodes ``gpu-001``; an inventory may say ``gpu-001.example.com``)."""
+    rows = list(Node.objects.filter(cluster_id=cluster_id).values_list("hostname", "pk"))
+    short = Counter(name.split(".")[0] for name, _pk in rows)
+    found = {name.split(".")[0]: pk for name, pk in rows if short[name.split(".")[0]] == 1}
+    found.update(dict(rows))
+    return found
+
+
+def _cards_by_index(node_ids: set[int]) -> dict[tuple[int, int], list[int]]:
+    cards: dict[tuple[int, int], list[int]] = defaultdict(list)
+    rows = Accelerator.objects.filter(
+        node_id__in=node_ids, parent__isnull=True, index__isnull=False
+    ).values_list("node_id", "index", "pk")
+    for node_id, index, pk in rows:
+        cards[(node_id, index)].append(pk)
+    return cards
+
+
+def scheduler_attribution_sync(
+    *, source: SchedulerSource, now: datetime
+) -> tuple[SchedulerAttributionResult, dict[str, int]]:
+    """Write the source's current allocations as scheduler intervals (in the caller's
+    transaction); answer what changed and the cards not attributed, counted by reason."""
+    held = list(
+        SchedulerJob.objects.filter(source=source, state__in=HOLDING_STATES).values_list(
+            "job_id", "tenant_id", "allocation", "start_time"
+        )
+    )
+    nodes = _node_ids(source.cluster_id)
+    cards = _cards_by_index({pk for pk in nodes.values()})
+    reasons: Counter = Counter()
+    holdings = []
+    for job_id, tenant_id, allocation, start_time in held:
+        for per_node in allocation or []:
+            node_id = nodes.get(per_node.get("node", ""))
+            for gres in per_node.get("cards", []):
+                for index in gres.get("indices", []):
+                    if node_id is None:
+                        reason = _("node %(node)s is not in the inventory") % {
+                            "node": per_node.get("node", "")
+                        }
+                        reasons[reason] += 1
+                        continue
+                    found = cards.get((node_id, index), [])
+                    if len(found) != 1:
+                        reason = (
+                            _("%(node)s has no card with index %(index)s")
+                            if not found
+                            else _("%(node)s has several cards with index %(index)s")
+                        ) % {"node": per_node["node"], "index": index}
+                        reasons[reason] += 1
+                        continue
+                    holdings.append(
+                        SchedulerHolding(
+                            accelerator_id=found[0],
+                            job=str(job_id),
+                            tenant_id=tenant_id,
+                            host=per_node["node"],
+                            started_at=start_time or now,
+                        )  # fmt: skip
+                    )
+    ends = {
+        str(job_id): end
+        for job_id, end in SchedulerJob.objects.filter(source=source, end_time__isnull=False)
+        .exclude(state__in=HOLDING_STATES)
+        .values_list("job_id", "end_time")
+    }
+    result = scheduler_intervals_sync(
+        cluster_id=source.cluster_id, holdings=holdings, ends=ends, now=now
+    )
+    if result.untracked:
+        reasons[_("cards no exporter has reported yet")] += result.untracked
+    return result, dict(reasons.most_common(MAX_REASONS_KEPT))

@@ -1,0 +1,133 @@
+"""The scheduler's attribution intervals (the write side): who holds which card, as the
+workload scheduler allocated it.
+
+The scheduling app turns each running job's allocation (Slurm ``gres_detail`` cards joined to
+inventory cards) into :class:`SchedulerHolding` rows and hands the whole picture of one
+cluster to :func:`scheduler_intervals_sync` at every successful sync; only this module writes
+``kind=scheduler`` intervals. One interval per card, job and job start: a holding already open
+is extended to the sync's time (a re-sync never duplicates it), one no longer held is ended at
+the job's own end time when the scheduler reported one (a cancelled or finished job), else at
+the sync's time. Exporter-label intervals of the same cards are not touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+
+from telemetry.models import AttributionInterval, AttributionKind, Entity, EntityKind
+
+
+@dataclass(frozen=True)
+class SchedulerHolding:
+    """One card (inventory accelerator) held by one scheduler job since ``started_at``."""
+
+    accelerator_id: int
+    job: str
+    tenant_id: int
+    host: str
+    started_at: datetime
+
+
+@dataclass
+class SchedulerAttributionResult:
+    """What one sync changed; ``untracked`` counts holdings whose card has no telemetry
+    entity yet (no exporter or twin ever reported it): not attributed, said so."""
+
+    started: int = 0
+    extended: int = 0
+    ended: int = 0
+    untracked: int = 0
+
+
+@transaction.atomic
+def scheduler_intervals_sync(
+    *,
+    cluster_id: int,
+    holdings: Iterable[SchedulerHolding],
+    ends: Mapping[str, datetime],
+    now: datetime,
+) -> SchedulerAttributionResult:
+    """Make the cluster's open scheduler intervals match ``holdings`` (the complete current
+    picture). ``ends`` gives the end time the scheduler reported for jobs that ended (job id
+    → time); an open interval of such a job ends there, never before its start or after
+    ``now``."""
+    result = SchedulerAttributionResult()
+    holdings = list(holdings)
+    entity_of = dict(
+        Entity.objects.filter(
+            cluster_id=cluster_id,
+            kind=EntityKind.ACCELERATOR,
+            accelerator_id__in={h.accelerator_id for h in holdings},
+        ).values_list("accelerator_id", "pk")
+    )
+    wanted: dict[tuple[int, str, datetime], SchedulerHolding] = {}
+    for holding in holdings:
+        entity_id = entity_of.get(holding.accelerator_id)
+        if entity_id is None:
+            result.untracked += 1
+            continue
+        wanted[(entity_id, holding.job, min(holding.started_at, now))] = holding
+    scheduler = AttributionInterval.objects.filter(
+        cluster_id=cluster_id, kind=AttributionKind.SCHEDULER
+    )
+    open_rows = list(scheduler.filter(ended_at__isnull=True).select_for_update())
+    step = float(settings.SCHEDULER_SYNC_SECONDS)
+    changed = []
+    for row in open_rows:
+        key = (row.entity_id, row.hpc_job, row.started_at)
+        if wanted.pop(key, None) is not None:
+            row.last_seen_at = max(row.last_seen_at, now)
+            row.observations += 1
+            result.extended += 1
+        else:
+            end = ends.get(row.hpc_job) or now
+            end = max(row.started_at, min(end, now))
+            row.ended_at = end
+            row.last_seen_at = max(row.started_at, min(row.last_seen_at, end))
+            result.ended += 1
+        changed.append(row)
+    if changed:
+        AttributionInterval.objects.bulk_update(
+            changed, ["last_seen_at", "ended_at", "observations"], batch_size=1000
+        )
+    if wanted:
+        # A holding ended earlier and seen again with the same start (a scheduler answer that
+        # briefly lacked the job) reopens its row rather than colliding with it.
+        closed = {
+            (row.entity_id, row.started_at): row
+            for row in scheduler.filter(
+                entity_id__in={key[0] for key in wanted},
+                started_at__in={key[2] for key in wanted},
+                ended_at__isnull=False,
+            )
+        }
+        reopened, created = [], []
+        for (entity_id, job, started), holding in wanted.items():
+            row = closed.get((entity_id, started))
+            if row is not None and row.hpc_job == job:
+                row.ended_at, row.last_seen_at = None, now
+                reopened.append(row)
+                continue
+            created.append(
+                AttributionInterval(
+                    cluster_id=cluster_id,
+                    entity_id=entity_id,
+                    kind=AttributionKind.SCHEDULER,
+                    hpc_job=job,
+                    host=holding.host[:200],
+                    tenant_id=holding.tenant_id,
+                    started_at=started,
+                    last_seen_at=now,
+                    step_seconds=step,
+                )  # fmt: skip
+            )
+        if reopened:
+            AttributionInterval.objects.bulk_update(reopened, ["ended_at", "last_seen_at"])
+        AttributionInterval.objects.bulk_create(created, ignore_conflicts=True, batch_size=1000)
+        result.started = len(created) + len(reopened)
+    return result

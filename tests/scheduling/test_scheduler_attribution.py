@@ -1,0 +1,138 @@
+"""Who holds which card, from the scheduler (issue 32 item 2): a running job's GRES indices
+become ``scheduler`` attribution intervals on the inventory cards of those indices, with the
+job and its account's tenant; re-syncs extend rather than duplicate them; a cancelled job
+closes them at its end; an unmapped account or a card the inventory lacks is counted, never
+attributed; and the precedence rule: the scheduler names the holder, the ledger still bills
+exporter-label intervals only."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from telemetry.ingest.attribution import Holder, Observation, attribution_record
+from telemetry.models import AttributionInterval, AttributionKind
+from telemetry.read import attribution_held_by_hour, card_holdings, holder_now
+from tests.scheduling.holdings import job, site, store
+
+pytestmark = pytest.mark.django_db
+T0 = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+
+
+def _scheduler_rows(cluster):
+    return AttributionInterval.objects.filter(cluster=cluster, kind=AttributionKind.SCHEDULER)
+
+
+def test_a_running_jobs_gres_indices_become_scheduler_intervals_with_its_tenant(tenants):
+    s = site(tenants)
+    store(
+        s.source,
+        [job(41, cards={"gpu-001": [0, 1], "gpu-002": [3]}, start=T0)],
+        T0 + timedelta(minutes=5),
+    )
+    rows = _scheduler_rows(s.cluster)
+    assert {(r.entity_id, r.hpc_job, r.tenant_id) for r in rows} == {
+        (s.entities[("gpu-001", 0)].pk, "41", tenants["acme"].pk),
+        (s.entities[("gpu-001", 1)].pk, "41", tenants["acme"].pk),
+        (s.entities[("gpu-002", 3)].pk, "41", tenants["acme"].pk),
+    }
+    assert all(r.started_at == T0 and r.ended_at is None for r in rows)
+    assert {r.host for r in rows} == {"gpu-001", "gpu-002"}
+
+
+def test_re_syncs_extend_the_intervals_and_never_duplicate_them(tenants):
+    s = site(tenants)
+    answer = [job(7, account="tenant-b", cards={"gpu-001": [2]}, start=T0)]
+    store(s.source, answer, T0 + timedelta(minutes=1))
+    store(s.source, answer, T0 + timedelta(minutes=2))
+    result = store(s.source, None, T0 + timedelta(minutes=3))  # slurmrestd: 304, nothing new
+    (row,) = _scheduler_rows(s.cluster)
+    assert row.last_seen_at == T0 + timedelta(minutes=3) and row.ended_at is None
+    assert row.tenant_id == tenants["panda"].pk and result.intervals_started == 0
+
+
+def test_a_cancelled_job_closes_its_intervals_at_its_end(tenants):
+    s = site(tenants)
+    store(s.source, [job(9, cards={"gpu-001": [0, 1]}, start=T0)], T0 + timedelta(minutes=1))
+    ended = T0 + timedelta(minutes=4)
+    result = store(
+        s.source,
+        [job(9, state="CANCELLED", cards={"gpu-001": [0, 1]}, start=T0, end=ended)],
+        T0 + timedelta(minutes=6),
+    )
+    rows = list(_scheduler_rows(s.cluster))
+    assert len(rows) == 2 and result.intervals_ended == 2
+    assert all(r.ended_at == ended and r.last_seen_at <= ended for r in rows)
+    # The next holder of the same card starts its own interval beside the closed one.
+    store(s.source, [job(10, cards={"gpu-001": [0]}, start=ended)], T0 + timedelta(minutes=7))
+    assert _scheduler_rows(s.cluster).filter(hpc_job="10", ended_at__isnull=True).count() == 1
+
+
+def test_a_job_that_vanishes_from_the_scheduler_ends_at_the_sync_that_missed_it(tenants):
+    s = site(tenants)
+    store(s.source, [job(3, cards={"gpu-002": [1]}, start=T0)], T0 + timedelta(minutes=1))
+    s.source.jobs.all().delete()  # purged from slurmctld's memory before the portal saw its end
+    store(s.source, [], T0 + timedelta(minutes=2))
+    (row,) = _scheduler_rows(s.cluster)
+    assert row.ended_at == T0 + timedelta(minutes=2)
+
+
+def test_an_unmapped_account_is_refused_counted_and_never_attributed(tenants):
+    s = site(tenants)
+    result = store(
+        s.source,
+        [job(5, account="tenant-z", cards={"gpu-001": [0]}, start=T0)],
+        T0 + timedelta(minutes=1),
+    )
+    assert result.refused == {"account 'tenant-z' has no tenant mapping": 1}
+    assert not _scheduler_rows(s.cluster).exists()
+
+
+def test_cards_the_inventory_lacks_are_counted_not_guessed(tenants):
+    s = site(tenants)
+    answer = [job(6, cards={"gpu-001": [0, 7], "gpu-099": [0]}, start=T0)]
+    result = store(s.source, answer, T0 + timedelta(minutes=1))
+    assert result.unattributed == {
+        "gpu-001 has no card with index 7": 1,
+        "node gpu-099 is not in the inventory": 1,
+    }
+    s.source.refresh_from_db()
+    assert s.source.last_unattributed == result.unattributed
+    assert [r.entity_id for r in _scheduler_rows(s.cluster)] == [s.entities[("gpu-001", 0)].pk]
+
+
+def test_the_scheduler_names_the_holder_and_the_ledger_bills_exporter_intervals_only(tenants):
+    s = site(tenants)
+    entity = s.entities[("gpu-001", 0)]
+    # dcgm-exporter labels the card with a pod for ten minutes (two observations).
+    pod = Holder(namespace="infer", pod="vllm-0", host="gpu-001")
+    attribution_record(
+        cluster_id=s.cluster.pk,
+        observations=[Observation(entity.pk, (T0 + timedelta(minutes=m)).timestamp(), pod)
+                      for m in (0, 10)],
+    )  # fmt: skip
+    now = T0 + timedelta(minutes=10)
+    store(s.source, [job(77, cards={"gpu-001": [0]}, start=T0)], now)
+    held = card_holdings(start=T0, end=now, accelerator_ids=[s.cards[("gpu-001", 0)].pk])
+    assert {h.kind for h in held} == {"exporter", "scheduler"}
+    current = holder_now(held, now)
+    assert (current.kind, current.holder, current.tenant) == ("scheduler", "77", "Acme Robotics")
+    billed = attribution_held_by_hour(
+        cluster_id=s.cluster.pk, bindings=[("job", '{hpc_job="77"}'), ("pod", '{pod="vllm-0"}')],
+        start=T0, end=T0 + timedelta(hours=1),
+    )  # fmt: skip
+    assert billed.card_seconds[0][0] == 0.0  # the scheduler interval is not billed
+    assert billed.card_seconds[0][1] > 0.0
+
+
+def test_exporter_labels_seen_free_do_not_end_the_schedulers_interval(tenants):
+    s = site(tenants)
+    entity = s.entities[("gpu-002", 2)]
+    store(s.source, [job(88, cards={"gpu-002": [2]}, start=T0)], T0 + timedelta(minutes=1))
+    attribution_record(
+        cluster_id=s.cluster.pk,
+        observations=[Observation(entity.pk, (T0 + timedelta(minutes=2)).timestamp(), Holder())],
+    )
+    (row,) = _scheduler_rows(s.cluster)
+    assert row.ended_at is None
