@@ -17,6 +17,7 @@ from accounts.access import operator_page
 from accounts.selectors.scoping import principal_sees_all
 from cluster_portal.web.filters import unknown_params
 from scheduling.errors import SchedulerSyncFailed
+from scheduling.idle import idle_allocations
 from scheduling.models import SchedulerSource
 from scheduling.selectors import jobs_visible_to, sources_with_status
 from scheduling.selectors.queues import WAIT_WINDOW, pending_by_partition, wait_percentiles
@@ -57,6 +58,7 @@ def scheduler_page(request: HttpRequest) -> HttpResponse:
         "waits": waits,
         "waits_by_hour": waits_by_hour,
         "wait_days": WAIT_WINDOW.days,
+        "idle": idle_allocations(visible),
     }
     return render(request, "scheduling/scheduler.html", context)
 

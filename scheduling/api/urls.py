@@ -20,4 +20,5 @@ urlpatterns = [
     ),
     path("scheduler-jobs/", views.SchedulerJobListView.as_view(), name="scheduler-jobs"),
     path("scheduler/queues/", views.SchedulerQueuesView.as_view(), name="scheduler-queues"),
+    path("scheduler-idle/", views.SchedulerIdleView.as_view(), name="scheduler-idle"),
 ]

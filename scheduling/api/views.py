@@ -22,8 +22,10 @@ from rest_framework.views import APIView
 
 from accounts.api.permissions import HasRequiredScope
 from accounts.api.scoping import OperatorSourceMixin, TenantScopedMixin
+from accounts.selectors.scoping import scope_to_tenant
 from cluster_portal.web.filters import reject_unknown_params
 from inventory.models import Cluster
+from scheduling.idle import IdleReport, idle_allocations
 from scheduling.models import SchedulerJob, SchedulerSource
 from scheduling.selectors.queues import (
     WAIT_WINDOW,
@@ -232,3 +234,53 @@ def _wait_json(stat: WaitStat) -> dict:
         "tenant": stat.tenant, "hour": stat.hour, "jobs": stat.count,
         "p50_seconds": stat.p50_seconds, "p90_seconds": stat.p90_seconds,
     }  # fmt: skip
+
+
+def _idle_answer(report: IdleReport) -> dict:
+    return {
+        "rule": {"utilization_under_ratio": report.rule.ratio, "minutes": report.rule.minutes},
+        "window": {"start": report.start.isoformat(), "end": report.end.isoformat()},
+        "jobs_checked": report.jobs_checked,
+        "jobs": [
+            {
+                "cluster": row.job.source.cluster.name,
+                "job_id": row.job.job_id,
+                "name": row.job.name,
+                "tenant": row.job.tenant.slug,
+                "account": row.job.account,
+                "partition": row.job.partition,
+                "cards_held": row.cards_held,
+                "cards_idle": row.cards_idle,
+                "cards_unmeasured": row.cards_unmeasured,
+                "cards": row.cards,
+                "longest_idle_minutes": round(row.longest_idle.total_seconds() / 60, 1),
+                "idle_since": row.idle_since.isoformat() if row.idle_since else None,
+                "idle_card_hours": round(row.idle_card_hours, 3),
+            }
+            for row in report.jobs
+        ],
+        "tenants": [
+            {
+                "tenant": t.tenant.slug,
+                "jobs": t.jobs,
+                "cards_idle": t.cards_idle,
+                "idle_card_hours": round(t.idle_card_hours, 3),
+            }
+            for t in report.tenants
+        ],
+    }
+
+
+class SchedulerIdleView(APIView):
+    """Allocated but idle: running jobs holding cards whose measured utilization stayed under
+    ``SCHEDULER_IDLE_UTILIZATION_PERCENT`` for at least ``SCHEDULER_IDLE_MINUTES`` in the last
+    six hours, with the longest idle run, the idle card-hours and the totals per tenant.
+    Customers see their own tenant's jobs only."""
+
+    permission_classes = [IsAuthenticated, HasRequiredScope]
+    required_scope = "read"
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, operation_id="scheduler_idle")
+    def get(self, request: Request) -> Response:
+        jobs = scope_to_tenant(SchedulerJob.objects.all(), request.user, "tenant")
+        return Response(_idle_answer(idle_allocations(jobs)))

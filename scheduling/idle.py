@@ -1,0 +1,191 @@
+"""Selectors for allocated-but-idle cards: the scheduler's allocation × measured utilization.
+
+A card a running job holds (an open ``scheduler`` attribution interval) is *idle* while its
+``accelerator_utilization_ratio`` stays under ``SCHEDULER_IDLE_UTILIZATION_PERCENT``: every
+point of the read (a raw sample, or a rollup bucket's **maximum**, so one busy second inside a
+bucket is not hidden by its mean) under the threshold. A run of such points counts once it
+lasts ``SCHEDULER_IDLE_MINUTES``; a hole in the data (more than two steps without a point)
+ends a run — no data is not idleness. Only the last :data:`LOOKBACK` is read. Idle
+card-hours add up, per job, the runs that counted, clipped to the time the job held the card.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from accounts.models import Tenant
+from scheduling.models import SchedulerJob
+from telemetry.models import AttributionKind, Entity
+from telemetry.read import card_holdings, metrics_by_name, series_read
+
+LOOKBACK = timedelta(hours=6)
+UTILIZATION = "accelerator_utilization_ratio"
+
+
+@dataclass(frozen=True)
+class IdleRule:
+    """The thresholds in force (settings), shown beside the list."""
+
+    ratio: float
+    minutes: int
+
+    @property
+    def percent(self) -> float:
+        return round(self.ratio * 100, 2)
+
+    @classmethod
+    def from_settings(cls) -> IdleRule:
+        return cls(
+            ratio=settings.SCHEDULER_IDLE_UTILIZATION_PERCENT / 100.0,
+            minutes=int(settings.SCHEDULER_IDLE_MINUTES),
+        )
+
+
+@dataclass
+class IdleJob:
+    """A running job with at least one card idle for the rule's duration."""
+
+    job: SchedulerJob
+    cards_held: int
+    cards_idle: int = 0  # cards whose idle run reaches the newest data
+    cards_unmeasured: int = 0
+    longest_idle: timedelta = timedelta(0)
+    idle_since: datetime | None = None  # earliest start of a card's idle run that lasts till now
+    idle_card_hours: float = 0.0
+    cards: list[str] = field(default_factory=list)
+
+    @property
+    def longest_idle_minutes(self) -> int:
+        return round(self.longest_idle.total_seconds() / 60)
+
+
+@dataclass
+class IdleTenant:
+    """Idle card-hours of one tenant's listed jobs."""
+
+    tenant: Tenant
+    jobs: int
+    cards_idle: int
+    idle_card_hours: float
+
+
+@dataclass
+class IdleReport:
+    """The list, the per-tenant totals and what was read (window, jobs looked at)."""
+
+    rule: IdleRule
+    jobs: list[IdleJob]
+    tenants: list[IdleTenant]
+    start: datetime
+    end: datetime
+    jobs_checked: int
+
+
+def _cadence(points, step: float) -> float:
+    """Seconds between readings: the median spacing of the points (exporters scrape every
+    15–60 s whatever the read's bucket), at least the read's step."""
+    gaps = sorted((b.ts - a.ts).total_seconds() for a, b in zip(points, points[1:], strict=False))
+    spacing = gaps[len(gaps) // 2] if gaps else float(settings.TELEMETRY_INTERVAL_SECONDS)
+    return max(float(step), spacing, 1.0)
+
+
+def _runs(points, step: float, ratio: float) -> list[tuple[datetime, datetime, bool]]:
+    """Runs of consecutive under-threshold points: (start, end, reaches the last point). A
+    run covers its readings up to one cadence after the last; more than two cadences
+    without a reading end it."""
+    cadence = _cadence(points, step)
+    gap, width = timedelta(seconds=2 * cadence), timedelta(seconds=cadence)
+    runs: list[tuple[datetime, datetime, bool]] = []
+    begin = last = None
+    for point in points:
+        idle = point.max < ratio
+        if begin is not None and (not idle or point.ts - last > gap):
+            runs.append((begin, last + width, False))
+            begin = None
+        if idle:
+            begin = begin or point.ts
+            last = point.ts
+    if begin is not None:
+        runs.append((begin, last + width, True))
+    return runs
+
+
+def idle_allocations(
+    jobs: QuerySet[SchedulerJob], *, now: datetime | None = None, rule: IdleRule | None = None
+) -> IdleReport:
+    """The allocated-but-idle jobs among ``jobs`` (already scoped to who asks) and their
+    tenants, most idle card-hours first."""
+    now = now or timezone.now()
+    rule = rule or IdleRule.from_settings()
+    start = now - LOOKBACK
+    running = {
+        (job.source.cluster_id, str(job.job_id)): job
+        for job in jobs.filter(state__in=("RUNNING", "SUSPENDED", "COMPLETING")).select_related(
+            "source", "tenant"
+        )
+    }
+    metric = metrics_by_name([UTILIZATION]).get(UTILIZATION)
+    found: list[IdleJob] = []
+    if running and metric is not None:
+        holdings = card_holdings(
+            start=start,
+            end=now,
+            cluster_ids={cluster for cluster, _job in running},
+            kind=AttributionKind.SCHEDULER,
+            jobs={job for _cluster, job in running},
+        )
+        entities = Entity.objects.in_bulk({h.entity_id for h in holdings})
+        by_job = defaultdict(list)
+        for holding in holdings:
+            key = (entities[holding.entity_id].cluster_id, holding.job)
+            if key in running and holding.open:
+                by_job[key].append(holding)
+        minimum = timedelta(minutes=rule.minutes)
+        for key, held in by_job.items():
+            row = IdleJob(job=running[key], cards_held=len(held))
+            for holding in held:
+                series = series_read(
+                    metric=metric, entity=entities[holding.entity_id], start=holding.start, end=now
+                )
+                if not series.points:
+                    row.cards_unmeasured += 1
+                    continue
+                counted = False
+                for begin, end, current in _runs(series.points, series.step_seconds, rule.ratio):
+                    begin, end = max(begin, holding.start), min(end, holding.until)
+                    if end - begin < minimum:
+                        continue
+                    counted = True
+                    row.idle_card_hours += (end - begin).total_seconds() / 3600.0
+                    row.longest_idle = max(row.longest_idle, end - begin)
+                    if current:
+                        row.cards_idle += 1
+                        row.idle_since = min(row.idle_since or begin, begin)
+                if counted:
+                    row.cards.append(holding.entity_key)
+            if row.cards:
+                found.append(row)
+    found.sort(key=lambda r: (-r.idle_card_hours, r.job.job_id))
+    tenants: dict[int, IdleTenant] = {}
+    for row in found:
+        entry = tenants.setdefault(
+            row.job.tenant_id,
+            IdleTenant(tenant=row.job.tenant, jobs=0, cards_idle=0, idle_card_hours=0.0),
+        )
+        entry.jobs += 1
+        entry.cards_idle += row.cards_idle
+        entry.idle_card_hours += row.idle_card_hours
+    return IdleReport(
+        rule=rule,
+        jobs=found,
+        tenants=sorted(tenants.values(), key=lambda t: -t.idle_card_hours),
+        start=start,
+        end=now,
+        jobs_checked=len(running),
+    )
