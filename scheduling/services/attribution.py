@@ -3,12 +3,14 @@
 Each job the scheduler reports running (or suspended, or completing: its cards stay
 allocated) lists per node the GRES indices it holds (``gres_detail``, e.g.
 ``gpu:h100:4(IDX:0-3)``). A card is joined to the inventory by its node's host name and its
-**index on the node**: the inventory records no device file (``/dev/nvidiaN``,
-``/dev/davinciN``) per card, so GRES index N is taken to be the card the exporter reports as
-index N. That holds when ``gres.conf`` lists the device files in order (``File=/dev/nvidia[0-7]``,
-as Slurm's autodetection writes it) and the exporter's index is the device's minor number —
-an assumption the README and the card page state. A node or index the inventory lacks, or an
-index two cards share, is not attributed and counted (``last_unattributed``), never guessed.
+**index on the node**, among the cards of the GRES name's family (``gpu`` → GPUs, ``npu`` →
+Ascend NPUs; Slurm numbers each name from 0). The inventory records no device file
+(``/dev/nvidiaN``, ``/dev/davinciN``) per card, so GRES index N is taken to be the card the
+exporter reports as index N. That holds when ``gres.conf`` lists the device files in order
+(``File=/dev/nvidia[0-7]``, as Slurm's autodetection writes it) and the exporter's index is
+the device's minor number — an assumption the README and the card page state. A node or
+index the inventory lacks, or an index two cards share, is not attributed and counted
+(``last_unattributed``), never guessed.
 Jobs whose account has no tenant mapping never get here: the sync refuses them.
 """
 
@@ -42,13 +44,29 @@ def _node_ids(cluster_id: int) -> dict[str, int]:
     return found
 
 
-def _cards_by_index(node_ids: set[int]) -> dict[tuple[int, int], list[int]]:
-    cards: dict[tuple[int, int], list[int]] = defaultdict(list)
+def _family(vendor: str | None, model_name: str, vendor_id: str) -> str:
+    """``npu`` (Ascend), ``gpu`` (anything else identified), or ``""`` when the inventory
+    says nothing about the card. Slurm numbers each GRES name from 0 (a node with
+    ``gpu:h100:4,npu:910b:4`` has a gpu 0 and an npu 0), so the name picks the family."""
+    text = f"{vendor or ''} {model_name}".lower()
+    if "huawei" in text or "ascend" in text or "910" in text:
+        return "npu"
+    if text.strip() or vendor_id.startswith(("GPU-", "MIG-")):
+        return "gpu"
+    return ""
+
+
+def _gres_family(name: str) -> str:
+    return "npu" if name.lower() in ("npu", "ascend", "davinci") else "gpu"
+
+
+def _cards_by_index(node_ids: set[int]) -> dict[tuple[int, int], list[tuple[int, str]]]:
+    cards: dict[tuple[int, int], list[tuple[int, str]]] = defaultdict(list)
     rows = Accelerator.objects.filter(
         node_id__in=node_ids, parent__isnull=True, index__isnull=False
-    ).values_list("node_id", "index", "pk")
-    for node_id, index, pk in rows:
-        cards[(node_id, index)].append(pk)
+    ).values_list("node_id", "index", "pk", "hardware_model__vendor", "model_name", "vendor_id")
+    for node_id, index, pk, vendor, model_name, vendor_id in rows:
+        cards[(node_id, index)].append((pk, _family(vendor, model_name, vendor_id)))
     return cards
 
 
@@ -77,13 +95,16 @@ def scheduler_attribution_sync(
                         }
                         reasons[reason] += 1
                         continue
-                    found = cards.get((node_id, index), [])
+                    family = _gres_family(gres.get("name", ""))
+                    found = [
+                        pk for pk, kind in cards.get((node_id, index), []) if kind in (family, "")
+                    ]
                     if len(found) != 1:
                         reason = (
-                            _("%(node)s has no card with index %(index)s")
+                            _("%(node)s has no %(gres)s card with index %(index)s")
                             if not found
-                            else _("%(node)s has several cards with index %(index)s")
-                        ) % {"node": per_node["node"], "index": index}
+                            else _("%(node)s has several %(gres)s cards with index %(index)s")
+                        ) % {"node": per_node["node"], "gres": family, "index": index}
                         reasons[reason] += 1
                         continue
                     holdings.append(

@@ -94,7 +94,7 @@ def test_cards_the_inventory_lacks_are_counted_not_guessed(tenants):
     answer = [job(6, cards={"gpu-001": [0, 7], "gpu-099": [0]}, start=T0)]
     result = store(s.source, answer, T0 + timedelta(minutes=1))
     assert result.unattributed == {
-        "gpu-001 has no card with index 7": 1,
+        "gpu-001 has no gpu card with index 7": 1,
         "node gpu-099 is not in the inventory": 1,
     }
     s.source.refresh_from_db()
@@ -136,3 +136,66 @@ def test_exporter_labels_seen_free_do_not_end_the_schedulers_interval(tenants):
     )
     (row,) = _scheduler_rows(s.cluster)
     assert row.ended_at is None
+
+
+def test_gpu_and_npu_indices_of_one_node_name_different_cards(tenants):
+    """Slurm numbers each GRES name from 0: gpu 0 and npu 0 of one node are two cards."""
+    from inventory.models import Accelerator
+    from tests.factories import EntityFactory
+
+    s = site(tenants)
+    node = s.cards[("gpu-001", 0)].node
+    npu = Accelerator.objects.create(
+        node=node, index=0, vendor_id="vdie-0", model_name="Ascend910B"
+    )
+    npu_entity = EntityFactory(cluster=s.cluster, key="gpu-001/npu0", accelerator=npu)
+    record = job(21, cards={"gpu-001": [0]}, start=T0)
+    record.allocation[0]["cards"].append({"name": "npu", "type": "910b", "indices": [0]})
+    result = store(s.source, [record], T0 + timedelta(minutes=1))
+    assert result.unattributed == {}
+    assert {r.entity_id for r in _scheduler_rows(s.cluster)} == {
+        s.entities[("gpu-001", 0)].pk,
+        npu_entity.pk,
+    }
+
+
+@pytest.mark.slow
+def test_a_real_slurm_jobs_cards_are_attributed_and_its_cancellation_ends_them(
+    slurm, tenants, settings, monkeypatch
+):
+    """The one live check: a real ``sbatch --gres=gpu:2`` job on the run's Slurm 22.05."""
+    import time
+
+    from scheduling.models import SchedulerJob, SchedulerSource
+    from scheduling.services.sync import scheduler_source_sync
+
+    settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    monkeypatch.setenv("PORTAL_TEST_SLURM_JWT", slurm.token)
+    s = site(tenants)
+    SchedulerSource.objects.filter(pk=s.source.pk).update(
+        base_url=slurm.url, token_env="PORTAL_TEST_SLURM_JWT", timeout_seconds=20, enabled=True
+    )
+    s.source.refresh_from_db()
+
+    def sync_until(predicate) -> None:
+        deadline = time.monotonic() + 90
+        while not predicate() and time.monotonic() < deadline:
+            scheduler_source_sync(source=s.source)
+            time.sleep(0.5)
+
+    job_id = slurm.sbatch("-A", "tenant-a", "--gres=gpu:2", "--wrap", "sleep 300")
+    try:
+        slurm.wait_state(job_id, {"RUNNING"})
+        sync_until(lambda: _scheduler_rows(s.cluster).filter(hpc_job=str(job_id)).count() == 2)
+        row = SchedulerJob.objects.get(source=s.source, job_id=job_id)
+        (per_node,) = row.allocation
+        wanted = {s.entities[(per_node["node"], i)].pk for i in per_node["cards"][0]["indices"]}
+        intervals = _scheduler_rows(s.cluster).filter(hpc_job=str(job_id))
+        assert {r.entity_id for r in intervals} == wanted
+        assert all(r.tenant_id == tenants["acme"].pk and r.ended_at is None for r in intervals)
+    finally:
+        slurm.scancel(job_id)
+    sync_until(lambda: not _scheduler_rows(s.cluster).filter(ended_at__isnull=True).exists())
+    ended = SchedulerJob.objects.get(source=s.source, job_id=job_id).end_time
+    assert ended is not None
+    assert all(r.ended_at == ended for r in _scheduler_rows(s.cluster))
