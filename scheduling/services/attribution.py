@@ -70,21 +70,11 @@ def _cards_by_index(node_ids: set[int]) -> dict[tuple[int, int], list[tuple[int,
     return cards
 
 
-def scheduler_attribution_sync(
-    *, source: SchedulerSource, now: datetime
-) -> tuple[SchedulerAttributionResult, dict[str, int]]:
-    """Write the source's current allocations as scheduler intervals (in the caller's
-    transaction); answer what changed and the cards not attributed, counted by reason."""
-    held = list(
-        SchedulerJob.objects.filter(source=source, state__in=HOLDING_STATES).values_list(
-            "job_id", "tenant_id", "allocation", "start_time"
-        )
-    )
-    nodes = _node_ids(source.cluster_id)
-    cards = _cards_by_index({pk for pk in nodes.values()})
-    reasons: Counter = Counter()
+def _holdings(jobs, nodes, cards, reasons: Counter, now: datetime) -> list[SchedulerHolding]:
+    """Each job's allocated cards joined to inventory cards; what cannot be joined is counted
+    in ``reasons``."""
     holdings = []
-    for job_id, tenant_id, allocation, start_time in held:
+    for job_id, tenant_id, allocation, start_time in jobs:
         for per_node in allocation or []:
             node_id = nodes.get(per_node.get("node", ""))
             for gres in per_node.get("cards", []):
@@ -116,6 +106,34 @@ def scheduler_attribution_sync(
                             started_at=start_time or now,
                         )  # fmt: skip
                     )
+    return holdings
+
+
+def scheduler_attribution_sync(
+    *, source: SchedulerSource, now: datetime
+) -> tuple[SchedulerAttributionResult, dict[str, int]]:
+    """Write the source's current allocations as scheduler intervals (in the caller's
+    transaction); answer what changed and the cards not attributed, counted by reason."""
+    held = list(
+        SchedulerJob.objects.filter(source=source, state__in=HOLDING_STATES).values_list(
+            "job_id", "tenant_id", "allocation", "start_time"
+        )
+    )
+    # Ended jobs this sync reported (stored with synced_at = now) that held cards: a job that
+    # started and ended between two syncs still gets its (closed) intervals.
+    finished_jobs = list(
+        SchedulerJob.objects.filter(
+            source=source, synced_at=now, start_time__isnull=False, end_time__isnull=False
+        )
+        .exclude(state__in=HOLDING_STATES)
+        .exclude(allocation=[])
+        .values_list("job_id", "tenant_id", "allocation", "start_time")
+    )
+    nodes = _node_ids(source.cluster_id)
+    cards = _cards_by_index(set(nodes.values()))
+    reasons: Counter = Counter()
+    holdings = _holdings(held, nodes, cards, reasons, now)
+    finished = _holdings(finished_jobs, nodes, cards, Counter(), now)
     ends = {
         str(job_id): end
         for job_id, end in SchedulerJob.objects.filter(source=source, end_time__isnull=False)
@@ -123,7 +141,7 @@ def scheduler_attribution_sync(
         .values_list("job_id", "end_time")
     }
     result = scheduler_intervals_sync(
-        cluster_id=source.cluster_id, holdings=holdings, ends=ends, now=now
+        cluster_id=source.cluster_id, holdings=holdings, ends=ends, now=now, finished=finished
     )
     if result.untracked:
         reasons[_("cards no exporter has reported yet")] += result.untracked

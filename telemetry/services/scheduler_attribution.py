@@ -51,18 +51,22 @@ def scheduler_intervals_sync(
     holdings: Iterable[SchedulerHolding],
     ends: Mapping[str, datetime],
     now: datetime,
+    finished: Iterable[SchedulerHolding] = (),
 ) -> SchedulerAttributionResult:
     """Make the cluster's open scheduler intervals match ``holdings`` (the complete current
     picture). ``ends`` gives the end time the scheduler reported for jobs that ended (job id
     → time); an open interval of such a job ends there, never before its start or after
-    ``now``."""
+    ``now``. ``finished`` are holdings of ended jobs the scheduler reported in this sync (a
+    job that started and ended between two syncs, or while the portal was down): one whose
+    card has no interval from that start gets a closed one, so nothing is lost."""
     result = SchedulerAttributionResult()
     holdings = list(holdings)
+    finished = list(finished)
     entity_of = dict(
         Entity.objects.filter(
             cluster_id=cluster_id,
             kind=EntityKind.ACCELERATOR,
-            accelerator_id__in={h.accelerator_id for h in holdings},
+            accelerator_id__in={h.accelerator_id for h in [*holdings, *finished]},
         ).values_list("accelerator_id", "pk")
     )
     wanted: dict[tuple[int, str, datetime], SchedulerHolding] = {}
@@ -130,4 +134,43 @@ def scheduler_intervals_sync(
             AttributionInterval.objects.bulk_update(reopened, ["ended_at", "last_seen_at"])
         AttributionInterval.objects.bulk_create(created, ignore_conflicts=True, batch_size=1000)
         result.started = len(created) + len(reopened)
+    _record_finished(cluster_id, finished, entity_of, ends, now, step, result)
     return result
+
+
+def _record_finished(cluster_id, finished, entity_of, ends, now, step, result) -> None:
+    """Closed intervals for ended jobs' holdings no interval covers yet."""
+    wanted = {}
+    for holding in finished:
+        entity_id = entity_of.get(holding.accelerator_id)
+        end = ends.get(holding.job)
+        if entity_id is None or end is None or end <= holding.started_at:
+            continue
+        wanted[(entity_id, holding.started_at)] = (holding, min(end, now))
+    if not wanted:
+        return
+    existing = set(
+        AttributionInterval.objects.filter(
+            kind=AttributionKind.SCHEDULER,
+            entity_id__in={key[0] for key in wanted},
+            started_at__in={key[1] for key in wanted},
+        ).values_list("entity_id", "started_at")
+    )
+    created = [
+        AttributionInterval(
+            cluster_id=cluster_id,
+            entity_id=entity_id,
+            kind=AttributionKind.SCHEDULER,
+            hpc_job=holding.job,
+            host=holding.host[:200],
+            tenant_id=holding.tenant_id,
+            started_at=started,
+            last_seen_at=end,
+            ended_at=end,
+            step_seconds=step,
+        )  # fmt: skip
+        for (entity_id, started), (holding, end) in wanted.items()
+        if (entity_id, started) not in existing
+    ]
+    AttributionInterval.objects.bulk_create(created, ignore_conflicts=True, batch_size=1000)
+    result.started += len(created)

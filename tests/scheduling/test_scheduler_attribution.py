@@ -69,6 +69,17 @@ def test_a_cancelled_job_closes_its_intervals_at_its_end(tenants):
     assert _scheduler_rows(s.cluster).filter(hpc_job="10", ended_at__isnull=True).count() == 1
 
 
+def test_a_job_that_started_and_ended_between_two_syncs_still_gets_closed_intervals(tenants):
+    s = site(tenants)
+    start, end = T0 + timedelta(minutes=1), T0 + timedelta(minutes=3)
+    answer = [job(15, state="COMPLETED", cards={"gpu-002": [0, 1]}, start=start, end=end)]
+    first = store(s.source, answer, T0 + timedelta(minutes=5))
+    store(s.source, answer, T0 + timedelta(minutes=6))  # seen again: nothing added
+    rows = list(_scheduler_rows(s.cluster))
+    assert first.intervals_started == 2 and len(rows) == 2
+    assert all((r.started_at, r.ended_at, r.hpc_job) == (start, end, "15") for r in rows)
+
+
 def test_a_job_that_vanishes_from_the_scheduler_ends_at_the_sync_that_missed_it(tenants):
     s = site(tenants)
     store(s.source, [job(3, cards={"gpu-002": [1]}, start=T0)], T0 + timedelta(minutes=1))
@@ -195,7 +206,15 @@ def test_a_real_slurm_jobs_cards_are_attributed_and_its_cancellation_ends_them(
         assert all(r.tenant_id == tenants["acme"].pk and r.ended_at is None for r in intervals)
     finally:
         slurm.scancel(job_id)
-    sync_until(lambda: not _scheduler_rows(s.cluster).filter(ended_at__isnull=True).exists())
-    ended = SchedulerJob.objects.get(source=s.source, job_id=job_id).end_time
-    assert ended is not None
-    assert all(r.ended_at == ended for r in _scheduler_rows(s.cluster))
+    sync_until(
+        lambda: SchedulerJob.objects.filter(
+            source=s.source, job_id=job_id, state="CANCELLED", end_time__isnull=False
+        ).exists()
+    )
+    row = SchedulerJob.objects.get(source=s.source, job_id=job_id)
+    intervals = list(_scheduler_rows(s.cluster))
+    assert row.end_time is not None, (row.state, row.end_time)
+    # Ended at the job's end (or, had a sync seen it gone before its end time was reported, at
+    # that sync: within a few seconds of it).
+    assert all(r.ended_at is not None for r in intervals)
+    assert all(abs((r.ended_at - row.end_time).total_seconds()) <= 10 for r in intervals)
