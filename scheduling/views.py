@@ -17,9 +17,9 @@ from accounts.access import operator_page
 from accounts.selectors.scoping import principal_sees_all
 from cluster_portal.web.filters import unknown_params
 from scheduling.errors import SchedulerSyncFailed
-from scheduling.idle import idle_allocations
 from scheduling.models import SchedulerSource
 from scheduling.selectors import jobs_visible_to, sources_with_status
+from scheduling.selectors.idle import idle_allocations
 from scheduling.selectors.queues import WAIT_WINDOW, pending_by_partition, wait_percentiles
 from scheduling.services.sync import scheduler_source_sync
 

@@ -1,4 +1,5 @@
-"""Scheduler sources per cluster (operators) and the jobs they reported (tenant-scoped)."""
+"""Scheduler sources per cluster (operators), the jobs they reported, queues and the
+allocated-but-idle list (tenant-scoped)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ from accounts.api.scoping import OperatorSourceMixin, TenantScopedMixin
 from accounts.selectors.scoping import scope_to_tenant
 from cluster_portal.web.filters import reject_unknown_params
 from inventory.models import Cluster
-from scheduling.idle import IdleReport, idle_allocations
 from scheduling.models import SchedulerJob, SchedulerSource
+from scheduling.selectors.idle import IdleReport, idle_allocations
 from scheduling.selectors.queues import (
     WAIT_WINDOW,
     WaitStat,

@@ -10,8 +10,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from scheduling.idle import idle_allocations
 from scheduling.models import SchedulerJob
+from scheduling.selectors.idle import idle_allocations
 from telemetry.ingest.twin import samples_write
 from telemetry.models import MetricDefinition
 from tests.access import ApiAccessCases

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("scheduling", "0001_initial"),
+        ("scheduling", "0002_job_estimated_start"),
     ]
 
     operations = [
