@@ -41,7 +41,7 @@ def _classes(measured: bool) -> list[tuple[str, str, dict, str | None]]:
         ("busy", _("up, load 50–90%"), {"color": BLUE, "width": 3, "dash": "solid"}, None),
         (
             "saturated",
-            _("up, load 90% or more"),
+            _("up, load at least 90%"),
             {"color": BLUE, "width": 5, "dash": "solid"},
             None,
         ),

@@ -169,7 +169,7 @@ def test_telemetry_state_wins_and_a_reroute_is_drawn_as_its_own_line(twin_cluste
     }
     assert traces["down"]["line"]["dash"] == "dot"
     assert (
-        traces["up, load 90% or more"]["line"]["width"]
+        traces["up, load at least 90%"]["line"]["width"]
         > traces["up, load under 50%"]["line"]["width"]
     )
 
