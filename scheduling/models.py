@@ -21,14 +21,17 @@ env_name_validator = RegexValidator(
 
 
 class SchedulerSource(ContactStatus):
-    """A cluster's workload scheduler the portal polls (Slurm through slurmrestd). The JWT is
-    never stored: ``token_env`` names the environment variable of the portal's processes that
-    holds it, so neither the database nor any page or API answer carries the secret. The REST
-    API version is chosen at each sync from the server's ``/openapi/v3`` (the newest one the
-    portal knows) and recorded in ``api_version``."""
+    """A cluster's workload scheduler the portal polls: Slurm through slurmrestd, or a
+    Kubernetes API server (Pods, Nodes, Kueue, Volcano). The token (Slurm JWT, Kubernetes
+    bearer token) is never stored: ``token_env`` names the environment variable of the portal's
+    processes that holds it, so neither the database nor any page or API answer carries the
+    secret. For Slurm the REST API version is chosen at each sync from the server's
+    ``/openapi/v3`` (the newest one the portal knows); for Kubernetes it is the server's
+    version. Either is recorded in ``api_version``."""
 
     class Kind(models.TextChoices):
         SLURM = "slurm", _("Slurm (slurmrestd)")
+        KUBERNETES = "kubernetes", _("Kubernetes (Kueue, Volcano)")
 
     cluster = models.OneToOneField(
         "inventory.Cluster", on_delete=models.CASCADE, related_name="scheduler_source"
@@ -38,12 +41,16 @@ class SchedulerSource(ContactStatus):
         _("base URL"),
         max_length=500,
         validators=[validate_outbound_url],
-        help_text=_("slurmrestd's address, without the API path (e.g. http://slurm-head:6820)."),
+        help_text=_(
+            "slurmrestd's address, without the API path (e.g. http://slurm-head:6820), or the "
+            "Kubernetes API server's (e.g. https://k8s-api.example.com:6443)."
+        ),
     )
     user_name = models.CharField(
         _("Slurm user name"),
         max_length=100,
-        help_text=_("Sent as X-SLURM-USER-NAME; the user the token was issued for."),
+        blank=True,
+        help_text=_("Sent as X-SLURM-USER-NAME; the user the token was issued for (Slurm only)."),
     )
     token_env = models.CharField(
         _("token environment variable"),
@@ -51,7 +58,8 @@ class SchedulerSource(ContactStatus):
         validators=[env_name_validator],
         help_text=_(
             "Name of the environment variable holding the JWT (scontrol token), e.g. "
-            "SLURM_JWT_PROD_A. The token itself is never stored or shown."
+            "SLURM_JWT_PROD_A, or the Kubernetes bearer token. The token itself is never "
+            "stored or shown."
         ),
     )
     timeout_seconds = models.FloatField(
@@ -77,6 +85,13 @@ class SchedulerSource(ContactStatus):
 
     def __str__(self) -> str:
         return f"{self.cluster} ← {self.base_url}"
+
+    def clean(self) -> None:
+        super().clean()
+        if self.kind == self.Kind.SLURM and not self.user_name.strip():
+            raise ValidationError(
+                {"user_name": _("Slurm needs the user the token was issued for.")}
+            )
 
 
 class SchedulerAccountMapping(models.Model):

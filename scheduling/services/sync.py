@@ -20,6 +20,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from scheduling.errors import SchedulerSyncFailed
+from scheduling.kubernetes import normalise as k8s_normalise
+from scheduling.kubernetes.client import KubernetesClient
 from scheduling.models import (
     KNOWN_SLURM_API_VERSIONS,
     SchedulerAccountMapping,
@@ -40,6 +42,9 @@ assert set(NORMALISERS) == set(KNOWN_SLURM_API_VERSIONS)
 # them NTP-synced). A changed answer is the full list, so the overlap only re-reads.
 WATERMARK_OVERLAP_SECONDS = 5
 MAX_REFUSALS_KEPT = 20
+# A Kubernetes answer is the whole list: a stored, unfinished pod missing from it was deleted
+# (its end is not reported, so the sync that noticed is taken as its end).
+VANISHED_STATE = "DELETED"
 
 
 @dataclass
@@ -60,6 +65,8 @@ def scheduler_source_sync(*, source: SchedulerSource, now: datetime | None = Non
     """Poll the source's jobs (incrementally), nodes and partitions and store them.
     Raises :class:`SchedulerSyncFailed` (recorded on the source) when it cannot be read."""
     now = now or timezone.now()
+    if source.kind == SchedulerSource.Kind.KUBERNETES:
+        return _kubernetes_sync(source, now)
     try:
         client = SlurmClient(
             base_url=source.base_url, user_name=source.user_name,
@@ -81,8 +88,32 @@ def scheduler_source_sync(*, source: SchedulerSource, now: datetime | None = Non
     return _store(source, version, started, jobs, refused_jobs, nodes, partitions, now)
 
 
+def _kubernetes_sync(source: SchedulerSource, now: datetime) -> SyncResult:
+    """The same read-everything-then-store-once path for a Kubernetes API server."""
+    try:
+        client = KubernetesClient(
+            base_url=source.base_url, token_env=source.token_env, timeout=source.timeout_seconds
+        )
+        started = int(time.time())
+        answer = client.read()
+        jobs, refused_jobs = k8s_normalise.jobs(answer)
+        nodes = k8s_normalise.nodes(answer, jobs)
+        partitions = k8s_normalise.partitions(answer, jobs)
+    except (SchedulerError, k8s_normalise.AnswerError) as exc:
+        source.record_contact_error(str(exc), now=now)
+        raise SchedulerSyncFailed(str(exc)) from None
+    present = {job.job_id for job in jobs}
+    return _store(source, answer.version, started, jobs, refused_jobs, nodes, partitions, now,
+                  complete=present)  # fmt: skip
+
+
 @transaction.atomic
-def _store(source, version, started, jobs, refused_jobs, nodes, partitions, now) -> SyncResult:
+def _store(
+    source, version, started, jobs, refused_jobs, nodes, partitions, now,
+    complete: set[int] | None = None,
+) -> SyncResult:  # fmt: skip
+    """Write one read. ``complete``: the ids of every job the scheduler still knows, when its
+    answer is the whole list (Kubernetes); stored unfinished jobs outside it have vanished."""
     source = SchedulerSource.objects.select_for_update().get(pk=source.pk)
     refused = dict(source.last_refused) if jobs is None else {}
     stored = None
@@ -119,6 +150,12 @@ def _store(source, version, started, jobs, refused_jobs, nodes, partitions, now)
                     setattr(row, name, value)
                 row.save()
             stored += 1
+        if complete is not None:
+            for job_id, row in existing.items():
+                if job_id not in complete and row.end_time is None:
+                    row.state, row.end_time, row.synced_at = VANISHED_STATE, now, now
+                    row.estimated_start = None
+                    row.save(update_fields=["state", "end_time", "synced_at", "estimated_start"])
         refused = {reason: count for reason, count in reasons.most_common(MAX_REFUSALS_KEPT)}
         source.jobs_update_time = started - WATERMARK_OVERLAP_SECONDS
     _replace(SchedulerNode, source, {n.name: {"state": n.state, "gres": n.gres,
