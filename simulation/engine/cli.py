@@ -6,57 +6,24 @@ import argparse
 import dataclasses
 import json
 import sys
-import time
 from pathlib import Path
 
 from . import train_cli
 from .ablation import run_ablation
 from .catalog import HARDWARE, MODELS
+from .cli_tables import Bar, ablation_table, compare_table, emit_json
 from .compare import (
     build_compare_scenario,
     describe_training_trace,
     load_training_trace,
-    run_compare,
+    run_compare_seeds,
 )
 from .headline import describe as describe_headline
 from .memory.replay import replay_blocks
 from .perf.operating import perf_point
 from .perf.profiles import CHOICES as PROFILE_CHOICES
-from .spread import combine, fmt_spread, fmt_value
+from .spread import combine
 from .traces import read_mooncake
-
-COMPARE_ROWS = (
-    ("goodput_pflop_per_card_hour", "goodput (PFLOP/card-h)", "{:,.1f}"),
-    ("utilization_busy_mean", "busy utilization", "{:.1%}"),
-    ("utilization_allocated_mean", "allocated util. (not a gain)", "{:.1%}"),
-    ("training_samples_per_s_mean", "training samples/s", "{:,.0f}"),
-    ("training_pflops_mean", "training PFLOP/s (useful)", "{:,.0f}"),
-    ("mfu_mean", "MFU (running training)", "{:.1%}"),
-    ("inference_p50_ms", "inference P50 (ms)", "{:,.0f}"),
-    ("inference_p99_ms", "inference P99 (ms)", "{:,.0f}"),
-    ("ttft_p99_ms", "TTFT P99 (ms)", "{:,.0f}"),
-    ("slo_attainment", "SLO attainment", "{:.2%}"),
-    ("core_slo_attainment", "core SLO attainment", "{:.2%}"),
-    ("hbm_live_fraction_mean", "HBM live fraction", "{:.1%}"),
-    ("kv_hit_ratio", "prefix KV hit ratio", "{:.1%}"),
-    ("preemptions", "preemptions", "{:d}"),
-    ("queue_wait_h_mean", "mean queue wait (h, started)", "{:.2f}"),
-    ("queue_wait_h_mean_all", "mean queue wait (h, all)", "{:.2f}"),
-    ("priority_preemptions", "priority preemptions", "{:d}"),
-    ("completed_jobs", "completed jobs", "{:d}"),
-    ("energy_mwh", "energy (MWh, facility)", "{:,.1f}"),
-    # Serving (issue 13): TTFT / TPOT headline latency.
-    ("ttft_p50_ms", "TTFT P50 (ms)", "{:,.0f}"),
-    ("tpot_p50_ms", "TPOT P50 (ms)", "{:,.1f}"),
-    ("tpot_p99_ms", "TPOT P99 (ms)", "{:,.1f}"),
-    ("e2e_p99_ms", "end-to-end P99 (ms)", "{:,.0f}"),
-    ("inference_requests", "inference requests", "{:,d}"),
-    ("inference_timeouts", "inference timeouts", "{:,d}"),
-    # Fleet (issue 25 part 3): busy share of the cards held for inference; truncated prompts.
-    ("inference_duty_cycle", "inference duty cycle", "{:.1%}"),
-    ("inference_cards_mean", "inference cards held", "{:,.0f}"),
-    ("prompts_truncated", "prompts truncated", "{:,d}"),
-)
 
 
 def _positive_int(text: str) -> int:
@@ -225,88 +192,6 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _emit_json(obj: dict, dest: str | None) -> None:
-    if dest is None:
-        return
-    text = json.dumps(obj, indent=2, sort_keys=True)
-    if dest == "-":
-        sys.stdout.write(text + "\n")
-    else:
-        Path(dest).write_text(text + "\n", encoding="utf-8")
-
-
-class _Bar:
-    """A small stderr progress bar (no dependency)."""
-
-    def __init__(self, label: str) -> None:
-        self.label, self.t0, self.last = label, time.monotonic(), -1
-
-    def __call__(self, done: int, total: int) -> None:
-        pct = int(100 * done / max(total, 1))
-        if pct == self.last:
-            return
-        self.last = pct
-        fill = pct // 4
-        sys.stderr.write(
-            f"\r{self.label} [{'#' * fill}{'.' * (25 - fill)}] {pct:3d}% "
-            f"{time.monotonic() - self.t0:5.1f}s"
-        )
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-
-def _table(res: dict) -> str:
-    """Split vs unified; with several seeds each cell is ``mean [min, max]`` over the seeds
-    and a last column gives the paired unified - split difference the same way."""
-    sp = res.get("spread")
-    n = len(res.get("seeds", [1]))
-    if not sp or n <= 1:
-        lines = [f"{'metric':<28}{'split':>16}{'unified':>16}"]
-        lines.append("-" * 60)
-        for key, label, fmt in COMPARE_ROWS:
-            a, b = (fmt_value(res[p][key], fmt) for p in ("split", "unified"))
-            lines.append(f"{label:<28}{a:>16}{b:>16}")
-        return "\n".join(lines)
-    w = 30
-    head = f"{'metric':<28}{'split':>{w}}{'unified':>{w}}{'unified - split':>{w}}"
-    lines = [f"{n} seeds {res['seeds'][0]}..{res['seeds'][-1]}: mean [min, max]", head]
-    lines.append("-" * len(head))
-    diff = sp.get("unified_minus_split", {})
-    for key, label, fmt in COMPARE_ROWS:
-        cells = [
-            fmt_spread(sp[p][key], fmt) if key in sp[p] else fmt_value(res[p][key], fmt)
-            for p in ("split", "unified")
-        ]
-        d = fmt_spread(diff[key], fmt) if key in diff else ""
-        lines.append(f"{label:<28}{cells[0]:>{w}}{cells[1]:>{w}}{d:>{w}}")
-    return "\n".join(lines)
-
-
-ABLATION_COLS = (
-    ("utilization_allocated_mean", "alloc", "{:.1%}"),
-    ("utilization_busy_mean", "busy", "{:.1%}"),
-    ("training_samples_per_s_mean", "samples/s", "{:,.0f}"),
-    ("training_goodput_pflops", "goodput PF/s", "{:,.0f}"),
-    ("mfu_mean", "MFU", "{:.1%}"),
-    ("inference_p99_ms", "P99 ms", "{:,.0f}"),
-    ("ttft_p99_ms", "TTFT P99", "{:,.0f}"),
-    ("tpot_p99_ms", "TPOT P99", "{:,.1f}"),
-    ("slo_attainment", "SLO", "{:.2%}"),
-    ("energy_mwh", "MWh", "{:,.1f}"),
-)
-
-
-def ablation_table(rows: list[dict]) -> str:
-    """The ablation as a text table (columns missing from a summary are skipped)."""
-    cols = [c for c in ABLATION_COLS if all(c[0] in r for r in rows)]
-    lines = [f"{'mechanism':<22}" + "".join(f"{lab:>13}" for _, lab, _ in cols)]
-    lines.append("-" * len(lines[0]))
-    for r in rows:
-        lines.append(f"{r['name']:<22}" + "".join(f"{fmt.format(r[k]):>13}" for k, _, fmt in cols))
-    return "\n".join(lines)
-
-
 def _default_model_id(config: Path) -> str:
     name = config.parent.name if config.name == "config.json" else config.stem
     return "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in name.lower()) or "model"
@@ -351,23 +236,29 @@ def main(argv: list[str] | None = None) -> int:
                         f"--start: {exc} (dates work for training traces only)"
                     ) from None
                 _print_trace_summary(kind, tpath, args, inference_start_s)
-            scen = build_compare_scenario(
-                args.cards,
-                args.hours,
-                args.seed,
-                tpath,
-                args.training_trace,
-                start=args.start,
-                trace_kind=kind,
-                rate_scale=args.rate_scale,
-                start_s=inference_start_s,
-                loop=args.loop,
-                trace_model=args.trace_model,
-                truncate=args.truncate_prompts,
-                training_demand=args.training_demand,
-                inference_demand=args.inference_demand,
-            )
-            scen = dataclasses.replace(scen, perf_profile=args.perf_profile)
+            scens = {
+                seed: dataclasses.replace(
+                    build_compare_scenario(
+                        args.cards,
+                        args.hours,
+                        seed,
+                        tpath,
+                        args.training_trace,
+                        start=args.start,
+                        trace_kind=kind,
+                        rate_scale=args.rate_scale,
+                        start_s=inference_start_s,
+                        loop=args.loop,
+                        trace_model=args.trace_model,
+                        truncate=args.truncate_prompts,
+                        training_demand=args.training_demand,
+                        inference_demand=args.inference_demand,
+                    ),
+                    perf_profile=args.perf_profile,
+                )
+                for seed in range(args.seed, args.seed + args.seeds)
+            }
+            scen = scens[args.seed]
             trace_note = None
             if args.training_trace is not None:
                 trace_note = describe_training_trace(
@@ -379,41 +270,19 @@ def main(argv: list[str] | None = None) -> int:
         if trace_note:
             out.write(trace_note + "\n")
             out.flush()
-        runs = {
-            args.seed: run_compare(
-                scen, args.hours, _Bar("simulating"), parallel=False if args.serial else None
-            )
-        }
-        for seed in range(args.seed + 1, args.seed + args.seeds):
-            other = build_compare_scenario(
-                args.cards,
-                args.hours,
-                seed,
-                tpath,
-                args.training_trace,
-                start=args.start,
-                trace_kind=kind,
-                rate_scale=args.rate_scale,
-                start_s=inference_start_s,
-                loop=args.loop,
-                trace_model=args.trace_model,
-                truncate=args.truncate_prompts,
-                training_demand=args.training_demand,
-                inference_demand=args.inference_demand,
-            )
-            other = dataclasses.replace(other, perf_profile=args.perf_profile)
-            runs[seed] = run_compare(
-                other, args.hours, _Bar(f"seed {seed}"), parallel=False if args.serial else None
-            )
+        # Every (seed, policy) run is one task of one process pool (a worker per CPU).
+        runs = run_compare_seeds(
+            scens, args.hours, Bar("simulating"), parallel=False if args.serial else None
+        )
         res = combine(runs)
-        out.write("\n".join([*describe_headline(res.get("headline")), _table(res)]) + "\n")
+        out.write("\n".join([*describe_headline(res.get("headline")), compare_table(res)]) + "\n")
         if args.ablate:
             rows = run_ablation(
-                scen, args.hours, _Bar("ablation"), parallel=False if args.serial else None
+                scen, args.hours, Bar("ablation"), parallel=False if args.serial else None
             )
             out.write(ablation_table(rows) + "\n")
             res = {**res, "ablation": rows}
-        _emit_json(res, args.json)
+        emit_json(res, args.json)
     elif args.command == "train":
         try:
             res = train_cli.run(args)
@@ -421,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(str(exc))
         if args.json is None:
             print(train_cli.describe(res))
-        _emit_json(res, args.json)
+        emit_json(res, args.json)
     elif args.command == "perf":
         try:
             res = perf_point(
@@ -462,12 +331,12 @@ def main(argv: list[str] | None = None) -> int:
                     else ""
                 )
             )
-        _emit_json(res, args.json)
+        emit_json(res, args.json)
     elif args.command == "validate":
         from .validate import run as run_validate
 
         res = run_validate(refit=args.refit, tails=not args.no_tails)
-        _emit_json(res, args.json)
+        emit_json(res, args.json)
     elif args.command == "model":
         from .catalog import MODELS as CATALOG
         from .models_hf import add_user_model, model_from_hf_config
@@ -506,5 +375,5 @@ def main(argv: list[str] | None = None) -> int:
         res = replay_blocks(reqs, args.capacity_blocks, args.policy)
         if args.json is None:
             print(f"hit ratio {res['hit_ratio']:.3f}, evictions {res['evictions']}")
-        _emit_json(res, args.json)
+        emit_json(res, args.json)
     return 0

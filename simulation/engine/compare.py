@@ -1,7 +1,8 @@
 """Run ``split`` and ``unified`` on the same workload (the ``compare`` command).
 
 Both policies get the identical scenario (same seed, jobs, services, faults); only
-``Policy.name`` differs. With two or more CPUs the two runs go to two processes.
+``Policy.name`` differs. With two or more CPUs the runs (both policies, every seed) go to
+a pool of processes, one per CPU.
 """
 
 from __future__ import annotations
@@ -9,9 +10,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import multiprocessing as mp
+import os
 import queue
 import random
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from .engine import Engine
@@ -186,15 +189,76 @@ def run_policy(
     return eng.summary()
 
 
-def _worker(args: tuple) -> tuple[str, dict]:
-    scen_dict, policy, hours, queue = args
+POLICIES = ("split", "unified")
+
+
+def _worker(args: tuple) -> tuple[tuple, dict]:
+    scen_dict, policy, hours, queue, key = args
     every = 10
 
     def cb(i: int, n: int) -> None:
         if i % every == 0 or i == n:
-            queue.put((policy, i, n))
+            queue.put((key, i, n))
 
-    return policy, run_policy(Scenario.from_dict(scen_dict), policy, hours, cb)
+    return key, run_policy(Scenario.from_dict(scen_dict), policy, hours, cb)
+
+
+def _steps(scen: Scenario, hours: float) -> int:
+    return max(math.ceil(hours * 3600.0 / scen.step_seconds - 1e-9), 0)
+
+
+def run_compare_seeds(
+    scens: dict[int, Scenario],
+    hours: float,
+    progress: Callable[[int, int], None] | None = None,
+    parallel: bool | None = None,
+    workers: int | None = None,
+) -> dict[int, dict[str, dict]]:
+    """Both policies on each seed's scenario: ``{seed: {policy: summary}}``.
+
+    In parallel (the default with two or more CPUs) every (seed, policy) run is one task of
+    one process pool with a worker per CPU, so three seeds keep both CPUs of a 2-core
+    machine busy until the last run, not one pair at a time. Each run is a pure function of
+    its scenario and policy, so the figures are those of the serial runs bit for bit.
+    ``progress(done, total)`` counts the steps of all runs.
+    """
+    tasks = [(seed, pol) for seed in scens for pol in POLICIES]
+    steps = {seed: _steps(sc, hours) for seed, sc in scens.items()}
+    total = sum(steps[seed] for seed, _ in tasks)
+    cpus = os.cpu_count() or 1
+    if parallel is None:
+        parallel = cpus >= 2
+    out: dict[int, dict[str, dict]] = {seed: {} for seed in scens}
+    if not parallel:
+        before = 0
+        for seed, pol in tasks:
+
+            def cb(i: int, n: int, before: int = before) -> None:
+                progress(before + i, total)
+
+            out[seed][pol] = run_policy(scens[seed], pol, hours, None if progress is None else cb)
+            before += steps[seed]
+        return out
+    n_workers = max(1, min(workers or cpus, len(tasks)))
+    ctx = mp.get_context("spawn")
+    dicts = {seed: sc.to_dict() for seed, sc in scens.items()}
+    with ctx.Manager() as mgr:
+        q = mgr.Queue()
+        with ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx) as pool:
+            futs = [pool.submit(_worker, (dicts[k[0]], k[1], hours, q, k)) for k in tasks]
+            done = dict.fromkeys(tasks, 0)
+            while not all(f.done() for f in futs) or not q.empty():
+                try:
+                    key, i, _ = q.get(timeout=0.1)
+                    done[tuple(key)] = i
+                    if progress is not None:
+                        progress(sum(done.values()), total)
+                except queue.Empty:
+                    pass
+            for f in futs:
+                (seed, pol), summary = f.result()
+                out[seed][pol] = summary
+    return {seed: {pol: out[seed][pol] for pol in POLICIES} for seed in scens}
 
 
 def run_compare(
@@ -204,34 +268,4 @@ def run_compare(
     parallel: bool | None = None,
 ) -> dict[str, dict]:
     """Both policies on ``scen``; ``progress(done, total)`` counts steps of both runs."""
-    steps = max(math.ceil(hours * 3600.0 / scen.step_seconds - 1e-9), 0)
-    total = 2 * steps
-    if parallel is None:
-        parallel = (mp.cpu_count() or 1) >= 2
-    if not parallel:
-        out = {}
-        for k, pol in enumerate(("split", "unified")):
-            out[pol] = run_policy(
-                scen,
-                pol,
-                hours,
-                None if progress is None else (lambda i, n, k=k: progress(k * steps + i, total)),
-            )
-        return out
-    ctx = mp.get_context("spawn")
-    with ctx.Manager() as mgr:
-        q = mgr.Queue()
-        with ctx.Pool(2) as pool:
-            res = pool.map_async(
-                _worker, [(scen.to_dict(), p, hours, q) for p in ("split", "unified")]
-            )
-            done = {"split": 0, "unified": 0}
-            while not res.ready() or not q.empty():
-                try:
-                    pol, i, _ = q.get(timeout=0.1)
-                    done[pol] = i
-                    if progress is not None:
-                        progress(sum(done.values()), total)
-                except queue.Empty:
-                    pass
-            return dict(res.get())
+    return run_compare_seeds({scen.seed: scen}, hours, progress, parallel)[scen.seed]

@@ -8,7 +8,7 @@ gives the same snapshot. Power and temperature are the thermal mechanism's outpu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -41,14 +41,27 @@ class Snapshot:
     """Metrics of one step. ``values[entity_kind][metric]`` is a float or an array."""
 
     def __init__(
-        self, t: float, keys: dict, values: dict[str, dict], serving_hist: dict | None = None
+        self,
+        t: float,
+        keys: dict,
+        values: dict[str, dict],
+        serving_hist: dict | Callable[[], dict] | None = None,
     ) -> None:
         self.t = t
         self._keys = keys  # entity_kind -> callable returning the key list
         self.values = values
         # {histogram: (workloads, bounds + 2)} bucket counts of the step's sampled requests
         # (``serving_histograms``), rows aligned with the workload keys; NaN rows: none.
-        self.serving_hist = serving_hist or {}
+        # May be given as a function: built on first read (a run that never exports them,
+        # e.g. ``compare``, skips padding thousands of job rows every step).
+        self._serving_hist = serving_hist
+
+    @property
+    def serving_hist(self) -> dict:
+        """{histogram: (workloads, bounds + 2)} bucket counts (see ``__init__``)."""
+        if callable(self._serving_hist):
+            self._serving_hist = self._serving_hist()
+        return self._serving_hist or {}
 
     def __getitem__(self, metric: str):
         for vals in self.values.values():
@@ -272,8 +285,12 @@ def build_snapshot(w: World, st: EngineState, res: StepResult) -> Snapshot:
         "link": idx.link_keys,
         "workload": lambda: jt.names + svc.names,
     }
-    hist = {
-        name: np.vstack([np.full((n_j, counts.shape[1]), np.nan), counts])
-        for name, counts in lat.get("serving_hist", {}).items()
-    }
+    step_hist = lat.get("serving_hist", {})
+
+    def hist() -> dict:
+        return {
+            name: np.vstack([np.full((n_j, counts.shape[1]), np.nan), counts])
+            for name, counts in step_hist.items()
+        }
+
     return Snapshot(st.t, keys, values, serving_hist=hist)

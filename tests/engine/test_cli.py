@@ -168,3 +168,20 @@ def test_a_bad_trace_row_is_reported_with_file_and_line(tmp_path):
     r = _run("kvcache", "--trace", f"mooncake:{p}", "--capacity-blocks", "4")
     assert r.returncode == 2
     assert f"{p}:2:" in r.stderr and "input_length" in r.stderr
+
+
+def test_compare_with_one_seed_prints_the_table_and_writes_the_json(tmp_path):
+    # Issue 35 item 8: `--seeds 1` used to crash formatting a count averaged to a float.
+    out = tmp_path / "one.json"
+    r = _run("compare", "--cards", "64", "--hours", "1", "--seeds", "1", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    data = json.loads(out.read_text())
+    assert data["seeds"] == [7]
+    assert data["spread"]["split"]["preemptions"]["n"] == 1
+    assert "preemptions" in r.stdout and "unified" in r.stdout
+
+
+def test_the_command_line_modules_stay_under_500_lines():
+    engine = ROOT / "simulation" / "engine"
+    for name in ("cli.py", "cli_tables.py"):
+        assert len((engine / name).read_text().splitlines()) < 500, name

@@ -146,3 +146,19 @@ def test_parallel_compare_gives_the_same_figures_as_a_serial_one():
     assert par == ser
     assert par["split"] != par["unified"]
     assert seen and seen[-1][0] == seen[-1][1]
+
+
+def test_seeds_and_policies_in_one_process_pool_give_the_serial_figures():
+    from simulation.engine.compare import run_compare_seeds
+
+    scens = {
+        seed: default_scenario(512, seed=seed, n_training_jobs=10, n_services=4, step_seconds=600.0)
+        for seed in (4, 5, 6)
+    }
+    seen = []
+    par = run_compare_seeds(scens, 2.0, lambda d, n: seen.append((d, n)), parallel=True, workers=2)
+    ser = run_compare_seeds(scens, 2.0, parallel=False)
+    assert par == ser
+    assert list(par) == [4, 5, 6] and all(list(r) == ["split", "unified"] for r in par.values())
+    assert par[4]["split"] != par[5]["split"]  # each seed its own workload
+    assert seen and seen[-1] == (3 * 2 * 12, 3 * 2 * 12)  # 2 h of 600 s steps, six runs

@@ -221,3 +221,22 @@ def test_the_split_baseline_tail_does_not_fall_as_replayed_load_rises(tmp_path):
     # than the run quantiles' resolution (6 %: log-spaced bins), as it did (-20 % at x2).
     assert all(b >= 0.94 * a for a, b in zip(p99, p99[1:], strict=False)), p99
     assert p99[-1] >= p99[0]
+
+
+def test_the_step_quantiles_read_in_one_pass_equal_each_groups_own():
+    # Issue 35 item 7: the step's groups are read with a few array calls, not per group;
+    # the figures must be the per-group ones exactly (same sort, same interpolation).
+    from simulation.engine.serving.requests import _quantiles, _segment_quantiles, _segments
+
+    rng = np.random.default_rng(3)
+    sizes = [1, 2, 64, 0, 7, 33]
+    values = [rng.lognormal(0.0, 1.5, k) for k in sizes]
+    gid = np.repeat(np.arange(len(sizes)), sizes)
+    xs, offs, ks = _segments(np.concatenate(values), gid, len(sizes))
+    q = _segment_quantiles(xs, offs, ks, (0.5, 0.99))
+    for i, v in enumerate(values):
+        if v.size:
+            assert q[i].tolist() == _quantiles(v, (0.5, 0.99))
+            assert xs[offs[i] : offs[i] + ks[i]].tolist() == np.sort(v).tolist()
+        else:
+            assert np.isnan(q[i]).all()

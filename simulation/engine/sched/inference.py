@@ -189,11 +189,40 @@ class ServiceTable:
         work = prefill_work(tokens, self._prefill(tokens), self.chunk_t_tok, self.chunk_w1)
         return work + tokens / CHUNK_TOKENS * dec, dec
 
+    # The perf model is a pure function of the static tables and these inputs, and one step
+    # asks it the same questions several times (the prefill of the step's prompts for every
+    # occupancy tried, the decode step at the batch cap every step): a small memo returns
+    # the very arrays it computed (issue 35 item 7: ~1/4 of a step's time).
+    _MEMO_ENTRIES = 64
+    MEMO_FIELDS = ("_memo_table", "_parts")  # not state: rebuilt as a run goes
+
+    def _dtype_parts(self) -> list[tuple[str, np.ndarray, SimpleNamespace]]:
+        parts = self.__dict__.get("_parts")
+        if parts is None:
+            parts = []
+            for d in sorted(set(self.dtype)):
+                sel = np.array([x == d for x in self.dtype])
+                sub = SimpleNamespace(**{k: v[sel] for k, v in vars(self.m).items()})
+                parts.append((d, sel, sub))
+            self._parts = parts
+        return parts
+
+    def _memo(self, key: tuple, compute) -> np.ndarray:
+        memo = self.__dict__.setdefault("_memo_table", {})
+        out = memo.get(key)
+        if out is None:
+            if len(memo) >= self._MEMO_ENTRIES:
+                memo.clear()
+            out = memo[key] = compute()
+        return out.copy()
+
     def _prefill(self, tokens):
+        tokens = np.asarray(tokens, dtype=float)
+        return self._memo(("prefill", tokens.tobytes()), lambda: self._prefill_raw(tokens))
+
+    def _prefill_raw(self, tokens):
         out = np.empty(self.n)
-        for d in set(self.dtype):
-            sel = np.array([x == d for x in self.dtype])
-            sub = SimpleNamespace(**{k: v[sel] for k, v in vars(self.m).items()})
+        for d, sel, sub in self._dtype_parts():
             out[sel] = prefill_seconds(
                 sub,
                 self.hw,
@@ -206,10 +235,13 @@ class ServiceTable:
         return out
 
     def _decode(self, batch):
+        batch = np.asarray(batch, dtype=float)
+        key = ("decode", batch.tobytes(), self.context.tobytes())
+        return self._memo(key, lambda: self._decode_raw(batch))
+
+    def _decode_raw(self, batch):
         out = np.empty(self.n)
-        for d in set(self.dtype):
-            sel = np.array([x == d for x in self.dtype])
-            sub = SimpleNamespace(**{k: v[sel] for k, v in vars(self.m).items()})
+        for d, sel, sub in self._dtype_parts():
             out[sel] = decode_seconds_per_token(
                 sub,
                 self.hw,
