@@ -8,6 +8,7 @@ the table are written by hand with each change.
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,9 +154,12 @@ def rows() -> list[tuple[str, str, str, str, str]]:
                 f"{cmp['load_average_before']:.0f} on {cmp['cpus']} CPUs)"
             )
             if "speedup" in cmp:
+                cpu = statistics.median(cmp["cpu_s_runs"])
+                cpu0 = statistics.median(cmp["baseline_cpu_s_runs"])
                 measured += (
-                    f"; {cmp['speedup']:.1f}× faster than the baseline's "
-                    f"{cmp['baseline_wall_s']:.0f} s, same figures: "
+                    f"; baseline {cmp['baseline_wall_s']:.0f} s in the same session "
+                    f"(wall ×{cmp['speedup']:.2f}, CPU {cpu0:.0f} → {cpu:.0f} s: "
+                    f"×{cpu0 / cpu:.2f}), same figures: "
                     f"{'yes' if cmp['same_figures_as_baseline'] else 'no'}"
                 )
         out.append(
