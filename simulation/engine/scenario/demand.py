@@ -25,6 +25,7 @@ The submission rate is set so the *offered* load (card-hours requested per hour)
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from dataclasses import dataclass
@@ -125,16 +126,30 @@ def mean_card_seconds(p: DemandParams = PARAMS, max_gang: int = 512) -> float:
     return float((w * cap * np.minimum(med * math.exp(SIGMA**2 / 2), MAX_RUN_S)).sum())
 
 
-def _sweep(rnd: random.Random, t: float, p: DemandParams, horizon_s: float, max_gang: int):
+def _size_table(p: DemandParams) -> tuple[list[float], list[float]]:
+    """(cards, cumulative weights) for ``random.choices``: what it builds from the weights
+    on every call, built once per draw (~60k sweeps at 10,240 cards; same draws)."""
+    cards_k, probs = p.size_probs()
+    return cards_k.tolist(), list(itertools.accumulate(probs.tolist()))
+
+
+def _sweep(
+    rnd: random.Random,
+    t: float,
+    p: DemandParams,
+    horizon_s: float,
+    max_gang: int,
+    table: tuple[list[float], list[float]] | None = None,
+):
     """The jobs of one sweep started at ``t`` (same size; warm-start jobs trimmed to t = 0)."""
     from .training_demand import JOB_SIZE_MIX
 
-    cards_k, probs = p.size_probs()
+    cards_k, cum = table or _size_table(p)
     q = 1.0 / p.sweep_mean
     n = 1
     while rnd.random() > q:
         n += 1
-    cards = int(min(rnd.choices(cards_k, weights=probs)[0], max_gang))
+    cards = int(min(rnd.choices(cards_k, cum_weights=cum)[0], max_gang))
     params = [pp for c, _, pp in JOB_SIZE_MIX if c <= cards][-1]
     med = p.m1_s * cards**SIZE_EXPONENT
     out = []
@@ -200,6 +215,7 @@ def draw_jobs(
                 return t
 
     target = training_load * train_cards * horizon_s
+    table = _size_table(p)
     best, best_err = None, math.inf
     for _ in range(MAX_DRAWS if condition and horizon_s > 0 else 1):
         sweeps = []
@@ -208,7 +224,7 @@ def draw_jobs(
             t = next_start(t)
             if t >= horizon_s:
                 break
-            sweeps.append(_sweep(rnd, t, p, horizon_s, max_gang))
+            sweeps.append(_sweep(rnd, t, p, horizon_s, max_gang, table))
         err = abs(sum(_offered(sw, horizon_s) for sw in sweeps) / max(target, 1e-9) - 1.0)
         if err < best_err:
             best, best_err = sweeps, err
