@@ -226,7 +226,7 @@ def test_the_split_baseline_tail_does_not_fall_as_replayed_load_rises(tmp_path):
 def test_the_step_quantiles_read_in_one_pass_equal_each_groups_own():
     # Issue 35 item 7: the step's groups are read with a few array calls, not per group;
     # the figures must be the per-group ones exactly (same sort, same interpolation).
-    from simulation.engine.serving.requests import _quantiles, _segment_quantiles, _segments
+    from simulation.engine.serving.readout import _quantiles, _segment_quantiles, _segments
 
     rng = np.random.default_rng(3)
     sizes = [1, 2, 64, 0, 7, 33]
