@@ -22,7 +22,7 @@ from django.utils import timezone
 from accounts.models import Tenant
 from scheduling.models import SchedulerJob
 from telemetry.models import AttributionKind, Entity
-from telemetry.read import card_holdings, metrics_by_name, series_read
+from telemetry.read import card_holdings, metrics_by_name, series_read_entities
 
 LOOKBACK = timedelta(hours=6)
 UTILIZATION = "accelerator_utilization_ratio"
@@ -147,17 +147,27 @@ def idle_allocations(
             if key in running and holding.open:
                 by_job[key].append(holding)
         minimum = timedelta(minutes=rule.minutes)
+        # One grouped read of every held card from the earliest holding's start (a query per
+        # tier, not one per card); each card then keeps the points from its own holding's
+        # start (the bucket that holds it on).
+        first = min((h.start for held in by_job.values() for h in held), default=now)
+        read = series_read_entities(
+            metric=metric,
+            entities=[entities[h.entity_id] for held in by_job.values() for h in held],
+            start=first,
+            end=now,
+        )
         for key, held in by_job.items():
             row = IdleJob(job=running[key], cards_held=len(held))
             for holding in held:
-                series = series_read(
-                    metric=metric, entity=entities[holding.entity_id], start=holding.start, end=now
-                )
-                if not series.points:
+                series = read[holding.entity_id]
+                reach = timedelta(seconds=series.step_seconds)
+                points = [p for p in series.points if p.ts + reach > holding.start]
+                if not points:
                     row.cards_unmeasured += 1
                     continue
                 counted = False
-                for begin, end, current in _runs(series.points, series.step_seconds, rule.ratio):
+                for begin, end, current in _runs(points, series.step_seconds, rule.ratio):
                     begin, end = max(begin, holding.start), min(end, holding.until)
                     if end - begin < minimum:
                         continue

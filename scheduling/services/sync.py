@@ -45,6 +45,12 @@ MAX_REFUSALS_KEPT = 20
 # A Kubernetes answer is the whole list: a stored, unfinished pod missing from it was deleted
 # (its end is not reported, so the sync that noticed is taken as its end).
 VANISHED_STATE = "DELETED"
+BATCH = 1000
+# The job columns a sync compares and writes (in ``values_list`` order).
+JOB_FIELDS = (
+    "tenant_id", "name", "account", "user_name", "partition", "state", "state_reason", "nodes",
+    "allocation", "gpus", "npus", "submit_time", "start_time", "end_time", "estimated_start",
+)  # fmt: skip
 
 
 @dataclass
@@ -124,7 +130,16 @@ def _store(
             )
         )
         reasons: Counter = Counter(reason for _job, reason in refused_jobs)
-        existing = {j.job_id: j for j in SchedulerJob.objects.filter(source=source)}
+        # Only what changed is written (one bulk statement per kind): a 20,000-job answer in
+        # which a hundred jobs moved writes a hundred rows. ``synced_at`` is therefore when
+        # the sync last wrote the row — the attribution reads this sync's ended jobs by it.
+        existing = {
+            row[0]: row[1:]
+            for row in SchedulerJob.objects.filter(source=source).values_list(
+                "job_id", "pk", *JOB_FIELDS
+            )
+        }
+        created, updated = [], []
         stored = 0
         for record in jobs:
             tenant_id = tenants.get(record.account)
@@ -140,22 +155,32 @@ def _store(
                 "nodes": record.nodes, "allocation": record.allocation, "gpus": record.gpus,
                 "npus": record.npus, "submit_time": record.submit_time,
                 "start_time": record.start_time, "end_time": record.end_time,
-                "estimated_start": record.estimated_start, "synced_at": now,
+                "estimated_start": record.estimated_start,
             }  # fmt: skip
+            stored += 1
             row = existing.get(record.job_id)
             if row is None:
-                SchedulerJob.objects.create(source=source, job_id=record.job_id, **values)
-            else:
-                for name, value in values.items():
-                    setattr(row, name, value)
-                row.save()
-            stored += 1
+                created.append(
+                    SchedulerJob(source=source, job_id=record.job_id, synced_at=now, **values)
+                )
+            elif tuple(values[name] for name in JOB_FIELDS) != row[1:]:
+                updated.append(
+                    SchedulerJob(
+                        pk=row[0], source=source, job_id=record.job_id, synced_at=now, **values
+                    )  # fmt: skip
+                )
+        SchedulerJob.objects.bulk_create(created, batch_size=BATCH)
+        SchedulerJob.objects.bulk_update(updated, [*JOB_FIELDS, "synced_at"], batch_size=BATCH)
         if complete is not None:
-            for job_id, row in existing.items():
-                if job_id not in complete and row.end_time is None:
-                    row.state, row.end_time, row.synced_at = VANISHED_STATE, now, now
-                    row.estimated_start = None
-                    row.save(update_fields=["state", "end_time", "synced_at", "estimated_start"])
+            end_at = 1 + JOB_FIELDS.index("end_time")
+            vanished = [
+                row[0]
+                for job_id, row in existing.items()
+                if job_id not in complete and row[end_at] is None
+            ]
+            SchedulerJob.objects.filter(pk__in=vanished).update(
+                state=VANISHED_STATE, end_time=now, synced_at=now, estimated_start=None
+            )
         refused = {reason: count for reason, count in reasons.most_common(MAX_REFUSALS_KEPT)}
         source.jobs_update_time = started - WATERMARK_OVERLAP_SECONDS
     _replace(SchedulerNode, source, {n.name: {"state": n.state, "gres": n.gres,
@@ -180,11 +205,22 @@ def _store(
 
 
 def _replace(model, source: SchedulerSource, wanted: dict[str, dict]) -> None:
-    """Upsert the rows named in ``wanted``; delete the source's others."""
+    """Make the source's rows match ``wanted`` (name → values), writing only the rows that
+    changed: new ones created, changed ones updated, the others deleted."""
     model.objects.filter(source=source).exclude(name__in=wanted).delete()
     rows = {row.name: row for row in model.objects.filter(source=source)}
+    created, updated, fields = [], [], set()
     for name, values in wanted.items():
-        row = rows.get(name) or model(source=source, name=name)
-        for key, value in values.items():
-            setattr(row, key, value)
-        row.save()
+        row = rows.get(name)
+        if row is None:
+            created.append(model(source=source, name=name, **values))
+            continue
+        differ = [key for key, value in values.items() if getattr(row, key) != value]
+        for key in differ:
+            setattr(row, key, values[key])
+        if differ:
+            updated.append(row)
+            fields.update(differ)
+    model.objects.bulk_create(created, batch_size=BATCH)
+    if updated:
+        model.objects.bulk_update(updated, sorted(fields), batch_size=BATCH)

@@ -7,6 +7,7 @@ selectors; none of them touches ``Sample``, ``Frame``, ``Rollup`` or the frame b
 three rollup tiers; a reader never cares which one answered.
 
 - **series**: ``series_read`` (one entity, automatic resolution), ``series_read_many`` /
+  ``series_read_entities`` (one metric of many entities, one query per tier) /
   ``series_points_many`` (several metrics of one entity, one query per tier), ``series_points``,
   ``kind_series`` / ``kind_series_many`` (a whole kind reduced per time), ``cluster_series``.
 - **window aggregates**: ``window_values`` (every entity of a kind — alert rules),
@@ -81,6 +82,7 @@ from telemetry.read.local import entity_windows as _entity_windows
 from telemetry.read.local import kind_windows as _kind_windows
 from telemetry.read.local import latest as _latest
 from telemetry.read.local import series as _series
+from telemetry.read.local import series_entities as _series_entities
 from telemetry.read.local.attribution import BoundInterval, HeldByHour
 from telemetry.read.local.attribution import bound_intervals as attribution_bound_intervals
 from telemetry.read.local.attribution import held_by_hour as attribution_held_by_hour
@@ -204,6 +206,7 @@ __all__ = [
     "series_points",
     "series_points_many",
     "series_read",
+    "series_read_entities",
     "series_read_many",
     "serving_canary_comparison",
     "serving_counters_latest",
@@ -239,6 +242,22 @@ def series_points(metric: MetricDefinition | None, entity: Entity | None, tr: Ti
         return _latest.series_points(metric, entity, tr)
     series = series_read(metric=metric, entity=entity, start=tr.start, end=tr.end)
     return [(p.ts, p.mean) for p in series.points]
+
+
+def series_read_entities(
+    *, metric: MetricDefinition, entities: Iterable[Entity], start: datetime, end: datetime
+) -> dict[int, Series]:
+    """``{entity id: Series}``: one metric of many entities, one grouped query per tier from
+    the store; entities of PromQL clusters are read one range query each."""
+    entities = list(entities)
+    remote = {e.pk for e in entities if promql.source_for(e.cluster_id) is not None}
+    found = _series_entities.series_read_entities(
+        metric=metric, entities=[e for e in entities if e.pk not in remote], start=start, end=end
+    )
+    for entity in entities:
+        if entity.pk in remote:
+            found[entity.pk] = series_read(metric=metric, entity=entity, start=start, end=end)
+    return found
 
 
 def series_read_many(

@@ -10,7 +10,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
+from scheduling.models import SchedulerJob
 from telemetry.ingest.attribution import Holder, Observation, attribution_record
 from telemetry.models import AttributionInterval, AttributionKind
 from telemetry.read import attribution_held_by_hour, card_holdings, holder_now
@@ -218,3 +222,25 @@ def test_a_real_slurm_jobs_cards_are_attributed_and_its_cancellation_ends_them(
     # that sync: within a few seconds of it).
     assert all(r.ended_at is not None for r in intervals)
     assert all(abs((r.ended_at - row.end_time).total_seconds()) <= 10 for r in intervals)
+
+
+def test_a_re_sync_writes_only_the_jobs_that_changed(tenants):
+    s = site(tenants)
+    start = timezone.now().replace(microsecond=0) - timedelta(hours=1)
+    first, later = start + timedelta(minutes=10), start + timedelta(minutes=20)
+    jobs = [
+        job(1, cards={"gpu-001": [0]}, start=start),
+        job(2, cards={"gpu-001": [1]}, start=start),
+    ]
+    store(s.source, jobs, first)
+    ended = job(2, state="COMPLETED", cards={"gpu-001": [1]}, start=start, end=later)
+    with CaptureQueriesContext(connection) as captured:
+        store(s.source, [jobs[0], ended], later)
+    job_writes = [
+        q["sql"] for q in captured.captured_queries
+        if q["sql"].startswith(("INSERT", "UPDATE")) and '"scheduling_schedulerjob"' in q["sql"][:40]
+    ]  # fmt: skip
+    assert len(job_writes) == 1  # job 2 only, in one statement
+    synced = dict(SchedulerJob.objects.values_list("job_id", "synced_at"))
+    assert synced == {1: first, 2: later}
+    assert SchedulerJob.objects.get(job_id=2).state == "COMPLETED"
