@@ -154,7 +154,10 @@ class SchedulerJob(models.Model):
     # A pending job's start as the scheduler estimates it (v0.0.38 answers it as the pending
     # job's ``start_time``); empty once the job starts or when the scheduler has no estimate.
     estimated_start = models.DateTimeField(_("estimated start"), null=True, blank=True)
-    synced_at = models.DateTimeField(_("synced at"))
+    # The sync that last changed this row (an unchanged job is not rewritten: a sync of
+    # 20,000 jobs writes only those that moved); the source's own last sync says when the
+    # scheduler last answered.
+    synced_at = models.DateTimeField(_("last changed by a sync at"))
 
     class Meta:
         ordering = ["source", "-job_id"]

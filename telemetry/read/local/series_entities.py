@@ -76,9 +76,7 @@ def series_read_entities(
     grouped = [e for e in entities if (e.cluster_id, e.kind) not in framed]
     if connection.vendor != "postgresql":
         single, grouped = entities, []
-    found = {
-        e.pk: series_read(metric=metric, entity=e, start=start, end=end) for e in single
-    }
+    found = {e.pk: series_read(metric=metric, entity=e, start=start, end=end) for e in single}
     if grouped:
         source, resolution, step = choose_source(start, end)
         buckets: dict[int, dict[int, list[float]]] = {e.pk: {} for e in grouped}
@@ -87,7 +85,10 @@ def series_read_entities(
         for entity in grouped:
             points = [
                 SeriesPoint(
-                    ts=utc_at(key), mean=agg[1] / agg[0], min=agg[2], max=agg[3],
+                    ts=utc_at(key),
+                    mean=agg[1] / agg[0],
+                    min=agg[2],
+                    max=agg[3],
                     count=int(agg[0]),
                 )  # fmt: skip
                 for key, agg in sorted(buckets[entity.pk].items())
