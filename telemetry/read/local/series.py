@@ -253,8 +253,15 @@ def _buckets_many(
     """``(source, step, {metric id: {bucket start: [count, sum, min, max]}})`` (PostgreSQL)."""
     source, resolution, step = choose_source(start, end)
     buckets: dict[int, dict[int, list[float]]] = {m.pk: {} for m in metrics}
-    _fold_tiered_many(
-        [m.pk for m in metrics], entity.pk, start, end, resolution, step, buckets, watermarks()
+    fold_grouped_tiers(
+        (_PG_RAW_MANY, _PG_ROLLUP_MANY),
+        ([m.pk for m in metrics], entity.pk),
+        start,
+        end,
+        resolution,
+        step,
+        buckets,
+        watermarks(),
     )
     positions = entity_positions(entity)
     if positions:
@@ -289,9 +296,9 @@ GROUP BY metric_id, k
 """
 
 
-def _fold_tiered_many(
-    metric_ids: list[int],
-    entity_id: int,
+def fold_grouped_tiers(
+    queries: tuple[str, str],
+    selects: tuple[object, object],
     start: datetime,
     end: datetime,
     resolution: int,
@@ -299,24 +306,27 @@ def _fold_tiered_many(
     buckets: dict[int, dict],
     marks: dict[int, datetime],
 ) -> None:
+    """The tier walk of :func:`_fold_tiered` for a grouped read (PostgreSQL): ``queries`` are
+    the raw and rollup statements, each grouping by one key column (a metric id, or an entity
+    id) and the bucket; ``selects`` their metric and entity parameters (one of them a list);
+    each row is folded into ``buckets[key]``."""
     if start >= end:
         return
+    raw, rollup = queries
     if resolution == 0:
-        sql, params = _PG_RAW_MANY, [step, step, metric_ids, entity_id, start, end]
-        upto = end
+        sql, params, upto = raw, [step, step, *selects, start, end], end
     else:
         complete = marks.get(resolution)
         upto = min(end, complete) if complete else start
-        sql = _PG_ROLLUP_MANY
-        params = [step, step, metric_ids, entity_id, resolution, start, upto]
+        sql, params = rollup, [step, step, *selects, resolution, start, upto]
     if upto > start:
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
-            for metric_id, key, count, total, low, high in cursor.fetchall():
-                fold_bucket(buckets[metric_id], int(key), int(count), total, low, high)
+            for key_id, key, count, total, low, high in cursor.fetchall():
+                fold_bucket(buckets[key_id], int(key), int(count), total, low, high)
     if resolution:
-        _fold_tiered_many(
-            metric_ids, entity_id, max(start, upto), end, FINER[resolution], step, buckets, marks
+        fold_grouped_tiers(
+            queries, selects, max(start, upto), end, FINER[resolution], step, buckets, marks
         )
 
 

@@ -14,12 +14,11 @@ from datetime import datetime
 from django.db import connection
 
 from telemetry.models import Entity, FrameLayout, MetricDefinition
-from telemetry.read.local.frames import fold_bucket
 from telemetry.read.local.series import (
-    FINER,
     Series,
     SeriesPoint,
     choose_source,
+    fold_grouped_tiers,
     series_read,
     utc_at,
 )
@@ -42,26 +41,6 @@ GROUP BY entity_id, k
 """
 
 
-def _fold(metric_id, entity_ids, start, end, resolution, step, buckets, marks) -> None:
-    """Rollups up to their watermark, then the next finer source (as ``_fold_tiered``)."""
-    if start >= end:
-        return
-    if resolution == 0:
-        sql, params, upto = _PG_RAW, [step, step, metric_id, entity_ids, start, end], end
-    else:
-        complete = marks.get(resolution)
-        upto = min(end, complete) if complete else start
-        sql = _PG_ROLLUP
-        params = [step, step, metric_id, entity_ids, resolution, start, upto]
-    if upto > start:
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            for entity_id, key, count, total, low, high in cursor.fetchall():
-                fold_bucket(buckets[entity_id], int(key), int(count), total, low, high)
-    if resolution:
-        _fold(metric_id, entity_ids, max(start, upto), end, FINER[resolution], step, buckets, marks)
-
-
 def series_read_entities(
     *, metric: MetricDefinition, entities: Iterable[Entity], start: datetime, end: datetime
 ) -> dict[int, Series]:
@@ -81,7 +60,16 @@ def series_read_entities(
         source, resolution, step = choose_source(start, end)
         buckets: dict[int, dict[int, list[float]]] = {e.pk: {} for e in grouped}
         ids = list(buckets)
-        _fold(metric.pk, ids, start, end, resolution, step, buckets, watermarks())
+        fold_grouped_tiers(
+            (_PG_RAW, _PG_ROLLUP),
+            (metric.pk, ids),
+            start,
+            end,
+            resolution,
+            step,
+            buckets,
+            watermarks(),
+        )
         for entity in grouped:
             points = [
                 SeriesPoint(
