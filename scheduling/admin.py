@@ -3,6 +3,7 @@
 from django.contrib import admin
 
 from scheduling.models import SchedulerAccountMapping, SchedulerJob, SchedulerSource
+from scheduling.models_calendar import CalendarApplication, CalendarAuditEntry, CalendarRevision
 from scheduling.services.sources import (
     scheduler_account_mapping_create,
     scheduler_account_mapping_delete,
@@ -41,3 +42,35 @@ class SchedulerJobAdmin(admin.ModelAdmin):
     list_display = ("source", "job_id", "account", "tenant", "partition", "state", "gpus", "npus")
     list_filter = ("state", "partition")
     readonly_fields = [f.name for f in SchedulerJob._meta.fields]
+
+
+class _ReadOnly(admin.ModelAdmin):
+    """Calendar rows change only through the four-eyes commands (page and API): read here."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(CalendarRevision)
+class CalendarRevisionAdmin(_ReadOnly):
+    list_display = ("calendar", "number", "state", "day_start", "day_end", "timezone",
+                    "requested_by", "decided_by")  # fmt: skip
+    list_filter = ("state",)
+
+
+@admin.register(CalendarApplication)
+class CalendarApplicationAdmin(_ReadOnly):
+    list_display = ("revision", "outcome", "applied_by", "started_at", "finished_at")
+    list_filter = ("outcome",)
+
+
+@admin.register(CalendarAuditEntry)
+class CalendarAuditEntryAdmin(_ReadOnly):
+    list_display = ("at", "calendar", "revision", "actor_label", "action")
+    list_filter = ("action",)

@@ -215,3 +215,12 @@ class SchedulerPartition(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# The day/night window calendar's models live in their own module (kept under ~500 lines).
+from scheduling.models_calendar import (  # noqa: E402, F401
+    CalendarApplication,
+    CalendarAuditEntry,
+    CalendarRevision,
+    WindowCalendar,
+)

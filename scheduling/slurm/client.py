@@ -24,7 +24,10 @@ _VERSION_PATH = re.compile(r"^/slurm/(v\d+\.\d+\.\d+)/")
 
 class SchedulerError(Exception):
     """The scheduler could not be read (down, refused, garbage, ``errors[]``, no known API
-    version). The message says what, in a few words, and never carries the token."""
+    version). The message says what, in a few words, and never carries the token.
+    ``error_numbers`` holds Slurm's error numbers when slurmrestd reported ``errors[]``."""
+
+    error_numbers: frozenset[int] | set[int] = frozenset()
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -48,11 +51,23 @@ class SlurmClient:
 
     def get(self, path: str, params: dict | None = None) -> dict | None:
         """The decoded answer, or ``None`` for 304 (nothing changed since ``update_time``)."""
+        return self._request(path, params=params)
+
+    def post(self, path: str, body: dict) -> dict | None:
+        """POST ``body`` as JSON (a job update); the decoded answer, ``errors[]`` checked."""
+        return self._request(path, body=body)
+
+    def _request(self, path: str, *, params: dict | None = None, body: dict | None = None):
         url = self.base_url + path + ("?" + urllib.parse.urlencode(params) if params else "")
+        headers = self.headers
+        if body is not None:
+            headers = {**headers, "Content-Type": "application/json"}
         try:
             response = outbound_request(
-                url, deadline_seconds=self.timeout, max_bytes=MAX_BYTES, headers=self.headers
-            )
+                url, deadline_seconds=self.timeout, max_bytes=MAX_BYTES, headers=headers,
+                method="GET" if body is None else "POST",
+                data=None if body is None else json.dumps(body).encode(),
+            )  # fmt: skip
         except OutboundRefused:
             raise SchedulerError(
                 _("%(path)s: refused by the outbound policy.") % {"path": path}
@@ -82,10 +97,16 @@ class SlurmClient:
                 str(e.get("error") or e.get("description") or e) if isinstance(e, dict) else str(e)
                 for e in errors[:3]
             )
-            raise SchedulerError(
+            error = SchedulerError(
                 _("%(path)s: slurmrestd reported errors: %(errors)s")
                 % {"path": path, "errors": described[:500]}
             )
+            # Slurm's own error numbers (2010: "Invalid user id", the token's user may not
+            # act on that job): callers that write tell a missing right from a failure.
+            error.error_numbers = {e.get("error_number") for e in errors if isinstance(e, dict)} - {
+                None
+            }
+            raise error
         if response.status != 200:
             raise SchedulerError(
                 _("%(path)s: slurmrestd answered HTTP %(status)s.")

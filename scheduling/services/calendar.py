@@ -1,0 +1,350 @@
+"""Commands on a cluster's day/night window calendar: request a revision, approve or reject
+it (four eyes: never the requester; bound to the revision the approver saw), and apply the
+approved newest revision to the scheduler, reading every change back.
+
+Every command and every refusal leaves a :class:`CalendarAuditEntry`; a refusal's row is
+committed in its own transaction, so it survives the refused command. Applying talks to the
+scheduler outside any transaction (scontrol and slurmrestd have their own deadlines): the
+application row is committed as *running* first and finished afterwards.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from rest_framework.exceptions import APIException
+
+from accounts.services.actor import Actor
+from inventory.models import Cluster
+from scheduling.calendar.kueue import apply_kueue_quota
+from scheduling.calendar.slurm import ApplyRefused, SlurmPlan, apply_slurm, reservation_name
+from scheduling.calendar.windows import DayWindow
+from scheduling.kubernetes.client import KubernetesClient
+from scheduling.models import SchedulerPartition, SchedulerSource
+from scheduling.models_calendar import (
+    CalendarApplication,
+    CalendarAuditEntry,
+    CalendarRevision,
+    WindowCalendar,
+)
+from scheduling.slurm.client import SchedulerError, SlurmClient
+
+# What a request may set (everything else is the workflow's).
+REVISION_FIELDS = (
+    "timezone",
+    "day_start",
+    "day_end",
+    "inference_partition",
+    "inference_nodes",
+    "inference_accounts",
+    "training_partitions",
+    "defer_min_cards",
+    "slurm_conf",
+    "cluster_queue",
+    "flavor",
+    "resource",
+    "day_quota",
+    "night_quota",
+)
+# An application still "running" after this long died with its process: a new one may start.
+STALE_APPLICATION = timedelta(minutes=10)
+
+
+class CalendarNotPermitted(APIException):
+    """The principal lacks the role the command needs, or would approve their own request."""
+
+    status_code = 403
+    default_detail = gettext_lazy("You may not do this to the calendar.")
+    default_code = "calendar_not_permitted"
+
+
+class CalendarConflict(APIException):
+    """The calendar is not in a state for this (another revision, not approved, running)."""
+
+    status_code = 409
+    default_detail = gettext_lazy("The calendar changed; reload.")
+    default_code = "calendar_conflict"
+
+
+def calendar_of(cluster: Cluster) -> WindowCalendar:
+    calendar, _created = WindowCalendar.objects.get_or_create(cluster=cluster)
+    return calendar
+
+
+def _audit(
+    *, calendar: WindowCalendar, actor: Actor, action: str, revision: int | None, reason: str = ""
+) -> CalendarAuditEntry:
+    return CalendarAuditEntry.objects.create(
+        calendar=calendar,
+        revision=revision,
+        actor=actor.user,
+        actor_label=actor.label,
+        action=action,
+        reason=reason[:2000],
+        source_ip=actor.ip,
+    )
+
+
+def _deny(
+    *,
+    calendar: WindowCalendar,
+    actor: Actor,
+    action: str,
+    revision: int | None,
+    refusal: APIException,
+) -> None:
+    with transaction.atomic():
+        _audit(
+            calendar=calendar,
+            actor=actor,
+            action=f"{action}_denied",
+            revision=revision,
+            reason=str(refusal.detail),
+        )
+    raise refusal
+
+
+def _require_newest(calendar: WindowCalendar, expected_revision: int) -> CalendarRevision:
+    if expected_revision != calendar.revision:
+        raise CalendarConflict(
+            _("The calendar is at revision %(now)s; you decided on revision %(sent)s. Reload.")
+            % {"now": calendar.revision, "sent": expected_revision}
+        )
+    return calendar.revisions.get(number=calendar.revision)
+
+
+def calendar_request(
+    *, cluster: Cluster, actor: Actor, reason: str = "", **fields: object
+) -> CalendarRevision:
+    """A new revision (proposed); every older undecided or approved one is superseded, so an
+    approval never carries over to a calendar the approver did not see."""
+    unknown = set(fields) - set(REVISION_FIELDS)
+    if unknown:
+        raise ValidationError({name: _("Not a calendar field.") for name in sorted(unknown)})
+    calendar = calendar_of(cluster)
+    if not actor.can_operate():
+        _deny(
+            calendar=calendar,
+            actor=actor,
+            action="request",
+            revision=None,
+            refusal=CalendarNotPermitted(_("Only a signed-in operator may propose a calendar.")),
+        )
+    with transaction.atomic():
+        calendar = WindowCalendar.objects.select_for_update().get(pk=calendar.pk)
+        revision = CalendarRevision(
+            calendar=calendar,
+            number=calendar.revision + 1,
+            requested_by=actor.user,
+            reason=reason,
+            **fields,
+        )
+        revision.full_clean(exclude=["calendar"])
+        calendar.revisions.filter(
+            state__in=[CalendarRevision.State.PROPOSED, CalendarRevision.State.APPROVED]
+        ).update(state=CalendarRevision.State.SUPERSEDED)
+        revision.save()
+        calendar.revision = revision.number
+        calendar.save(update_fields=["revision"])
+        _audit(
+            calendar=calendar,
+            actor=actor,
+            action="request",
+            revision=revision.number,
+            reason=reason,
+        )
+    return revision
+
+
+def _decide(
+    *, cluster: Cluster, actor: Actor, expected_revision: int, note: str, approve: bool
+) -> CalendarRevision:
+    action = "approve" if approve else "reject"
+    calendar = calendar_of(cluster)
+    if not actor.can_approve():
+        _deny(
+            calendar=calendar,
+            actor=actor,
+            action=action,
+            revision=expected_revision,
+            refusal=CalendarNotPermitted(_("Only an approver may decide on a calendar.")),
+        )
+    with transaction.atomic():
+        calendar = WindowCalendar.objects.select_for_update().get(pk=calendar.pk)
+        revision = _require_newest(calendar, expected_revision)
+        if revision.state != CalendarRevision.State.PROPOSED:
+            raise CalendarConflict(
+                _("Revision %(n)s is %(state)s, not awaiting a decision.")
+                % {"n": revision.number, "state": revision.get_state_display()}
+            )
+        if revision.requested_by_id is not None and revision.requested_by_id == getattr(
+            actor.user, "pk", None
+        ):
+            refusal = CalendarNotPermitted(
+                _("Four eyes: the operator who requested revision %(n)s may not decide on it.")
+                % {"n": revision.number}
+            )
+        else:
+            refusal = None
+            revision.state = (
+                CalendarRevision.State.APPROVED if approve else CalendarRevision.State.REJECTED
+            )
+            revision.decided_by, revision.decided_at = actor.user, timezone.now()
+            revision.decision_note = note
+            revision.save(update_fields=["state", "decided_by", "decided_at", "decision_note"])
+            _audit(
+                calendar=calendar, actor=actor, action=action, revision=revision.number, reason=note
+            )
+    if refusal is not None:
+        _deny(
+            calendar=calendar,
+            actor=actor,
+            action=action,
+            revision=expected_revision,
+            refusal=refusal,
+        )
+    return revision
+
+
+def calendar_approve(
+    *, cluster: Cluster, actor: Actor, expected_revision: int, note: str = ""
+) -> CalendarRevision:
+    return _decide(
+        cluster=cluster, actor=actor, expected_revision=expected_revision, note=note, approve=True
+    )
+
+
+def calendar_reject(
+    *, cluster: Cluster, actor: Actor, expected_revision: int, note: str = ""
+) -> CalendarRevision:
+    return _decide(
+        cluster=cluster, actor=actor, expected_revision=expected_revision, note=note, approve=False
+    )
+
+
+def _window(revision: CalendarRevision) -> DayWindow:
+    return DayWindow(revision.day_start, revision.day_end, revision.timezone)
+
+
+def _run_steps(source: SchedulerSource, revision: CalendarRevision, now: datetime) -> list[dict]:
+    if source.kind == SchedulerSource.Kind.KUBERNETES:
+        if not revision.cluster_queue:
+            raise SchedulerError(
+                _("This cluster runs Kubernetes: the calendar names no ClusterQueue to apply.")
+            )
+        client = KubernetesClient(
+            base_url=source.base_url, token_env=source.token_env, timeout=source.timeout_seconds
+        )
+        return [
+            apply_kueue_quota(
+                client,
+                cluster_queue=revision.cluster_queue,
+                flavor=revision.flavor,
+                resource=revision.resource,
+                day_quota=revision.day_quota,
+                night_quota=revision.night_quota,
+                window=_window(revision),
+                now=now,
+            )
+        ]
+    if not revision.inference_partition:
+        raise SchedulerError(
+            _("This cluster runs Slurm: the calendar names no inference partition to reserve.")
+        )
+    nodes = list(revision.inference_nodes)
+    if not nodes:
+        partition = SchedulerPartition.objects.filter(
+            source=source, name=revision.inference_partition
+        ).first()
+        nodes = list(partition.nodes) if partition else []
+    plan = SlurmPlan(
+        reservation=reservation_name(source.cluster.name),
+        window=_window(revision),
+        nodes=nodes,
+        accounts=list(revision.inference_accounts),
+        partition=revision.inference_partition,
+        training_partitions=list(revision.training_partitions),
+        defer_min_cards=revision.defer_min_cards,
+        slurm_conf=revision.slurm_conf,
+    )
+    client = SlurmClient(
+        base_url=source.base_url,
+        user_name=source.user_name,
+        token_env=source.token_env,
+        timeout=source.timeout_seconds,
+    )
+    return apply_slurm(client, plan, now=now)
+
+
+def calendar_apply(
+    *, cluster: Cluster, actor: Actor, expected_revision: int, now: datetime | None = None
+) -> CalendarApplication:
+    """Apply the approved newest revision; the application records each step asked vs
+    confirmed. A scheduler that refuses for want of rights leaves the outcome *refused*
+    (nothing was changed); the calendar's applied revision moves only when every step is
+    confirmed."""
+    calendar = calendar_of(cluster)
+    if not actor.can_operate():
+        _deny(
+            calendar=calendar,
+            actor=actor,
+            action="apply",
+            revision=expected_revision,
+            refusal=CalendarNotPermitted(_("Only a signed-in operator may apply a calendar.")),
+        )
+    with transaction.atomic():
+        calendar = WindowCalendar.objects.select_for_update().get(pk=calendar.pk)
+        revision = _require_newest(calendar, expected_revision)
+        if revision.state != CalendarRevision.State.APPROVED:
+            raise CalendarConflict(
+                _("Revision %(n)s is %(state)s: only an approved revision is applied.")
+                % {"n": revision.number, "state": revision.get_state_display()}
+            )
+        source = SchedulerSource.objects.filter(cluster=cluster, enabled=True).first()
+        if source is None:
+            raise CalendarConflict(_("The cluster has no enabled scheduler source."))
+        running = CalendarApplication.objects.filter(
+            revision__calendar=calendar,
+            outcome=CalendarApplication.Outcome.RUNNING,
+            started_at__gt=timezone.now() - STALE_APPLICATION,
+        )
+        if running.exists():
+            raise CalendarConflict(_("An application of this calendar is still running."))
+        application = CalendarApplication.objects.create(revision=revision, applied_by=actor.user)
+        _audit(calendar=calendar, actor=actor, action="apply", revision=revision.number)
+    outcome, message, steps = CalendarApplication.Outcome.FAILED, "", []
+    try:
+        steps = _run_steps(source, revision, now or timezone.now())
+    except ApplyRefused as exc:
+        outcome, message = CalendarApplication.Outcome.REFUSED, str(exc)
+    except SchedulerError as exc:
+        message = str(exc)
+    else:
+        confirmed = all(step["ok"] for step in steps)
+        outcome = (
+            CalendarApplication.Outcome.CONFIRMED
+            if confirmed
+            else CalendarApplication.Outcome.PARTIAL
+            if any(s["ok"] for s in steps)
+            else CalendarApplication.Outcome.FAILED
+        )
+        message = "; ".join(s["error"] for s in steps if s["error"])
+    with transaction.atomic():
+        application.outcome, application.message, application.steps = outcome, message, steps
+        application.finished_at = timezone.now()
+        application.save(update_fields=["outcome", "message", "steps", "finished_at"])
+        if outcome == CalendarApplication.Outcome.CONFIRMED:
+            WindowCalendar.objects.filter(pk=calendar.pk).update(applied=revision)
+        _audit(
+            calendar=calendar,
+            actor=actor,
+            action=f"apply_{outcome}",
+            revision=revision.number,
+            reason=message,
+        )
+    return application
