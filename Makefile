@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 PASSWORD ?=
 
-.PHONY: demo test install install-dev browser prometheus haproxy slurm lint format messages bench clean
+.PHONY: demo test install install-dev browser prometheus victoria-metrics haproxy slurm lint format messages bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,15 @@ prometheus:
 	    apt-get install -y -q --no-install-recommends prometheus >/dev/null; } || \
 	  echo "prometheus not installed: the real-Prometheus tests will be skipped"
 
+# The scale tests read a real VictoriaMetrics as a cluster's PromQL source; same install rule.
+victoria-metrics:
+	@command -v victoria-metrics >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    { apt-get install -y -q --no-install-recommends victoria-metrics >/dev/null || \
+	      { apt-get update -q >/dev/null && \
+	        apt-get install -y -q --no-install-recommends victoria-metrics >/dev/null; }; }; } || \
+	  echo "victoria-metrics not installed: the VictoriaMetrics tests will be skipped"
+
 # The traffic-router tests drive Debian's haproxy through its Runtime API; same install rule.
 haproxy:
 	@command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || \
@@ -63,7 +72,7 @@ slurm:
 	        apt-get install -y -q --no-install-recommends $(SLURM_PACKAGES) >/dev/null; }; }; } || \
 	  echo "slurm not installed: the real-Slurm scheduler tests will be skipped"
 
-test: install-dev browser prometheus haproxy slurm
+test: install-dev browser prometheus victoria-metrics haproxy slurm
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null

@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
+from tests.people import PASSWORD, make_tenants, make_users
+
 pytest_plugins = ["tests.telemetry_fixtures"]
 
-PASSWORD = "correct-horse-battery-staple"
+__all__ = ["PASSWORD"]
 
 
 def pytest_report_header(config) -> list[str]:
@@ -52,38 +54,13 @@ def pytest_runtest_teardown(item, nextitem):
 
 @pytest.fixture
 def tenants(db) -> dict:
-    from accounts.models import Tenant
-
-    return {
-        "acme": Tenant.objects.create(slug="acme", name="Acme Robotics"),
-        "panda": Tenant.objects.create(slug="panda", name="Panda Speech Cloud"),
-    }
+    return make_tenants()
 
 
 @pytest.fixture
 def users(tenants) -> dict:
     """One user per role: ``operator``, ``approver``, ``customer`` (acme), ``other_customer``."""
-    from accounts.models import User
-    from accounts.services.roles import (
-        ROLE_APPROVER,
-        ROLE_CUSTOMER,
-        ROLE_OPERATOR,
-        roles_ensure,
-    )
-
-    groups = roles_ensure()
-
-    def make(username: str, role: str, **attrs) -> User:
-        user = User.objects.create_user(username=username, password=PASSWORD, **attrs)
-        user.groups.add(groups[role])
-        return user
-
-    return {
-        "operator": make("op", ROLE_OPERATOR, is_staff=True),
-        "approver": make("appr", ROLE_APPROVER, is_staff=True),
-        "customer": make("cust-acme", ROLE_CUSTOMER, tenant=tenants["acme"]),
-        "other_customer": make("cust-panda", ROLE_CUSTOMER, tenant=tenants["panda"]),
-    }
+    return make_users(tenants)
 
 
 @pytest.fixture

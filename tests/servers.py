@@ -311,6 +311,86 @@ class PrometheusServer:
             self.process.wait()
 
 
+def victoria_metrics_binary() -> str | None:
+    """Debian's ``victoria-metrics`` package (single node; ``make test`` installs it as root)."""
+    return shutil.which("victoria-metrics")
+
+
+class VictoriaMetricsServer:
+    """A real single-node VictoriaMetrics on a free port with its data in ``directory``.
+
+    ``-search.latencyOffset=0s``: by default VictoriaMetrics hides the newest 30 s of samples
+    from queries (points still being collected); a test that reads what it just wrote must
+    see them. Production keeps the default, and the portal's reads tolerate it (a 30 s older
+    newest point is still inside every window the pages read)."""
+
+    def __init__(self, directory: Path) -> None:
+        binary = victoria_metrics_binary()
+        if binary is None:
+            raise RuntimeError("victoria-metrics is not installed")
+        self.binary, self.directory = binary, Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+        self.log = self.directory / "victoria-metrics.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> VictoriaMetricsServer:
+        with open(self.log, "a") as log:
+            self.process = subprocess.Popen(
+                [
+                    self.binary,
+                    f"-storageDataPath={self.directory / 'data'}",
+                    f"-httpListenAddr=127.0.0.1:{self.port}",
+                    "-retentionPeriod=2d",
+                    "-search.latencyOffset=0s",
+                    "-loggerLevel=WARN",
+                ],
+                cwd=self.directory,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        _wait(self._ready, 60, f"victoria-metrics on {self.port}")
+        return self
+
+    def _ready(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"victoria-metrics exited: {self.log.read_text()[-3000:]}")
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(f"{self.url}/health", timeout=1) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    def import_text(self, text: str) -> None:
+        """Exposition-format lines (with millisecond timestamps) through VictoriaMetrics' own
+        import API, then flushed so queries see them at once."""
+        import urllib.request
+
+        request = urllib.request.Request(
+            f"{self.url}/api/v1/import/prometheus", data=text.encode(), method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=120) as response:
+            assert response.status == 204, response.status
+        with urllib.request.urlopen(f"{self.url}/internal/force_flush", timeout=60):
+            pass
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
 class ExporterFixture:
     """Serves exporter text on 127.0.0.1 (``/dcgm`` and ``/npu``) from callables, so a fixture
     can stamp npu-exporter's millisecond timestamps at request time as the real one does."""

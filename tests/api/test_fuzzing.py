@@ -28,7 +28,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.dashboards.dashboards_fixtures import twin_cluster  # noqa: F401 (fixture)
+from tests.dashboards.dashboards_fixtures import make_twin_cluster
+from tests.people import make_tenants, make_users
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "8"))
 #: Every identifier of the other tenant the world holds contains this word.
@@ -70,8 +71,7 @@ CHECKS = [
 ]
 
 
-@pytest.fixture
-def world(twin_cluster, users, tenants):  # noqa: F811
+def _build_world() -> dict:
     """Both tenants own a workload, a plan and an alert; the twin cluster has telemetry."""
     from accounts.services.tokens import token_create
     from alerts.models import Alert, AlertRule
@@ -81,6 +81,9 @@ def world(twin_cluster, users, tenants):  # noqa: F811
     from rollout.services.plans import plan_create
     from telemetry.models import Entity
 
+    tenants = make_tenants()
+    users = make_users(tenants)
+    twin_cluster = make_twin_cluster(tenants)
     legacy = Cluster.objects.create(name="legacy-fuzz", kind=Cluster.Kind.LEGACY)
     rule = AlertRule.objects.order_by("name").first()
     now = timezone.now()
@@ -116,6 +119,30 @@ def world(twin_cluster, users, tenants):  # noqa: F811
         "operator": {"Authorization": f"Bearer {operator.plaintext}", "X-Fuzz-Role": "operator"},
         "customer": {"Authorization": f"Bearer {customer.plaintext}", "X-Fuzz-Role": "customer"},
     }
+
+
+@pytest.fixture(scope="module")
+def fuzz_world(django_db_setup, django_db_blocker):
+    """The world is built once per module inside an outer transaction that is rolled back at
+    the end; each test (one per operation and role) runs in its own savepoint inside it, as
+    pytest-django's ``db`` does, so what one test's requests change is undone before the next.
+    Building it per test (a twin tick) was most of this module's time. Its telemetry ages by
+    the module's run time (minutes), which stays inside the API's default windows."""
+    from django.db import transaction
+
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            yield _build_world()
+        finally:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+@pytest.fixture
+def world(fuzz_world, db) -> dict:
+    return fuzz_world
 
 
 @pytest.fixture(autouse=True)

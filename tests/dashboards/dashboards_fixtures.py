@@ -14,6 +14,11 @@ from telemetry.models import Entity
 
 @pytest.fixture
 def twin_cluster(db, users, tenants) -> Cluster:
+    return make_twin_cluster(tenants)
+
+
+def make_twin_cluster(tenants: dict) -> Cluster:
+    """A 256-card twin cluster ticked once, one workload each for acme and panda."""
     from simulation.engine import default_scenario
     from simulation.services import twin_pool_tick, twin_run_create, twin_tick
 

@@ -21,8 +21,13 @@ from telemetry.ingest.twin import catalogue_sync
 from telemetry.models import Entity, MetricDefinition, PromQLDataSource, Sample
 from telemetry.read.promql.client import PromQLClient
 from telemetry.read.promql.reads import promql_inventory_sync
-from tests.servers import PrometheusServer, free_port
-from tests.telemetry.prometheus_fixtures import scrape_config
+from tests.servers import (
+    PrometheusServer,
+    VictoriaMetricsServer,
+    free_port,
+    victoria_metrics_binary,
+)
+from tests.telemetry.prometheus_fixtures import remote_write_config, scrape_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 UTIL = "accelerator_utilization_ratio"
@@ -35,24 +40,47 @@ def loopback_allowed(settings):
     settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
 
 
-@pytest.fixture
-def prometheus(tmp_path, prometheus_required, exporters):
-    server = PrometheusServer(tmp_path / "prometheus", scrape_config(exporters)).start()
-    client = PromQLClient(cluster="x", url=server.url)
+@pytest.fixture(params=["prometheus", "victoria-metrics"])
+def prometheus(request, tmp_path, prometheus_required, exporters):
+    """The query engine the cluster's PromQL source points at: Prometheus itself, or a
+    VictoriaMetrics that Prometheus remote-writes its scrapes into (Debian's packages both)."""
+    engine = None
+    config = scrape_config(exporters)
+    if request.param == "victoria-metrics":
+        if victoria_metrics_binary() is None:
+            pytest.skip(
+                "victoria-metrics is not installed (Debian package `victoria-metrics`; "
+                "`make test` installs it when run as root with apt)"
+            )
+        engine = VictoriaMetricsServer(tmp_path / "victoria-metrics").start()
+        config += remote_write_config(f"{engine.url}/api/v1/write", "unused")
+    server = PrometheusServer(tmp_path / "prometheus", config).start()
+    try:
+        # VictoriaMetrics computes a range query's point at t from the samples in (t - step, t]
+        # (Prometheus looks back 5 min), so a 5-minute read at a 15 s step shows points only
+        # once the data spans a step: wait for 20 s of scrapes there.
+        yield _scraped(engine or server, server, points=20 if engine else 4)
+    finally:
+        server.stop()
+        if engine is not None:
+            engine.stop()
+
+
+def _scraped(engine, prometheus, *, points: int):
+    """``engine`` once it answers ``points`` points of every card's utilisation."""
+    client = PromQLClient(cluster="x", url=engine.url)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         now = datetime.now(tz=UTC)
         got = client.query('count_over_time({__name__=~"DCGM_FI_DEV_GPU_UTIL"}[1m])', at=now)
-        if got and min(p[1] for s in got for p in s.points) >= 4:
+        if len(got) >= 2 and min(p[1] for s in got for p in s.points) >= points:
             break
         time.sleep(0.5)
     else:
-        server.stop()
-        raise AssertionError(f"Prometheus never scraped: {server.log.read_text()[-2000:]}")
-    try:
-        yield server
-    finally:
-        server.stop()
+        raise AssertionError(
+            f"{engine.url} never had the scrapes: {prometheus.log.read_text()[-2000:]}"
+        )
+    return engine
 
 
 @pytest.fixture
