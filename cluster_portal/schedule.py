@@ -122,4 +122,12 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "schedule": float(settings.SCHEDULER_SYNC_SECONDS),
         "options": {"expires": float(settings.SCHEDULER_SYNC_SECONDS)},
     },
+    # Day/night calendars on Kueue change a ClusterQueue quota at each window boundary: a
+    # check every 5 minutes puts the change at most that late (Slurm's DAILY reservation
+    # repeats by itself and needs no follow-up).
+    "calendar-windows-follow": {
+        "task": "scheduling.calendar_windows_follow",
+        "schedule": 300.0,
+        "options": {"expires": 120.0},
+    },
 }

@@ -1,4 +1,5 @@
-"""Periodic work of the scheduling app: sync every enabled scheduler source."""
+"""Periodic work of the scheduling app: sync every enabled scheduler source; follow the
+day/night calendars' window boundaries on Kueue."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from celery import shared_task
 
 from scheduling.errors import SchedulerSyncFailed
 from scheduling.models import SchedulerSource
+from scheduling.services.calendar import calendar_windows_follow as follow_windows
 from scheduling.services.sync import scheduler_source_sync
 
 
@@ -33,3 +35,19 @@ def scheduler_sources_sync() -> dict[str, int]:
         else:
             synced += 1
     return {"synced": synced, "unavailable": failed}
+
+
+@shared_task(
+    name="scheduling.calendar_windows_follow",
+    acks_late=True,
+    # Beat sends this every CALENDAR_FOLLOW_SECONDS; a late copy re-checks "now" and finds
+    # nothing left to do.
+    expires=120,
+    max_retries=0,
+    # Each Kubernetes call has its source's deadline; the backstop for many calendars.
+    soft_time_limit=300,
+    time_limit=330,
+)
+def calendar_windows_follow() -> dict[str, int]:
+    """Change each applied Kueue calendar's ClusterQueue quota at its window boundaries."""
+    return follow_windows()

@@ -298,6 +298,7 @@ CELERY_TASK_ROUTES = {
     "monitoring.scrape_target": {"queue": OUTBOUND_QUEUE},
     "monitoring.promql_sources_sync": {"queue": OUTBOUND_QUEUE},
     "scheduling.scheduler_sources_sync": {"queue": OUTBOUND_QUEUE},
+    "scheduling.calendar_windows_follow": {"queue": OUTBOUND_QUEUE},
 }
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -348,3 +348,46 @@ def calendar_apply(
             reason=message,
         )
     return application
+
+
+def calendar_windows_follow(*, now: datetime | None = None) -> dict[str, int]:
+    """Re-apply, as the system, every applied Kueue calendar whose window changed since its
+    last application (a ClusterQueue quota is one value: it must be changed at each window
+    boundary). Slurm needs no follow-up: its DAILY reservation repeats by itself. Only the
+    applied revision, still the newest and approved, is re-applied: four eyes stay intact."""
+    now = now or timezone.now()
+    applied = failed = 0
+    calendars = WindowCalendar.objects.filter(
+        applied__isnull=False,
+        cluster__scheduler_source__kind=SchedulerSource.Kind.KUBERNETES,
+        cluster__scheduler_source__enabled=True,
+    ).select_related("applied", "cluster")
+    for calendar in calendars:
+        revision = calendar.applied
+        if (
+            revision.number != calendar.revision
+            or revision.state != CalendarRevision.State.APPROVED
+        ):
+            continue
+        last = CalendarApplication.objects.filter(revision=revision).first()
+        window = "day" if _window(revision).in_day(now) else "night"
+        asked = [s.get("asked", {}).get("window") for s in (last.steps if last else [])]
+        if (
+            last is not None
+            and last.outcome == CalendarApplication.Outcome.CONFIRMED
+            and asked == [window]
+        ):
+            continue
+        try:
+            result = calendar_apply(
+                cluster=calendar.cluster,
+                actor=Actor(),
+                expected_revision=revision.number,
+                now=now,
+            )
+        except CalendarConflict:
+            failed += 1
+            continue
+        applied += result.outcome == CalendarApplication.Outcome.CONFIRMED
+        failed += result.outcome != CalendarApplication.Outcome.CONFIRMED
+    return {"applied": applied, "failed": failed}

@@ -35,6 +35,7 @@ def test_every_task_that_calls_a_peer_is_routed_to_the_outbound_queue():
         "monitoring.scrape_due_targets",
         "monitoring.promql_sources_sync",
         "scheduling.scheduler_sources_sync",
+        "scheduling.calendar_windows_follow",
     ):
         assert route(name) == settings.OUTBOUND_QUEUE, name
     for name in ("simulation.advance_run", "simulation.advance_pool", "simulation.schedule_ticks"):

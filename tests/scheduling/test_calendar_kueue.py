@@ -144,3 +144,15 @@ def test_a_read_back_that_differs_is_not_confirmed(kueue, cluster, users):
     assert application.outcome == CalendarApplication.Outcome.FAILED
     assert application.steps[0]["confirmed"]["nominal_quota"] == 12
     assert "differs" in application.message
+
+
+def test_at_the_window_boundary_the_applied_calendar_changes_the_quota_once(kueue, cluster, users):
+    from scheduling.services.calendar import calendar_windows_follow
+
+    calendar_apply(cluster=cluster, actor=actor(users["operator"]), expected_revision=1, now=NOON)
+    assert calendar_windows_follow(now=NOON) == {"applied": 0, "failed": 0}  # still day
+    assert calendar_windows_follow(now=NIGHT) == {"applied": 1, "failed": 0}
+    assert _quota(kueue.queue) == 12
+    latest = CalendarApplication.objects.first()
+    assert latest.applied_by is None and latest.steps[0]["asked"]["window"] == "night"
+    assert calendar_windows_follow(now=NIGHT) == {"applied": 0, "failed": 0}
