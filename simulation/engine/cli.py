@@ -129,6 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="cut requests longer than the model's window (refused without this)",
     )
+    c.add_argument(
+        "--trace-replicas",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="pin the replay service at N replicas (no autoscaling): a fixed fleet",
+    )
     c.add_argument("--training-trace", type=_trace("philly"), metavar="philly:FILE")
     c.add_argument(
         "--training-demand",
@@ -251,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                         loop=args.loop,
                         trace_model=args.trace_model,
                         truncate=args.truncate_prompts,
+                        trace_replicas=args.trace_replicas,
                         training_demand=args.training_demand,
                         inference_demand=args.inference_demand,
                     ),

@@ -37,6 +37,7 @@ def apply_inference_trace(
     loop: bool = False,
     model: str | None = None,
     truncate: bool = False,
+    replicas: int | None = None,
 ) -> Scenario:
     """Replay the trace time-faithfully (see :mod:`.replay`); ``smooth_s`` is ignored.
 
@@ -64,6 +65,7 @@ def apply_inference_trace(
         loop=loop,
         model=model,
         truncate=truncate,
+        replicas=replicas,
     )
     return out
 
@@ -157,6 +159,7 @@ def build_compare_scenario(
     loop: bool = False,
     trace_model: str | None = None,
     truncate: bool = False,
+    trace_replicas: int | None = None,
     **scenario_kw,
 ) -> Scenario:
     """The shared workload for both policies (``scenario_kw`` go to :func:`default_scenario`)."""
@@ -172,6 +175,7 @@ def build_compare_scenario(
             loop=loop,
             model=trace_model,
             truncate=truncate,
+            replicas=trace_replicas,
         )
     if training_trace is not None:
         scen = apply_training_trace(scen, training_trace, hours * 3600.0, start)

@@ -87,7 +87,7 @@ def window(
     if start_s >= period and not loop:
         raise ValueError(f"start: offset {start_s:.0f} s is past the trace end ({period:.0f} s)")
     span = horizon_s * rate_scale  # trace seconds covered by the horizon
-    ts, ps, os_, src = [], [], [], []
+    ts, ps, os_, src, passes = [], [], [], [], []
     rows = np.arange(tr.t.size)
     k = 0
     while True:
@@ -97,13 +97,31 @@ def window(
         ps.append(tr.prompt_tokens[sel])
         os_.append(tr.output_tokens[sel])
         src.append(rows[sel])
+        passes.append(np.full(int(sel.sum()), k))
         k += 1
         if not loop or period <= 0 or k * period - start_s >= span:
             break
     t = np.concatenate(ts)
-    return InferenceTrace(
-        t, np.concatenate(ps), np.concatenate(os_), hash_ids=tr.hash_ids, src=np.concatenate(src)
-    )
+    hash_ids, src_a = tr.hash_ids, np.concatenate(src)
+    if hash_ids is not None and k > 1:
+        hash_ids, src_a = _relabel_passes(hash_ids, src_a, np.concatenate(passes))
+    return InferenceTrace(t, np.concatenate(ps), np.concatenate(os_), hash_ids=hash_ids, src=src_a)
+
+
+def _relabel_passes(hash_ids: list, src: np.ndarray, passes: np.ndarray) -> tuple[list, np.ndarray]:
+    """Block ids of a looped replay, each pass after the first offset to ids of its own.
+
+    A loop replays the trace's sessions again as new sessions: without the offset the second
+    pass found its own first pass cached, and a higher rate scale (more passes in the same
+    horizon) read as a higher hit ratio and a *lower* tail (issue 35 item 3). Each pass now
+    starts as cold as the trace itself starts. Returns the per-row lists and rows 0..n-1.
+    """
+    stride = max((max(ids) for ids in hash_ids if ids), default=0) + 1
+    out = [
+        list(hash_ids[r]) if p == 0 else [h + p * stride for h in hash_ids[r]]
+        for r, p in zip(src.tolist(), passes.tolist(), strict=True)
+    ]
+    return out, np.arange(len(out))
 
 
 def per_step(tr: InferenceTrace, step_s: float, n_steps: int) -> dict[str, np.ndarray]:
@@ -187,13 +205,17 @@ def apply_replay(
     loop: bool = False,
     model: str | None = None,
     truncate: bool = False,
+    replicas: int | None = None,
 ) -> tuple[Scenario, dict]:
     """Scenario whose inference demand is the replayed trace; returns it with the summary.
 
     ``model`` None picks :func:`default_trace_model` for the replayed window. Requests longer
     than the model's context window are refused (``ValueError`` saying how many, and what to
     do) unless ``truncate``: then they are cut as a client truncating history does and
-    counted (``prompts_truncated``)."""
+    counted (``prompts_truncated``). ``replicas`` pins the service's capacity (its
+    ``min_replicas`` and ``max_replicas``) instead of autoscaling it."""
+    if replicas is not None and (not isinstance(replicas, int) or replicas < 1):
+        raise ValueError(f"replicas: must be an int >= 1 (got {replicas!r})")
     full, reuse = load_trace(kind, path)
     if full.t.size == 0:
         raise ValueError(f"{path}: trace has no requests")
@@ -252,7 +274,8 @@ def apply_replay(
         output_tokens_mean=max(output_mean, 1.0),
         prefix_share=float(reuse) if reuse is not None else 0.0,
         max_batch=64,
-        min_replicas=0,
+        min_replicas=replicas or 0,
+        max_replicas=replicas or 0,
         peak_to_trough=1.0,
         arrival_cv=math.sqrt(max(ps["ca2"], 0.01)),
     )

@@ -73,12 +73,12 @@ TRACES = {
 }
 
 
-def _steady_p99(kind: str, path, scale: float, policy: str) -> float:
+def _steady_p99(kind: str, path, scale: float, policy: str, replicas: int | None = None) -> float:
     scen = default_scenario(512, seed=3, n_services=5, training_demand="legacy")
     # The 4k model these traces were written for; their few longer requests are cut.
     rep, _ = apply_replay(
         scen, kind, path, horizon_s=END_S, rate_scale=scale, loop=True,
-        model="llama-2-70b", truncate=True,
+        model="llama-2-70b", truncate=True, replicas=replicas,
     )  # fmt: skip
     rep = dataclasses.replace(rep, policy=dataclasses.replace(rep.policy, name=policy))
     eng = Engine(Scenario.from_dict(rep.to_dict()))
@@ -101,3 +101,69 @@ def test_steady_state_ttft_p99_does_not_fall_as_the_replayed_rate_rises(tmp_path
     # neighbouring scales, nor from x1 to x8 (the tail fell 4x from x1 to x8 before).
     assert all(b >= 0.94 * a for a, b in zip(p99, p99[1:], strict=False)), p99
     assert p99[-1] >= 0.94 * p99[0], p99
+
+
+# Pinned capacity per trace: about what the autoscaler holds at x2 to x4, so x1 runs the
+# fleet light and x4 at or past its capacity.
+PINNED = {"azure-code": 6, "azure-conv": 5, "mooncake": 1}
+
+
+@pytest.mark.parametrize(
+    ("trace", "policy"),
+    [("azure-code", "unified"), ("azure-conv", "split"), ("mooncake", "unified")],
+)
+def test_at_a_fixed_fleet_the_steady_state_ttft_p99_rises_with_the_replayed_rate(
+    tmp_path, trace, policy
+):
+    # No autoscaler at all (min = max replicas): more load on the same replicas can only
+    # queue more, so the tail must not fall (same 6 % resolution) and must rise from x1 to
+    # x4 (the fleet is then loaded: a flat tail would mean the load never reached it).
+    kind, make = TRACES[trace]
+    path = make(tmp_path)
+    p99 = [_steady_p99(kind, path, s, policy, PINNED[trace]) for s in (1.0, 2.0, 4.0)]
+    assert all(b >= 0.94 * a for a, b in zip(p99, p99[1:], strict=False)), p99
+    assert p99[-1] > 1.5 * p99[0], p99
+
+
+def test_a_looped_mooncake_replay_does_not_find_its_own_earlier_pass_cached(tmp_path):
+    from simulation.engine.replay import load_trace, window
+
+    tr, _ = load_trace("mooncake", _mooncake(tmp_path / "m.jsonl", n=200))
+    period = float(tr.t.max()) + 1e-6
+    looped = window(tr, 0.0, 2.5 * period, 1.0, True)
+    ids = [looped.hash_ids[int(i)] for i in looped.src]
+    n = tr.t.size
+    passes = [ids[:n], ids[n : 2 * n], ids[2 * n :]]
+    blocks = [{h for row in p for h in row} for p in passes]
+    # The first pass is the trace itself; each later pass replays the sessions as new ones,
+    # with blocks of its own (a higher rate scale, with more passes in a horizon, read as
+    # more cache hits before), and the same sharing inside it as the trace has.
+    assert passes[0] == tr.hash_ids and passes[2]
+    assert not blocks[0] & blocks[1] and not blocks[0] & blocks[2] and not blocks[1] & blocks[2]
+    assert len(blocks[1]) == len(blocks[0])
+
+
+def test_a_replay_pinned_at_n_replicas_holds_n_at_every_load(tmp_path):
+    kind, make = TRACES["azure-code"]
+    path = make(tmp_path)
+    scen = default_scenario(512, seed=3, n_services=5, training_demand="legacy")
+    for scale in (0.5, 8.0):
+        rep, _ = apply_replay(
+            scen, kind, path, horizon_s=900.0, rate_scale=scale, loop=True,
+            model="llama-2-70b", truncate=True, replicas=3,
+        )  # fmt: skip
+        eng = Engine(rep)
+        eng.run_until(900.0)
+        assert eng.state.services.card_counts()[0] == 3 * eng.world.svc.tp[0]
+    with pytest.raises(ValueError, match="replicas"):
+        apply_replay(scen, kind, path, horizon_s=900.0, replicas=0)
+
+
+def test_compare_takes_a_pinned_replay_fleet_and_refuses_zero_replicas(capsys):
+    from simulation.engine.cli import build_parser
+
+    args = build_parser().parse_args(["compare", "--trace-replicas", "4"])
+    assert args.trace_replicas == 4
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["compare", "--trace-replicas", "0"])
+    assert "--trace-replicas" in capsys.readouterr().err

@@ -254,6 +254,9 @@ class InferenceService:
     on_hours: float = 24.0
     on_start_hour: float = 0.0
     reserved_replicas: int = 0
+    # Autoscaler ceiling (an HPA / KServe ``maxReplicas``; 0 = none). With ``min_replicas``
+    # equal to it the capacity is pinned: the fixed fleet a steady-state load sweep needs.
+    max_replicas: int = 0
 
     def __post_init__(self) -> None:
         w = f"InferenceService {self.name!r}"
@@ -340,6 +343,14 @@ class InferenceService:
             "min_replicas",
             "must be int >= 0",
             self.min_replicas,
+        )
+        _check(
+            isinstance(self.max_replicas, int)
+            and (self.max_replicas == 0 or self.max_replicas >= max(self.min_replicas, 1)),
+            w,
+            "max_replicas",
+            "must be int: 0 (no ceiling) or >= min_replicas and >= 1",
+            self.max_replicas,
         )
         _check(self.peak_to_trough >= 1.0, w, "peak_to_trough", "must be >= 1", self.peak_to_trough)
         _check(0 <= self.peak_hour < 24, w, "peak_hour", "must be in [0, 24)", self.peak_hour)

@@ -109,6 +109,7 @@ class ServiceTable:
         self.slo_p99_s = f([s.slo_p99_ms for s in services], dtype=float) / 1e3
         self.slo_ttft_s = f([s.slo_ttft_ms for s in services], dtype=float) / 1e3
         self.min_replicas = f([s.min_replicas for s in services], dtype=np.int64)
+        self.max_replicas = f([getattr(s, "max_replicas", 0) for s in services], dtype=np.int64)
         self.context = self.prompt + 0.5 * self.output  # mean KV context while decoding
         self.weights_per_card = self.m.weight_bytes / np.maximum(self.tp, 1)
         # KV room per replica when the framework reserves a fixed fraction of HBM (vLLM style).
@@ -262,16 +263,19 @@ class ServiceTable:
         completion, saturates its token budget long before its slots).
 
         A backlog left by the previous step (``self.pending``) is added as demand to drain over
-        five minutes, so capacity follows demand rather than the other way round.
+        five minutes, so capacity follows demand rather than the other way round. A service
+        with ``max_replicas`` stops there (``min_replicas == max_replicas``: pinned capacity).
         """
         lam = lam + self.pending / 300.0
         s0, s1 = self.times(hit, self.batch * target_util)
         slots = lam * (s0 + s1) / target_util
         need = np.ceil(slots / self.batch - 1e-9).astype(np.int64)
         need = np.maximum(need, np.ceil(lam * s0 / target_util - 1e-9).astype(np.int64))
-        return np.maximum(
+        need = np.maximum(
             need, np.where(lam > 0, np.maximum(self.min_replicas, 1), self.min_replicas)
         )
+        # An operator ceiling (``max_replicas``): past it the backlog queues and times out.
+        return np.where(self.max_replicas > 0, np.minimum(need, self.max_replicas), need)
 
     def latency(
         self,
