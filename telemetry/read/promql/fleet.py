@@ -1,22 +1,195 @@
 """Per-bucket aggregates of card series on a PromQL server, for derived fleet figures
 (``telemetry.read.fleet``).
 
-Each card's series is fetched at the plotted step (``query_range``, so one value per card per
-step) and folded here after the ingestion mapping (units, DCGM sentinels, npu-exporter's -1
-exactly as stored data). That is one range query per exporter family of each metric, and the
-answer grows with the fleet: above a few thousand cards, define the recording rules listed in
-``docs/architecture.md`` §4 so the server keeps the sums itself.
+**Aggregated in the query** wherever the ingestion mapping is linear (utilisation, power,
+temperature, memory used and total): the server sums and counts the cards itself, one range
+query per metric and exporter family group, and answers three series (``total``, ``cards``,
+``ones``) whatever the fleet's size. The query applies the mapping exactly as the ingestion
+path does — the unit factor, dcgm's blank sentinels and npu-exporter's -1 dropped, NaN and
+±Inf dropped, dcgm's PROF utilisation preferred over DEV for the same GPU, dcgm's total
+memory as FB_USED + FB_FREE of the same GPU — and counts one value per chip (its UUID or
+``vdie_id``, and MIG instance): if two targets report one chip, the larger value counts.
+
+Series without the chip label (index-plus-host chips) and the health point (derived from
+dcgm's XID/ECC fields by the ingestion mapping, not expressible in PromQL) are still fetched
+one series per card and folded here after the ingestion mapping; the health answer therefore
+grows with the fleet (docs/architecture.md §4 names a recording rule for it).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import datetime
 
+from telemetry.ingest.mapping import DCGM_BLANK_SENTINEL
+from telemetry.ingest.mapping_pass import FB_FREE, FB_USED, MIB
+from telemetry.ingest.mapping_rules import RULES
+from telemetry.ingest.nvidia import DEV_UTIL, PROF_UTIL
 from telemetry.models import PromQLDataSource
-from telemetry.read.fleet import CardAgg, CardBuckets
+from telemetry.read.fleet import HBM_TOTAL, CardAgg, CardBuckets
 from telemetry.read.promql.reads import MIN_STEP_SECONDS, TARGET_POINTS, _Reader
+from telemetry.read.promql.translate import families, to_mapped
 from telemetry.read.steps import HOUR_SECONDS, hour_dividing_step
+
+#: A health value counts as "one" (healthy) from here, as in the store's fold.
+ONE = 0.999999
+#: Exporter family prefix → the label naming the chip, and whether MIG instances split it.
+_CHIP_LABEL = {"DCGM_": ("UUID", True), "npu_": ("vdie_id", False)}
+_NPU_HEALTH = "npu_chip_info_health_status"  # the one npu family where -1 is a real value
+
+
+def _vendor(family: str) -> str | None:
+    return next((prefix for prefix in _CHIP_LABEL if family.startswith(prefix)), None)
+
+
+class _Chips:
+    """PromQL for one exporter's chips on one source: selectors, the ``by`` labels, and each
+    family's mapped per-chip expression."""
+
+    def __init__(self, reader: _Reader, prefix: str) -> None:
+        label, mig = _CHIP_LABEL[prefix]
+        label_map = reader.label_map
+        self.reader, self.prefix = reader, prefix
+        self.label = label_map.get(label, label)
+        self.by = self.label + (f", {label_map.get('GPU_I_ID', 'GPU_I_ID')}" if mig else "")
+
+    def selector(self, family: str, *, has_chip_label: bool) -> str:
+        sel = self.reader._sel(family)
+        return sel[:-1] + f',{self.label}{"!=" if has_chip_label else "="}""}}'
+
+    def chip(self, family: str) -> str:
+        """``family`` per chip in catalogue units, dropped values left out."""
+        kept = f"(({self.selector(family, has_chip_label=True)} > -Inf) < +Inf)"
+        if self.prefix == "DCGM_":
+            kept = f"({kept} < {float(DCGM_BLANK_SENTINEL)!r})"
+        elif family != _NPU_HEALTH:
+            kept = f"({kept} != -1)"
+        return f"max by ({self.by}) ({kept})"
+
+    def scaled(self, family: str) -> str:
+        rule = RULES[family]
+        expr = self.chip(family)
+        if rule.factor != 1:
+            expr = f"({expr} * {rule.factor!r})"
+        if rule.divisor != 1:
+            expr = f"({expr} / {rule.divisor!r})"
+        return expr
+
+
+def _metric_expr(chips: _Chips, metric: str, group: list[str]) -> str | None:
+    """The metric per chip for one exporter's families, or ``None`` where the ingestion
+    mapping is not a linear rule of one family (health)."""
+    if metric == HBM_TOTAL and chips.prefix == "DCGM_":
+        used = chips.chip(FB_USED)
+        free = chips.chip(FB_FREE)
+        return f"(({used} + on({chips.by}) {free}) * {float(MIB)!r})"
+    if any(family not in RULES or RULES[family].counter for family in group):
+        return None
+    if set(group) == {PROF_UTIL, DEV_UTIL}:
+        # The PROF field is the figure where a GPU reports both (mapping_pass).
+        return f"({chips.scaled(PROF_UTIL)} or on({chips.by}) {chips.scaled(DEV_UTIL)})"
+    if len(group) != 1:
+        return None
+    return chips.scaled(group[0])
+
+
+def _summary_query(per_chip: str) -> str:
+    """Three series tagged ``agg``: the sum, the count, and the count of ones."""
+    parts = [
+        ("total", f"sum({per_chip})"),
+        ("cards", f"count({per_chip})"),
+        ("ones", f"count({per_chip} >= {ONE!r})"),
+    ]
+    return " or ".join(f'label_replace({expr}, "agg", "{tag}", "", "")' for tag, expr in parts)
+
+
+def _groups(metric: str) -> dict[str, list[str]] | None:
+    """The metric's exporter families by vendor prefix; ``None`` if one is not a vendor's."""
+    out: dict[str, list[str]] = {}
+    for family in families(metric):
+        prefix = _vendor(family)
+        if prefix is None:
+            return None
+        out.setdefault(prefix, []).append(family)
+    if metric == HBM_TOTAL and "DCGM_" in out:
+        out["DCGM_"] = [FB_USED, FB_FREE]
+    return out
+
+
+def _fold_per_card(
+    reader: _Reader,
+    metric: str,
+    *,
+    start: datetime,
+    end: datetime,
+    step: int,
+    only: list[str] | None = None,
+    selector: Callable[[str], str] | None = None,
+) -> dict[int, CardAgg]:
+    """One series per card through the ingestion mapping (``only`` these families,
+    ``selector`` narrowing each)."""
+    results = []
+    for family in only or families(metric):
+        expr = selector(family) if selector else reader._sel(family)
+        results += [
+            (family, s)
+            for s in reader._run(
+                lambda e=expr: reader.client.query_range(e, start=start, end=end, step=step)
+            )
+        ]
+    seen: dict[int, dict[tuple, float]] = {}
+    for sample in to_mapped(results, label_map=reader.label_map):
+        if sample.metric != metric or sample.entity.kind != "accelerator":
+            continue
+        at = int(sample.timestamp // step * step)
+        card = (sample.entity.host, sample.entity.index, sample.entity.vendor_id)
+        seen.setdefault(at, {})[card] = sample.value
+    return {
+        at: CardAgg(len(cards), float(sum(cards.values())), sum(v >= ONE for v in cards.values()))
+        for at, cards in seen.items()
+    }
+
+
+def _fold_aggregated(
+    reader: _Reader, metric: str, groups: dict[str, list[str]], *, start, end, step: int
+) -> dict[int, CardAgg] | None:
+    exprs = {}
+    for prefix, group in groups.items():
+        expr = _metric_expr(_Chips(reader, prefix), metric, group)
+        if expr is None:
+            return None
+        exprs[prefix] = expr
+    out: dict[int, CardAgg] = {}
+    for prefix, per_chip in exprs.items():
+        query = _summary_query(per_chip)
+        answer = reader._run(
+            lambda q=query: reader.client.query_range(q, start=start, end=end, step=step)
+        )
+        for series in answer:
+            tag = series.labels.get("agg")
+            for ts, value in series.points:
+                agg = out.setdefault(int(ts // step * step), CardAgg())
+                if tag == "total":
+                    agg.total += float(value)
+                elif tag == "cards":
+                    agg.cards += int(value)
+                elif tag == "ones":
+                    agg.ones += int(value)
+        # Chips without the chip label: one series each, folded as the store path folds them.
+        chips = _Chips(reader, prefix)
+        unlabelled = _fold_per_card(
+            reader,
+            metric,
+            start=start,
+            end=end,
+            step=step,
+            only=groups[prefix],
+            selector=lambda family, c=chips: c.selector(family, has_chip_label=False),
+        )
+        for at, agg in unlabelled.items():
+            out.setdefault(at, CardAgg()).add(agg.cards, agg.total, agg.ones)
+    return {at: agg for at, agg in out.items() if agg.cards}
 
 
 def card_buckets(
@@ -34,16 +207,12 @@ def card_buckets(
     reader = _Reader(source)
     buckets: CardBuckets = {}
     for name in names:
-        seen: dict[int, dict[tuple, float]] = {}
-        for sample in reader.ranged(name, start=start, end=end, step=step, vendor_id=None):
-            if sample.entity.kind != "accelerator":
-                continue
-            at = int(sample.timestamp // step * step)
-            card = (sample.entity.host, sample.entity.index, sample.entity.vendor_id)
-            seen.setdefault(at, {})[card] = sample.value
-        for at, cards in seen.items():
-            values = list(cards.values())
-            buckets.setdefault(at, {})[name] = CardAgg(
-                len(values), float(sum(values)), sum(1 for v in values if v >= 0.999999)
-            )
+        groups = _groups(name)
+        folded = None
+        if groups:
+            folded = _fold_aggregated(reader, name, groups, start=start, end=end, step=step)
+        if folded is None:
+            folded = _fold_per_card(reader, name, start=start, end=end, step=step)
+        for at, agg in folded.items():
+            buckets.setdefault(at, {})[name] = agg
     return step, buckets
