@@ -139,6 +139,11 @@ class CalendarRevision(models.Model):
     )
     decided_at = models.DateTimeField(_("decided at"), null=True, blank=True)
     decision_note = models.TextField(_("decision note"), blank=True)
+    # The twin's what-if of this revision (simulation.selectors_calendar), the figure to read
+    # before signing: ``{"state": "queued" | "done" | "failed", "at": ISO, "result": {…},
+    # "error": str}``. Written by scheduling.services.calendar only; not part of what is
+    # approved (the revision's own fields are).
+    whatif = models.JSONField(_("what-if"), null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["calendar", "-number"]

@@ -72,6 +72,45 @@ def calendar_list_page(request: HttpRequest) -> HttpResponse:
     return render(request, "scheduling/calendars.html", {"calendars": calendars_overview()})
 
 
+# The what-if's figures as shown: (key, label, scale, unit).
+WHATIF_FIGURES = (
+    ("utilization_allocated_mean", gettext_lazy("Cards allocated (mean)"), 100, "%"),
+    ("utilization_busy_mean", gettext_lazy("Cards busy (mean)"), 100, "%"),
+    ("queue_wait_h_mean", gettext_lazy("Training queue wait (mean of started jobs)"), 1, "h"),
+    ("slo_attainment", gettext_lazy("Inference SLO attainment"), 100, "%"),
+    ("core_slo_attainment", gettext_lazy("Core inference SLO attainment"), 100, "%"),
+    ("completed_jobs", gettext_lazy("Training jobs completed"), 1, ""),
+)
+
+
+def _fmt(value, scale: float, signed: bool = False) -> str:
+    if value is None:
+        return "—"
+    return f"{value * scale:+.2f}" if signed else f"{value * scale:.2f}"
+
+
+def whatif_rows(whatif: dict | None) -> list[dict]:
+    """The stored what-if as table rows: current, proposed, difference and its interval."""
+    result = (whatif or {}).get("result") or {}
+    rows = []
+    for key, label, scale, unit in WHATIF_FIGURES:
+        diff = (result.get("difference") or {}).get(key)
+        if diff is None:
+            continue
+        rows.append(
+            {
+                "label": label,
+                "unit": unit,
+                "current": _fmt(result["current"].get(key), scale),
+                "proposed": _fmt(result["proposed"].get(key), scale),
+                "difference": _fmt(diff["mean"], scale, signed=True),
+                "low": _fmt(diff["ci95_low"], scale, signed=True),
+                "high": _fmt(diff["ci95_high"], scale, signed=True),
+            }
+        )
+    return rows
+
+
 def _page(request: HttpRequest, cluster: Cluster, *, form=None, status: int = 200):
     view = calendar_view(cluster)
     newest = view.newest
@@ -88,6 +127,8 @@ def _page(request: HttpRequest, cluster: Cluster, *, form=None, status: int = 20
         "form": form,
         "can_operate": request.user.has_perm("monitoring.operate_cluster"),
         "can_approve": request.user.has_perm("monitoring.approve_migrations"),
+        "whatif": (newest.whatif or {}) if newest else {},
+        "whatif_rows": whatif_rows(newest.whatif) if newest else [],
     }
     return render(request, "scheduling/calendar.html", context, status=status)
 

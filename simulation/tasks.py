@@ -13,8 +13,10 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from cluster_portal.web.dispatch import dispatch_now
+from scheduling.services.calendar import calendar_whatif_record
 from simulation.models import TwinRun, WhatIfRun
 from simulation.services import twin_pool_tick, twin_tick
+from simulation.services.calendar_whatif import calendar_whatif_run
 from simulation.services.lag import tick_lag_record
 from simulation.services.whatif_run import (
     RUN_WHATIF_SOFT_TIME_LIMIT,
@@ -131,3 +133,25 @@ def sweep_whatif_runs() -> dict[str, int]:
         whatif_redispatch_mark(run_id=run_id)
         sent += dispatch_now(f"what-if run {run_id}", lambda r=run_id: run_whatif.delay(r))
     return {"due": len(due), "sent": sent}
+
+
+@shared_task(
+    name="simulation.calendar_whatif",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    # Nobody waits an hour for a before-you-sign figure: a stale request is dropped.
+    expires=3600,
+    # Three seeds x two calendars x three days of history: minutes at most on one core.
+    soft_time_limit=RUN_WHATIF_SOFT_TIME_LIMIT,
+    time_limit=RUN_WHATIF_TIME_LIMIT,
+    max_retries=0,
+)
+def calendar_whatif(revision_id: int) -> str:
+    """Replay the cluster's job history under the revision; the figures land on it."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    try:
+        return calendar_whatif_run(revision_id=revision_id)
+    except SoftTimeLimitExceeded:
+        calendar_whatif_record(revision_id=revision_id, state="failed", error="time limit exceeded")
+        return "failed"

@@ -61,6 +61,7 @@ class CalendarRevisionSerializer(serializers.ModelSerializer):
             "decided_by",
             "decided_at",
             "decision_note",
+            "whatif",
         ]
 
 

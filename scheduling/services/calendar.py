@@ -391,3 +391,17 @@ def calendar_windows_follow(*, now: datetime | None = None) -> dict[str, int]:
         applied += result.outcome == CalendarApplication.Outcome.CONFIRMED
         failed += result.outcome != CalendarApplication.Outcome.CONFIRMED
     return {"applied": applied, "failed": failed}
+
+
+def calendar_whatif_record(
+    *, revision_id: int, state: str, result: dict | None = None, error: str = ""
+) -> None:
+    """Store a revision's what-if state (queued, done with its figures, failed with why): one
+    UPDATE of that field, so a decision taken meanwhile is not overwritten."""
+    whatif = {
+        "state": state,
+        "at": timezone.now().isoformat(),
+        "result": result,
+        "error": error[:1000],
+    }
+    CalendarRevision.objects.filter(pk=revision_id).update(whatif=whatif)

@@ -30,6 +30,7 @@ EXPECTED_TASKS = {
     "scheduling.scheduler_sources_sync",
     "simulation.advance_pool",
     "simulation.advance_run",
+    "simulation.calendar_whatif",
     "simulation.run_whatif",
     "simulation.schedule_pool_ticks",
     "simulation.schedule_ticks",
@@ -66,6 +67,7 @@ TIME_LIMITED = (
     "rollout.measure_analyses",
     "rollout.send_router_intents",
     "simulation.run_whatif",
+    "simulation.calendar_whatif",
 )
 
 
