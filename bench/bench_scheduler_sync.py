@@ -306,6 +306,11 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=60, help="seconds between samples")
     parser.add_argument("--keep", action="store_true", help="keep and reuse the database")
     parser.add_argument("--label", default="", help="suffix of the results file (before/after)")
+    parser.add_argument(
+        "--reads-only",
+        action="store_true",
+        help="with --keep: time the reads only, on the jobs and intervals the last run left",
+    )
     args = parser.parse_args()
     with fresh_postgres("schedsync", keep=args.keep) as url:
         django_setup(url)
@@ -327,6 +332,14 @@ def main() -> None:
         base = answers(int(wall))
         encoded = {k: json.dumps(v).encode() for k, v in base.items()}
         print(f"jobs answer: {len(encoded['jobs']) / 2**20:.1f} MiB")
+        if args.reads_only and reused(url):
+            reads = measure_reads(args.repeats, now)
+            path = write_result(
+                "scheduler_sync_reads" + (f"_{args.label}" if args.label else ""),
+                {"cards": NODES * CARDS, "jobs": JOBS, "reads": reads, "hours": args.hours},
+            )
+            print(f"written {path}")
+            return
         # A kept database starts over: no jobs, nodes or scheduler intervals.
         for model in (SchedulerJob, SchedulerNode, SchedulerPartition):
             model.objects.filter(source=source).delete()

@@ -5,8 +5,9 @@ A card a running job holds (an open ``scheduler`` attribution interval) is *idle
 point of the read (a raw sample, or a rollup bucket's **maximum**, so one busy second inside a
 bucket is not hidden by its mean) under the threshold. A run of such points counts once it
 lasts ``SCHEDULER_IDLE_MINUTES``; a hole in the data (more than two steps without a point)
-ends a run — no data is not idleness. Only the last :data:`LOOKBACK` is read. Idle
-card-hours add up, per job, the runs that counted, clipped to the time the job held the card.
+ends a run — no data is not idleness (``telemetry.read.runs_under`` finds the runs in the
+database). Only the last :data:`LOOKBACK` is read. Idle card-hours add up, per job, the runs
+that counted, clipped to the time the job held the card.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from django.utils import timezone
 from accounts.models import Tenant
 from scheduling.models import SchedulerJob
 from telemetry.models import AttributionKind, Entity
-from telemetry.read import card_holdings, metrics_by_name, series_read_entities
+from telemetry.read import card_holdings, metrics_by_name, runs_under
 
 LOOKBACK = timedelta(hours=6)
 UTILIZATION = "accelerator_utilization_ratio"
@@ -87,35 +88,6 @@ class IdleReport:
     jobs_checked: int
 
 
-def _cadence(points, step: float) -> float:
-    """Seconds between readings: the median spacing of the points (exporters scrape every
-    15–60 s whatever the read's bucket), at least the read's step."""
-    gaps = sorted((b.ts - a.ts).total_seconds() for a, b in zip(points, points[1:], strict=False))
-    spacing = gaps[len(gaps) // 2] if gaps else float(settings.TELEMETRY_INTERVAL_SECONDS)
-    return max(float(step), spacing, 1.0)
-
-
-def _runs(points, step: float, ratio: float) -> list[tuple[datetime, datetime, bool]]:
-    """Runs of consecutive under-threshold points: (start, end, reaches the last point). A
-    run covers its readings up to one cadence after the last; more than two cadences
-    without a reading end it."""
-    cadence = _cadence(points, step)
-    gap, width = timedelta(seconds=2 * cadence), timedelta(seconds=cadence)
-    runs: list[tuple[datetime, datetime, bool]] = []
-    begin = last = None
-    for point in points:
-        idle = point.max < ratio
-        if begin is not None and (not idle or point.ts - last > gap):
-            runs.append((begin, last + width, False))
-            begin = None
-        if idle:
-            begin = begin or point.ts
-            last = point.ts
-    if begin is not None:
-        runs.append((begin, last + width, True))
-    return runs
-
-
 def idle_allocations(
     jobs: QuerySet[SchedulerJob], *, now: datetime | None = None, rule: IdleRule | None = None
 ) -> IdleReport:
@@ -127,7 +99,7 @@ def idle_allocations(
     running = {
         (job.source.cluster_id, str(job.job_id)): job
         for job in jobs.filter(state__in=("RUNNING", "SUSPENDED", "COMPLETING")).select_related(
-            "source", "tenant"
+            "source__cluster", "tenant"
         )
     }
     metric = metrics_by_name([UTILIZATION]).get(UTILIZATION)
@@ -147,40 +119,35 @@ def idle_allocations(
             if key in running and holding.open:
                 by_job[key].append(holding)
         minimum = timedelta(minutes=rule.minutes)
-        # One grouped read of every held card from the earliest holding's start (a query per
-        # tier, not one per card); each card then keeps the points from its own holding's
-        # start (the bucket that holds it on).
-        first = min((h.start for held in by_job.values() for h in held), default=now)
-        read = series_read_entities(
+        # One statement for every held card: the runs under the threshold are found in the
+        # database (telemetry.read.runs_under), each card from its own holding's start.
+        held = [(key, h) for key, holdings_of in by_job.items() for h in holdings_of]
+        spans = runs_under(
             metric=metric,
-            entities=[entities[h.entity_id] for held in by_job.values() for h in held],
-            start=first,
+            spans=[(entities[h.entity_id], h.start) for _key, h in held],
             end=now,
+            threshold=rule.ratio,
         )
-        for key, held in by_job.items():
-            row = IdleJob(job=running[key], cards_held=len(held))
-            for holding in held:
-                series = read[holding.entity_id]
-                reach = timedelta(seconds=series.step_seconds)
-                points = [p for p in series.points if p.ts + reach > holding.start]
-                if not points:
-                    row.cards_unmeasured += 1
+        rows: dict[tuple[int, str], IdleJob] = {}
+        for (key, holding), span in zip(held, spans, strict=True):
+            row = rows.setdefault(key, IdleJob(job=running[key], cards_held=len(by_job[key])))
+            if not span.measured:
+                row.cards_unmeasured += 1
+                continue
+            counted = False
+            for run in span.runs:
+                begin, end = max(run.start, holding.start), min(run.end, holding.until)
+                if end - begin < minimum:
                     continue
-                counted = False
-                for begin, end, current in _runs(points, series.step_seconds, rule.ratio):
-                    begin, end = max(begin, holding.start), min(end, holding.until)
-                    if end - begin < minimum:
-                        continue
-                    counted = True
-                    row.idle_card_hours += (end - begin).total_seconds() / 3600.0
-                    row.longest_idle = max(row.longest_idle, end - begin)
-                    if current:
-                        row.cards_idle += 1
-                        row.idle_since = min(row.idle_since or begin, begin)
-                if counted:
-                    row.cards.append(holding.entity_key)
-            if row.cards:
-                found.append(row)
+                counted = True
+                row.idle_card_hours += (end - begin).total_seconds() / 3600.0
+                row.longest_idle = max(row.longest_idle, end - begin)
+                if run.current:
+                    row.cards_idle += 1
+                    row.idle_since = min(row.idle_since or begin, begin)
+            if counted:
+                row.cards.append(holding.entity_key)
+        found = [row for row in rows.values() if row.cards]
     found.sort(key=lambda r: (-r.idle_card_hours, r.job.job_id))
     tenants: dict[int, IdleTenant] = {}
     for row in found:

@@ -9,6 +9,8 @@ three rollup tiers; a reader never cares which one answered.
 - **series**: ``series_read`` (one entity, automatic resolution), ``series_read_many`` /
   ``series_read_entities`` (one metric of many entities, one query per tier) /
   ``series_points_many`` (several metrics of one entity, one query per tier), ``series_points``,
+  ``runs_under`` (runs of readings under a threshold per card span, found in the database:
+  what "idle" means for the idle list, the ledger's allocated-idle split and the alert rule),
   ``kind_series`` / ``kind_series_many`` (a whole kind reduced per time), ``cluster_series``.
 - **window aggregates**: ``window_values`` (every entity of a kind — alert rules),
   ``window_aggregate`` (one entity, percentiles from raw values — gates), ``cluster_stat(s)``,
@@ -43,7 +45,9 @@ three rollup tiers; a reader never cares which one answered.
   adds each step's histogram increments to them).
 - **attribution** (real clusters): ``attribution_held_by_hour`` (card-seconds per workload
   selector per hour: what showback bills; exporter-label intervals only),
-  ``attribution_bound_intervals`` (what bound); ``card_holdings`` (both kinds of interval —
+  ``attribution_bound_intervals`` (what bound); ``allocated_idle_values`` (per card an
+  open scheduler interval holds, how long it has read idle: the "allocated but idle" alert
+  rule's values, ``ALLOCATED_IDLE_METRIC``); ``card_holdings`` (both kinds of interval —
   the scheduler's allocations and the exporters' labels — as spans, for the card swimlane and
   the idle list) and ``holder_now`` (the precedence rule: scheduler, then exporter).
 - **cluster figures for every kind of cluster**: ``cluster_figures_latest`` and
@@ -66,6 +70,8 @@ from cluster_portal.web.timerange import TimeRange
 from telemetry.ingest.registry import metrics_by_name
 from telemetry.ingest.serving import GATE_METRICS as SERVING_GATE_METRICS
 from telemetry.models import Entity, MetricDefinition
+from telemetry.read import allocated_idle as _allocated_idle
+from telemetry.read.allocated_idle import ALLOCATED_IDLE_METRIC, AllocatedIdle
 from telemetry.read.figures import (
     aggregate_by,
     cluster_curves,
@@ -81,6 +87,7 @@ from telemetry.read.fleet import DERIVED as DERIVED_FIGURES
 from telemetry.read.local import entity_windows as _entity_windows
 from telemetry.read.local import kind_windows as _kind_windows
 from telemetry.read.local import latest as _latest
+from telemetry.read.local import runs as _runs
 from telemetry.read.local import series as _series
 from telemetry.read.local import series_entities as _series_entities
 from telemetry.read.local.attribution import BoundInterval, HeldByHour
@@ -113,6 +120,7 @@ from telemetry.read.local.latest import (
     kind_series_many,
 )
 from telemetry.read.local.presence import ABSENCE_METRIC, absence_window, accelerators_absent_q
+from telemetry.read.local.runs import SpanRuns, UnderRun, runs_of_points
 from telemetry.read.local.scoping import entities_visible_to
 from telemetry.read.local.series import Series, SeriesPoint
 from telemetry.read.local.serving import ServingWindow, serving_counters_latest
@@ -207,6 +215,13 @@ __all__ = [
     "series_points_many",
     "series_read",
     "series_read_entities",
+    "runs_under",
+    "ALLOCATED_IDLE_METRIC",
+    "AllocatedIdle",
+    "allocated_idle_values",
+    "runs_of_points",
+    "SpanRuns",
+    "UnderRun",
     "series_read_many",
     "serving_canary_comparison",
     "serving_counters_latest",
@@ -258,6 +273,47 @@ def series_read_entities(
         if entity.pk in remote:
             found[entity.pk] = series_read(metric=metric, entity=entity, start=start, end=end)
     return found
+
+
+def runs_under(
+    *,
+    metric: MetricDefinition,
+    spans: Sequence[tuple[Entity, datetime]],
+    end: datetime,
+    threshold: float,
+) -> list[SpanRuns]:
+    """Per ``(entity, from)`` span, the runs of readings of ``metric`` whose bucket maximum
+    stays under ``threshold`` up to ``end`` (``telemetry.read.local.runs``: one statement
+    from the store; entities of PromQL clusters read as one range query each)."""
+    spans = list(spans)
+    remote = [i for i, (e, _s) in enumerate(spans) if promql.source_for(e.cluster_id) is not None]
+    if not remote:
+        return _runs.runs_under(metric=metric, spans=spans, end=end, threshold=threshold)
+    local = [i for i in range(len(spans)) if i not in set(remote)]
+    found = [SpanRuns(measured=False)] * len(spans)
+    for i, runs in zip(
+        local,
+        _runs.runs_under(
+            metric=metric, spans=[spans[i] for i in local], end=end, threshold=threshold
+        ),
+        strict=True,
+    ):
+        found[i] = runs
+    first = min(since for _e, since in spans)
+    for i in remote:
+        entity, since = spans[i]
+        series = series_read(metric=metric, entity=entity, start=first, end=end)
+        found[i] = _runs.runs_of_series(series, since, threshold)
+    return found
+
+
+def allocated_idle_values(*, threshold: float, seconds: int, now: datetime) -> AllocatedIdle:
+    """Per card an open scheduler interval holds, the seconds its current run of readings
+    under ``threshold`` has lasted (``telemetry.read.allocated_idle``): the values of the
+    "allocated but idle" alert rule."""
+    return _allocated_idle.allocated_idle_values(
+        threshold=threshold, seconds=seconds, now=now, runs_under=runs_under
+    )
 
 
 def series_read_many(

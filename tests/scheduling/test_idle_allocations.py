@@ -128,3 +128,24 @@ def test_the_api_answers_durations_and_idle_card_hours(client_as, tenants):
     assert first["longest_idle_minutes"] == pytest.approx(45, abs=1)
     assert first["idle_card_hours"] == pytest.approx(1.5, abs=0.05)
     assert [t["tenant"] for t in body["tenants"]] == ["panda", "acme"]
+
+
+def test_the_api_reads_a_few_queries_whatever_the_number_of_jobs(
+    client_as, tenants, django_assert_max_num_queries
+):
+    s, now = _cluster_with_jobs(tenants)
+    # Eight more idle jobs on the other cards: the count of queries must not grow with them.
+    start = now - timedelta(minutes=50)
+    store(s.source, [
+        job(1, cards={"gpu-001": [0, 1]}, start=start),
+        job(2, account="tenant-b", cards={"gpu-001": [2]}, start=start),
+        job(3, cards={"gpu-001": [3]}, start=start),
+        job(4, account="tenant-b", cards={"gpu-002": [0, 1]}, start=start),
+        *[job(10 + i, cards={"gpu-002": [2 + i]}, start=start) for i in range(2)],
+    ], now)  # fmt: skip
+    for i in range(2):
+        _utilization(s.entities[("gpu-002", 2 + i)], [0.01] * 51, now)
+    client = client_as("operator")
+    with django_assert_max_num_queries(16):
+        body = client.get("/api/v1/scheduler-idle/").json()
+    assert {j["job_id"] for j in body["jobs"]} == {1, 4, 10, 11}
