@@ -33,8 +33,9 @@ from django.utils.translation import gettext as _
 from cost import model as cm
 from cost.allocation import Billable, cluster_ledger
 from cost.coverage import covered_by_hour
-from cost.ledger import HourLine, Ledger, WorkloadLine
-from cost.models import LedgerHour, LedgerLine
+from cost.idle_split import idle_held_seconds
+from cost.ledger import CENTS, HourLine, Ledger, WorkloadLine, split_idle
+from cost.models import LedgerHour, LedgerIdleLine, LedgerLine
 from inventory.models import Cluster
 from telemetry.read import cluster_stats, minute_detail_kept_from
 
@@ -84,6 +85,9 @@ class HourBill:
     basis: dict[Hashable, str] = field(default_factory=dict)
     unbound_card_seconds: float = 0.0
     ambiguous_intervals: int = 0
+    # Allocated idle per holder tenant (id): card-seconds held idle, and cents.
+    idle_card_seconds: dict[Hashable, float] = field(default_factory=dict)
+    idle_cents: dict[Hashable, int] = field(default_factory=dict)
 
 
 def floor_hour(at: datetime) -> datetime:
@@ -135,8 +139,18 @@ def hour_bill(
     start = hour.timestamp()
     found = [h for h in ledger.hours if h.start == start]
     line = found[0] if found else HourLine(start, 0.0, 0.0, 0.0, 0, 0, False)
+    # Idle splits into the holders' (scheduler jobs holding idle cards) and the operator's.
+    idle_seconds = idle_held_seconds(cluster, hour, end) if line.idle_cents else {}
+    allocated, idle_cents = split_idle(
+        idle_cents=line.idle_cents,
+        cents_per_card_second=per_hour * CENTS / HOUR / pricing.cards if pricing.cards else 0.0,
+        idle_held=idle_seconds,
+    )
+    line = replace(line, allocated_idle_cents=allocated)
     return HourBill(
         line=line,
+        idle_card_seconds={k: v for k, v in idle_seconds.items() if v > 0},
+        idle_cents=idle_cents,
         per_hour=per_hour,
         card_seconds={w.key: w.card_seconds for w in ledger.workloads if w.card_seconds > 0},
         billed_cents={w.key: w.billed_cents for w in ledger.workloads if w.billed_cents},
@@ -162,8 +176,14 @@ def _stored(cluster: Cluster, start: datetime, end: datetime) -> dict[float, Hou
         "hour_id", "workload_id", "card_seconds", "billed_cents", "basis"
     ):
         lines.setdefault(hour_id, []).append(tuple(rest))
+    idle: dict[int, list[tuple[int, float, int]]] = {}
+    for hour_id, *rest in LedgerIdleLine.objects.filter(hour__in=[r.pk for r in rows]).values_list(
+        "hour_id", "tenant_id", "card_seconds", "cents"
+    ):
+        idle.setdefault(hour_id, []).append(tuple(rest))
     for row in rows:
         mine = lines.get(row.pk, [])
+        held_idle = idle.get(row.pk, [])
         bills[row.hour.timestamp()] = HourBill(
             line=HourLine(
                 start=row.hour.timestamp(),
@@ -175,6 +195,7 @@ def _stored(cluster: Cluster, start: datetime, end: datetime) -> dict[float, Hou
                 overcommitted=row.overcommitted,
                 state=HourState.CLOSED,
                 revision=row.revision,
+                allocated_idle_cents=int(row.allocated_idle_cents),
             ),
             per_hour=row.per_hour,
             card_seconds={w: cs for w, cs, _c, _b in mine},
@@ -182,6 +203,8 @@ def _stored(cluster: Cluster, start: datetime, end: datetime) -> dict[float, Hou
             basis={w: b for w, _cs, _c, b in mine},
             unbound_card_seconds=row.unbound_card_seconds,
             ambiguous_intervals=row.ambiguous_intervals,
+            idle_card_seconds={t: cs for t, cs, _c in held_idle},
+            idle_cents={t: c for t, _cs, c in held_idle},
         )
     return bills
 
@@ -270,6 +293,14 @@ def ledger_of_hours(
         basis.update({k: b for k, b in bill.basis.items() if b})
     covered = sum(b.line.covered_seconds for b in bills)
     cost = sum(b.line.cost_cents for b in bills)
+    idle_held: dict[Hashable, tuple[float, int]] = {}
+    for bill in bills:
+        for tenant in set(bill.idle_card_seconds) | set(bill.idle_cents):
+            seconds_so_far, cents_so_far = idle_held.get(tenant, (0.0, 0))
+            idle_held[tenant] = (
+                seconds_so_far + bill.idle_card_seconds.get(tenant, 0.0),
+                cents_so_far + bill.idle_cents.get(tenant, 0),
+            )
     return Ledger(
         currency=currency,
         cards=cards,
@@ -285,4 +316,5 @@ def ledger_of_hours(
         unbound_card_seconds=sum(b.unbound_card_seconds for b in bills),
         ambiguous_intervals=sum(b.ambiguous_intervals for b in bills),
         start=start,
+        idle_held=idle_held,
     )

@@ -70,10 +70,17 @@ class HourLine:
     # not yet written by the close task: computed from kept minute data) or open (so far).
     state: str = "closed"
     revision: int = 0  # how many times late data revised this closed hour
+    # The part of ``idle_cents`` on cards a scheduler job held while they read idle
+    # (:func:`split_idle`); the rest of idle is unallocated, the operator's.
+    allocated_idle_cents: int = 0
 
     @property
     def cost_cents(self) -> int:
         return self.billed_cents + self.idle_cents
+
+    @property
+    def unallocated_idle_cents(self) -> int:
+        return self.idle_cents - self.allocated_idle_cents
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,8 @@ class Ledger:
     unbound_card_seconds: float = 0.0
     ambiguous_intervals: int = 0
     start: float | None = None  # the first hour billed (whole hours: ``cost.hours``)
+    # Allocated idle per holder tenant (id): ``(card-seconds held idle, cents)``.
+    idle_held: dict[Hashable, tuple[float, int]] = field(default_factory=dict)
 
     @property
     def closed_hours(self) -> int:
@@ -128,6 +137,14 @@ class Ledger:
     @property
     def idle_cents(self) -> int:
         return self.cost_cents - self.billed_cents
+
+    @property
+    def allocated_idle_cents(self) -> int:
+        return sum(h.allocated_idle_cents for h in self.hours)
+
+    @property
+    def unallocated_idle_cents(self) -> int:
+        return self.idle_cents - self.allocated_idle_cents
 
     @property
     def held_card_seconds(self) -> float:
@@ -216,3 +233,22 @@ def build_ledger(
             for i, start in enumerate(hour_starts)
         ],
     )
+
+
+def split_idle(
+    *, idle_cents: int, cents_per_card_second: float, idle_held: dict[Hashable, float]
+) -> tuple[int, dict[Hashable, int]]:
+    """An hour's idle cents split into *allocated idle* — the card-seconds each holder
+    (tenant) held while the cards read idle, at the hour's rate — and the rest, unallocated.
+
+    The allocated part is rounded to the cent once and never exceeds ``idle_cents`` (a card
+    a workload was also billed for is not charged twice: the excess stays billed), and is
+    apportioned to the holders by largest remainder, so allocated + unallocated = idle and
+    billed + allocated idle + unallocated idle = cost, to the cent."""
+    keys = [k for k, seconds in idle_held.items() if seconds > 0]
+    if idle_cents <= 0 or not keys or cents_per_card_second <= 0:
+        return 0, {}
+    exact = np.array([idle_held[k] for k in keys], np.float64) * cents_per_card_second
+    allocated = min(round(float(exact.sum())), int(idle_cents))
+    shares = apportion(exact, allocated)
+    return allocated, {k: int(c) for k, c in zip(keys, shares.tolist(), strict=True) if c}

@@ -151,7 +151,9 @@ class LedgerHour(models.Model):
     24 h and a 7-day window and does not change as telemetry ages and its minute rollups are
     pruned. A row is revised only when late telemetry changes its figures while that hour's
     minute data is still kept; ``revision`` counts those revisions (0: as first closed).
-    Amounts are whole cents of ``currency``: ``billed_cents + idle_cents = cost_cents``.
+    Amounts are whole cents of ``currency``: ``billed_cents + idle_cents = cost_cents``, and
+    idle splits into ``allocated_idle_cents`` (cards held by a scheduler job but idle, per
+    holder in :class:`LedgerIdleLine`) and the unallocated rest.
     """
 
     cluster = models.ForeignKey(
@@ -170,6 +172,14 @@ class LedgerHour(models.Model):
     cost_cents = models.BigIntegerField(_("asset cost (cents)"))
     billed_cents = models.BigIntegerField(_("billed (cents)"))
     idle_cents = models.BigIntegerField(_("idle (cents)"))
+    allocated_idle_cents = models.BigIntegerField(
+        _("allocated idle (cents)"),
+        default=0,
+        help_text=_(
+            "The part of idle on cards a scheduler job held while they read idle (charged to "
+            "the holders); the rest of idle is unallocated (the operator's)."
+        ),
+    )
     overcommitted = models.BooleanField(_("over-committed"), default=False)
     unbound_card_seconds = models.FloatField(_("card-seconds no workload claimed"), default=0.0)
     ambiguous_intervals = models.PositiveIntegerField(_("ambiguous intervals"), default=0)
@@ -192,6 +202,11 @@ class LedgerHour(models.Model):
                 & Q(idle_cents__gte=0)
                 & Q(cost_cents=models.F("billed_cents") + models.F("idle_cents")),
                 name="ledgerhour_billed_plus_idle_is_cost",
+            ),
+            models.CheckConstraint(
+                condition=Q(allocated_idle_cents__gte=0)
+                & Q(allocated_idle_cents__lte=models.F("idle_cents")),
+                name="ledgerhour_allocated_idle_within_idle",
             ),
             models.CheckConstraint(
                 condition=Q(covered_seconds__gte=0) & Q(covered_seconds__lte=3600),
@@ -243,3 +258,38 @@ class LedgerLine(models.Model):
 
     def __str__(self) -> str:
         return f"{self.workload_name} @ {self.hour_id}"
+
+
+class LedgerIdleLine(models.Model):
+    """One holder tenant's allocated idle in one closed :class:`LedgerHour`: the card-seconds
+    its scheduler jobs held while the cards read idle, and that part of the hour's idle cost.
+    The lines of an hour add up to its ``allocated_idle_cents``."""
+
+    hour = models.ForeignKey(
+        LedgerHour,
+        verbose_name=_("ledger hour"),
+        on_delete=models.CASCADE,
+        related_name="idle_lines",
+    )
+    tenant = models.ForeignKey(
+        "monitoring.Tenant",
+        verbose_name=_("tenant"),
+        on_delete=models.CASCADE,
+        related_name="ledger_idle_lines",
+    )
+    card_seconds = models.FloatField(_("card-seconds held idle"))
+    cents = models.BigIntegerField(_("allocated idle (cents)"))
+
+    class Meta:
+        ordering = ["hour_id", "tenant_id"]
+        verbose_name = _("ledger idle line")
+        verbose_name_plural = _("ledger idle lines")
+        constraints = [
+            models.UniqueConstraint(fields=["hour", "tenant"], name="ledgeridleline_one_per_hour"),
+            models.CheckConstraint(
+                condition=Q(cents__gte=0) & Q(card_seconds__gte=0), name="ledgeridleline_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id} idle @ {self.hour_id}"

@@ -17,7 +17,7 @@ from cost.hours import (
     hour_bill,
     hours_with_data,
 )
-from cost.models import CostAssumptions, LedgerHour, LedgerLine
+from cost.models import CostAssumptions, LedgerHour, LedgerIdleLine, LedgerLine
 from cost.selectors import assumptions_for, billables, inputs_of, roster
 from inventory.models import Cluster
 from telemetry.read import minute_detail_kept_from
@@ -49,7 +49,14 @@ REVISE_FOR = timedelta(hours=6)
 
 def _differs(row: LedgerHour, bill: HourBill, lines: dict[int | None, tuple[float, int]]) -> bool:
     line = bill.line
-    if (row.billed_cents, row.idle_cents) != (line.billed_cents, line.idle_cents):
+    if (row.billed_cents, row.idle_cents, row.allocated_idle_cents) != (
+        line.billed_cents,
+        line.idle_cents,
+        line.allocated_idle_cents,
+    ):
+        return True
+    held_idle = {t: c for t, c in row.idle_lines.values_list("tenant_id", "cents")}
+    if held_idle != {t: c for t, c in bill.idle_cents.items() if c}:
         return True
     if not math.isclose(row.covered_seconds, line.covered_seconds, rel_tol=1e-9, abs_tol=1e-6):
         return True
@@ -100,6 +107,7 @@ def ledger_hour_record(
         "cost_cents": line.cost_cents,
         "billed_cents": line.billed_cents,
         "idle_cents": line.idle_cents,
+        "allocated_idle_cents": line.allocated_idle_cents,
         "overcommitted": line.overcommitted,
         "unbound_card_seconds": bill.unbound_card_seconds,
         "ambiguous_intervals": bill.ambiguous_intervals,
@@ -114,6 +122,7 @@ def ledger_hour_record(
         row.revision += 1
         row.revised_at = now
         row.lines.all().delete()
+        row.idle_lines.all().delete()
         outcome = "revised"
     for name, value in values.items():
         setattr(row, name, value)
@@ -129,6 +138,15 @@ def ledger_hour_record(
             billed_cents=c,
         )
         for pk, (cs, c) in lines.items()
+    )
+    LedgerIdleLine.objects.bulk_create(
+        LedgerIdleLine(
+            hour=row,
+            tenant_id=tenant,
+            card_seconds=bill.idle_card_seconds.get(tenant, 0.0),
+            cents=bill.idle_cents.get(tenant, 0),
+        )
+        for tenant in set(bill.idle_card_seconds) | set(bill.idle_cents)
     )
     return row, outcome
 

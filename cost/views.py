@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -19,6 +20,7 @@ from cost import charts
 from cost.allocation import hour_start
 from cost.forms import CostAssumptionsForm
 from cost.hours import WindowNotCovered
+from cost.idle_split import idle_holders
 from cost.models import CostAssumptions
 from cost.selectors import (
     ClusterCost,
@@ -154,6 +156,8 @@ def _cost_page(request: HttpRequest, hours: int, start: datetime, end: datetime)
         "tenant_ledgers": tenant_ledgers(comparison) if comparison else [],
         "tco_figure": _tco_figure(comparison),
         "idle_figure": _idle_figure(costs),
+        "idle_holders": idle_holders(costs),
+        "idle_rule_percent": settings.SCHEDULER_IDLE_UTILIZATION_PERCENT,
     }
     return render(request, "cost/cost.html", context, status=400 if form and form.errors else 200)
 
@@ -303,6 +307,7 @@ def comparison_csv(comparison: Comparison | None) -> HttpResponse:
 LEDGER_COLUMNS = (
     "cluster", "hour_start", "covered_seconds", "capacity_card_seconds", "held_card_seconds",
     "overcommitted", "cost", "billed", "idle", "currency", "state", "revision",
+    "allocated_idle", "unallocated_idle",
 )  # fmt: skip
 
 
@@ -327,6 +332,8 @@ def ledger_csv(costs: list[ClusterCost]) -> HttpResponse:
                     c.ledger.currency,
                     h.state,
                     h.revision,
+                    f"{h.allocated_idle_cents / 100:.2f}",
+                    f"{h.unallocated_idle_cents / 100:.2f}",
                 ]
             )
     return _csv("cost-ledger.csv", LEDGER_COLUMNS, rows)

@@ -107,6 +107,14 @@ def cluster_cost_json(c: ClusterCost) -> dict:
     }
 
 
+def _idle_by_tenant(ledger: Ledger) -> list[dict]:
+    slugs = dict(Tenant.objects.filter(pk__in=list(ledger.idle_held)).values_list("pk", "slug"))
+    return [
+        {"tenant": slugs.get(pk, ""), "card_hours": round(seconds / 3600.0, 4), "cents": cents}
+        for pk, (seconds, cents) in sorted(ledger.idle_held.items(), key=lambda kv: -kv[1][1])
+    ]
+
+
 def ledger_json(ledger: Ledger | None) -> dict | None:
     """The ledger in whole cents (billed + idle = cost exactly), with its coverage and hours."""
     if ledger is None:
@@ -118,6 +126,11 @@ def ledger_json(ledger: Ledger | None) -> dict | None:
         "cost_cents": ledger.cost_cents,
         "billed_cents": ledger.billed_cents,
         "idle_cents": ledger.idle_cents,
+        # Idle split: cards a scheduler job held while they read idle (the holders'), and
+        # the rest (the operator's); billed + allocated + unallocated idle = cost.
+        "allocated_idle_cents": ledger.allocated_idle_cents,
+        "unallocated_idle_cents": ledger.unallocated_idle_cents,
+        "allocated_idle_by_tenant": _idle_by_tenant(ledger),
         "mean_cards_held": ledger.mean_cards_held,
         "overcommitted_hours": ledger.overcommitted_hours,
         # Whole hours from ``start``: closed ones are the persisted ledger's (``revision``:
@@ -132,6 +145,8 @@ def ledger_json(ledger: Ledger | None) -> dict | None:
                 "cost_cents": h.cost_cents,
                 "billed_cents": h.billed_cents,
                 "idle_cents": h.idle_cents,
+                "allocated_idle_cents": h.allocated_idle_cents,
+                "unallocated_idle_cents": h.unallocated_idle_cents,
                 "overcommitted": h.overcommitted,
                 "state": h.state,
                 "revision": h.revision,

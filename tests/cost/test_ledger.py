@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from cost.ledger import apportion, build_ledger
+from cost.ledger import apportion, build_ledger, split_idle
 
 
 @st.composite
@@ -90,6 +90,40 @@ def test_apportion_hands_out_exactly_the_total_as_floors_or_ceilings(values, tot
     share = values / values.sum() * total if values.sum() else values
     assert np.all(parts >= np.floor(share) - 1e-6) and np.all(parts <= np.ceil(share) + 1e-6)
     assert np.all(parts[values == 0] == 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    clusters(),
+    st.lists(st.floats(min_value=0, max_value=40 * 3600), min_size=0, max_size=6),
+)
+def test_billed_plus_allocated_and_unallocated_idle_is_the_cost_to_the_cent(case, idle_held):
+    ledger = build_ledger(**case)
+    rate = case["per_hour"] * 100 / 3600.0 / case["cards"] if case["cards"] else 0.0
+    for hour in ledger.hours:
+        held = {f"t{i}": s for i, s in enumerate(idle_held)}
+        allocated, by_tenant = split_idle(
+            idle_cents=hour.idle_cents, cents_per_card_second=rate, idle_held=held
+        )
+        assert 0 <= allocated <= hour.idle_cents
+        assert sum(by_tenant.values()) == allocated
+        unallocated = hour.idle_cents - allocated
+        assert hour.billed_cents + allocated + unallocated == hour.cost_cents
+        for tenant, cents in by_tenant.items():
+            # Never more than a cent over what the tenant's idle card-seconds cost.
+            assert cents <= held[tenant] * rate + 1 + 1e-6 * cents
+
+
+def test_allocated_idle_is_the_holders_card_seconds_at_the_hours_rate():
+    allocated, by_tenant = split_idle(
+        idle_cents=5_000, cents_per_card_second=1000 / 3600, idle_held={"acme": 1800, "panda": 3600}
+    )
+    assert (allocated, by_tenant) == (1_500, {"acme": 500, "panda": 1_000})
+    # More idle held than the hour's idle (a card also billed): capped, the rest unallocated 0.
+    capped, shares = split_idle(
+        idle_cents=300, cents_per_card_second=1000 / 3600, idle_held={"acme": 3600}
+    )
+    assert (capped, shares) == (300, {"acme": 300})
 
 
 def _one_hour(held_seconds: list[float], cards: int = 8) -> dict:
