@@ -333,6 +333,25 @@ DEFAULT_RULES: tuple[RuleSpec, ...] = (
             "the node is down, or Prometheus stopped scraping it."
         ),
     ),
+    RuleSpec(
+        name="accelerator-allocated-idle",
+        title=gettext_noop("Allocated but idle: a scheduler job holds a card that does nothing"),
+        metric="accelerator_allocated_idle_seconds",  # telemetry.read.ALLOCATED_IDLE_METRIC
+        entity_kind="accelerator",
+        aggregation=Agg.MAX,
+        comparator=Cmp.LT,
+        threshold=0.05,  # utilization ratio: every reading under 5 % (SCHEDULER_IDLE_*'s default)
+        window_seconds=1800,  # for at least 30 minutes
+        severity=Severity.WARNING,
+        runbook=gettext_noop(
+            "Allocated but idle: the scheduler says a job holds this card, the exporter says it "
+            "computes nothing. Open the scheduler page's idle list for the job and its tenant: "
+            "a job waiting on data or a stuck rank (check the job's logs and its other cards), "
+            "an interactive session left open, or an inference replica sized for a peak. Ask "
+            "the holder to release or shrink it; the idle time is charged to the holder as "
+            "allocated idle in the cost ledger."
+        ),
+    ),
 )
 
 

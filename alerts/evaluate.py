@@ -13,6 +13,10 @@ Then, per entity:
   ``value`` and message; an acknowledged alert stays acknowledged;
 - condition does not hold and the entity had data → resolve its open alert (RESOLVED,
   ``resolved_at`` = now, ``resolved_by`` None: resolved by the evaluator, not a person);
+- an **allocated-but-idle** rule (``accelerator_allocated_idle_seconds``) reads the
+  scheduler's open allocations × utilization (``telemetry.read.allocated_idle_values``): it
+  fires on a held card that has read under the threshold for at least the rule's window,
+  resolves when the card reads busy again or its job releases it;
 - the ``accelerator-absent`` rule reads no samples: its value is computed from each card's
   ``last_seen`` (``telemetry.read.absence_window``), so a card that stops reporting fires it;
 - **no data in the window** (no rollup bucket / raw value for the entity) → nothing changes:
@@ -42,7 +46,14 @@ from django.utils import timezone
 
 from alerts.models import Alert, AlertRule, alert_message
 from telemetry.models import MetricDefinition
-from telemetry.read import ABSENCE_METRIC, absence_window, entity_labels, window_values
+from telemetry.read import (
+    ABSENCE_METRIC,
+    ALLOCATED_IDLE_METRIC,
+    absence_window,
+    allocated_idle_values,
+    entity_labels,
+    window_values,
+)
 
 OPEN_STATES = (Alert.State.FIRING, Alert.State.ACKNOWLEDGED)
 # Bounds the size of one ``IN (...)`` list when resolving; normally one chunk is enough.
@@ -88,8 +99,8 @@ def alerts_evaluate(*, now: datetime | None = None) -> dict:
     totals = EvaluationTotals()
     for rule in rules:
         metric = metrics.get(rule.metric)
-        if metric is None and rule.metric == ABSENCE_METRIC:
-            metric = MetricDefinition(name=ABSENCE_METRIC, entity_kind=rule.entity_kind)
+        if metric is None and rule.metric in (ABSENCE_METRIC, ALLOCATED_IDLE_METRIC):
+            metric = MetricDefinition(name=rule.metric, entity_kind=rule.entity_kind)
         if metric is None:
             totals.skipped.append(rule.name)
             continue
@@ -113,12 +124,22 @@ def alerts_evaluate(*, now: datetime | None = None) -> dict:
 # only leaves later rules for the next run.
 @transaction.atomic
 def _evaluate_rule(*, rule: AlertRule, metric: MetricDefinition, now: datetime) -> RuleOutcome:
+    released: set[int] | None = None
     if rule.metric == ABSENCE_METRIC:  # from inventory's last_seen, not from samples
         window = absence_window(now=now)
+    elif rule.metric == ALLOCATED_IDLE_METRIC:  # allocation × utilization, not one metric
+        window = allocated_idle_values(
+            threshold=rule.threshold, seconds=rule.window_seconds, now=now
+        )
+        released = window.held
     else:
         window = window_values(rule=rule, metric=metric, now=now)
-    holds = COMPARATORS[rule.comparator]
-    firing = {eid: v for eid, v in window.values.items() if holds(v, rule.threshold)}
+    if released is not None:
+        # Value: seconds the held card has read under the threshold; the rule's duration.
+        firing = {eid: v for eid, v in window.values.items() if v >= rule.window_seconds}
+    else:
+        holds = COMPARATORS[rule.comparator]
+        firing = {eid: v for eid, v in window.values.items() if holds(v, rule.threshold)}
     labels = window.labels
     missing = firing.keys() - labels.keys()
     if missing:  # entities read from frames: look up keys and tenants of the firing ones only
@@ -152,7 +173,11 @@ def _evaluate_rule(*, rule: AlertRule, metric: MetricDefinition, now: datetime) 
     _refresh(refresh, now)
 
     recovered = [
-        aid for eid, aid in open_alerts.items() if eid in window.values and eid not in firing
+        aid
+        for eid, aid in open_alerts.items()
+        if (eid in window.values and eid not in firing)
+        # an allocated-but-idle card its job released is no longer allocated
+        or (released is not None and eid not in released)
     ]
     resolved = 0
     for i in range(0, len(recovered), RESOLVE_CHUNK):

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+
+from telemetry.read import ALLOCATED_IDLE_METRIC
 
 
 class Severity(models.TextChoices):
@@ -21,6 +24,11 @@ class AlertRule(models.Model):
 
     ``runbook`` is shown with each alert: what to check first, following the field's
     troubleshooting playbook (fragmentation before blaming capacity, optics before routing...).
+
+    **Allocated but idle** (``metric`` = ``accelerator_allocated_idle_seconds``): a card an
+    open scheduler allocation holds whose utilization reads under ``threshold`` (a ratio,
+    0–1, comparator ``<``) for at least ``window_seconds``; its value is how long the card
+    has read idle so far, in seconds (``telemetry.read.allocated_idle_values``).
     """
 
     class Aggregation(models.TextChoices):
@@ -59,6 +67,32 @@ class AlertRule(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+    @property
+    def is_allocated_idle(self) -> bool:
+        return self.metric == ALLOCATED_IDLE_METRIC
+
+    def clean(self) -> None:
+        super().clean()
+        if not self.is_allocated_idle:
+            return
+        errors = {}
+        if self.entity_kind != "accelerator":
+            errors["entity_kind"] = _("An allocated-but-idle rule watches cards: 'accelerator'.")
+        if self.comparator != self.Comparator.LT:
+            errors["comparator"] = _(
+                "An allocated-but-idle rule fires while utilization is under the threshold: '<'."
+            )
+        if self.aggregation != self.Aggregation.MAX:
+            errors["aggregation"] = _(
+                "An allocated-but-idle rule compares every reading (the bucket maxima): 'max'."
+            )
+        if self.threshold is not None and not 0 < self.threshold <= 1:
+            errors["threshold"] = _(
+                "The utilization threshold is a ratio above 0 and at most 1 (0.05 is 5%)."
+            )
+        if errors:
+            raise ValidationError(errors)
 
 
 class Alert(models.Model):
@@ -133,6 +167,17 @@ def alert_message(rule: AlertRule, entity_key: str, value: float) -> str:
     """What the alert says, e.g. ``sn0/r1/n2/c3: max of accelerator_temperature_celsius over
     120 s is 97.2 (threshold > 95)``, in the active language: the stored message is the
     worker's (default) language, pages say it again in the reader's (``Alert.message_display``)."""
+    if rule.is_allocated_idle:
+        text = gettext(
+            "%(entity)s: held by a scheduler job and under %(percent)s%% utilization for "
+            "%(minutes)s min (rule: at least %(window)s min)"
+        ) % {
+            "entity": entity_key,
+            "percent": _number(rule.threshold * 100),
+            "minutes": round(value / 60),
+            "window": round(rule.window_seconds / 60),
+        }
+        return text if len(text) <= MESSAGE_MAX else text[: MESSAGE_MAX - 1] + "…"
     text = gettext(
         "%(entity)s: %(aggregation)s of %(metric)s over %(window)s s is %(value)s "
         "(threshold %(comparator)s %(threshold)s)"
