@@ -380,6 +380,21 @@ class VictoriaMetricsServer:
         with urllib.request.urlopen(f"{self.url}/internal/force_flush", timeout=60):
             pass
 
+    def wait_for_series(self, expr: str, count: int, timeout: float = 30) -> None:
+        """Until ``count(expr)`` answers ``count``: a new series becomes searchable a moment
+        after its import, not at once."""
+        import json
+        import urllib.parse
+        import urllib.request
+
+        def ready() -> bool:
+            query = urllib.parse.urlencode({"query": f"count({expr})"})
+            with urllib.request.urlopen(f"{self.url}/api/v1/query?{query}", timeout=5) as r:
+                result = json.load(r)["data"]["result"]
+            return bool(result) and int(float(result[0]["value"][1])) == count
+
+        _wait(ready, timeout, f"{count} series of {expr}")
+
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
             return

@@ -1,3 +1,7 @@
 """Fixtures of the telemetry tests that run a real Prometheus."""
 
-from tests.telemetry.prometheus_fixtures import exporters, prometheus_required  # noqa: F401
+from tests.telemetry.prometheus_fixtures import (  # noqa: F401
+    exporters,
+    prometheus_required,
+    victoria_metrics,
+)

@@ -7,7 +7,12 @@ import time
 
 import pytest
 
-from tests.servers import ExporterFixture, prometheus_binary
+from tests.servers import (
+    ExporterFixture,
+    VictoriaMetricsServer,
+    prometheus_binary,
+    victoria_metrics_binary,
+)
 
 DCGM_TEXT = """# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).
 # TYPE DCGM_FI_DEV_GPU_UTIL gauge
@@ -109,6 +114,22 @@ def exporters():
     npu = NpuExporter()
     server = ExporterFixture({"/dcgm": lambda: DCGM_TEXT, "/npu": npu})
     server.npu = npu
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def victoria_metrics(tmp_path, settings):
+    """A real VictoriaMetrics on loopback (allowed by the outbound policy for the test)."""
+    if victoria_metrics_binary() is None:
+        pytest.skip(
+            "victoria-metrics is not installed (Debian package `victoria-metrics`; "
+            "`make test` installs it when run as root with apt)"
+        )
+    settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    server = VictoriaMetricsServer(tmp_path / "victoria-metrics").start()
     try:
         yield server
     finally:

@@ -23,7 +23,7 @@ from cluster_portal.web.outbound import (
 )
 from telemetry.read.promql.guard import SourceBusy, note_failure, read_slot
 
-__all__ = ["DataSourceUnavailable", "PromQLClient", "outbound_get"]
+__all__ = ["AnswerTooLarge", "DataSourceUnavailable", "PromQLClient", "outbound_get"]
 
 USER_AGENT = "cluster-portal-promql/1"
 
@@ -50,6 +50,11 @@ class DataSourceUnavailable(APIException):
         self.cluster = cluster
         self.reason = reason
         self.staff_detail = detail or reason
+
+
+class AnswerTooLarge(DataSourceUnavailable):
+    """The answer passed ``PROMQL_MAX_RESPONSE_BYTES``: a reader that can ask in pages
+    (the inventory sync) splits the query and asks again."""
 
 
 def outbound_get(
@@ -128,8 +133,10 @@ class PromQLClient:
                         f"no complete answer in {seconds:.3g} s",
                     ) from None
                 except ResponseTooLarge as exc:
-                    raise unavailable(
-                        "the answer is larger than PROMQL_MAX_RESPONSE_BYTES", str(exc)
+                    raise AnswerTooLarge(
+                        self.cluster,
+                        "the answer is larger than PROMQL_MAX_RESPONSE_BYTES",
+                        f"{self.base}: {exc}",
                     ) from None
                 except (OSError, http.client.HTTPException) as exc:
                     note_failure(self.base)

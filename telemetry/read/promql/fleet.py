@@ -29,18 +29,16 @@ from telemetry.ingest.nvidia import DEV_UTIL, PROF_UTIL
 from telemetry.models import PromQLDataSource
 from telemetry.read.fleet import HBM_TOTAL, CardAgg, CardBuckets
 from telemetry.read.promql.reads import MIN_STEP_SECONDS, TARGET_POINTS, _Reader
-from telemetry.read.promql.translate import families, to_mapped
+from telemetry.read.promql.translate import CHIP_LABELS, families, to_mapped
 from telemetry.read.steps import HOUR_SECONDS, hour_dividing_step
 
 #: A health value counts as "one" (healthy) from here, as in the store's fold.
 ONE = 0.999999
-#: Exporter family prefix → the label naming the chip, and whether MIG instances split it.
-_CHIP_LABEL = {"DCGM_": ("UUID", True), "npu_": ("vdie_id", False)}
 _NPU_HEALTH = "npu_chip_info_health_status"  # the one npu family where -1 is a real value
 
 
 def _vendor(family: str) -> str | None:
-    return next((prefix for prefix in _CHIP_LABEL if family.startswith(prefix)), None)
+    return next((prefix for prefix in CHIP_LABELS if family.startswith(prefix)), None)
 
 
 class _Chips:
@@ -48,7 +46,7 @@ class _Chips:
     family's mapped per-chip expression."""
 
     def __init__(self, reader: _Reader, prefix: str) -> None:
-        label, mig = _CHIP_LABEL[prefix]
+        label, mig = CHIP_LABELS[prefix]
         label_map = reader.label_map
         self.reader, self.prefix = reader, prefix
         self.label = label_map.get(label, label)

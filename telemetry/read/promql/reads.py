@@ -26,10 +26,15 @@ from telemetry.models import Entity, MetricDefinition, PromQLDataSource
 from telemetry.read.local.entity_windows import WindowAggregate, aggregate
 from telemetry.read.local.latest import KindSnapshot
 from telemetry.read.local.series import Series, SeriesPoint
-from telemetry.read.promql.client import DataSourceUnavailable, PromQLClient
+from telemetry.read.promql.client import AnswerTooLarge, DataSourceUnavailable, PromQLClient
+from telemetry.read.promql.translate import chip_label, families, selector, to_mapped
 from telemetry.read.promql.translate import entity_key as key_of
-from telemetry.read.promql.translate import families, selector, to_mapped
 
+#: Pages by a chip label's last character: each hex digit (either case), then anything else.
+PAGE_CLASSES = tuple(f"[{c}{c.upper()}]" if c.isalpha() else c for c in "0123456789abcdef") + (
+    "[^0-9a-fA-F]",
+)
+MAX_PAGE_DEPTH = 3  # 17**3 pages: far past any fleet's size at a few MB per page
 TARGET_POINTS = 600
 MIN_STEP_SECONDS = 15  # Prometheus' default scrape interval: finer steps only repeat points
 SUCCESS_NOTE_SECONDS = 30
@@ -108,6 +113,35 @@ class _Reader:
             expr = template.format(self._sel(family, vendor_id))
             results += [(family, s) for s in self._run(lambda e=expr: self.client.query(e, at=at))]
         return [s for s in to_mapped(results, label_map=self.label_map) if s.metric == metric]
+
+    def instant_paged(self, metric: str, *, at: datetime) -> list[MappedSample]:
+        """As :meth:`instant`, for answers that grow with the fleet (the inventory sync): an
+        answer past ``PROMQL_MAX_RESPONSE_BYTES`` is asked again in pages by the last
+        characters of the chip label (UUID, ``vdie_id``), which split any fleet evenly."""
+        results = []
+        for family in families(metric):
+            base, label = self._sel(family), chip_label(family, self.label_map)
+            answer = self._run(lambda b=base, lb=label: self._paged(b, lb, at=at))
+            results += [(family, s) for s in answer]
+        return [s for s in to_mapped(results, label_map=self.label_map) if s.metric == metric]
+
+    def _paged(
+        self, base: str, label: str | None, *, at: datetime, suffix: str = "", depth: int = 0
+    ) -> list:
+        """``base`` (narrowed to chip labels ending in ``suffix``), split further while the
+        answer is too large; series without the chip label are one page of their own."""
+        expr = base if not suffix else f'{base[:-1]},{label}=~".*{suffix}"}}'
+        try:
+            return self.client.query(expr, at=at)
+        except AnswerTooLarge:
+            if label is None or depth >= MAX_PAGE_DEPTH:
+                raise
+        found = []
+        for last in PAGE_CLASSES:
+            found += self._paged(base, label, at=at, suffix=last + suffix, depth=depth + 1)
+        if not suffix:
+            found += self.client.query(f'{base[:-1]},{label}=""}}', at=at)
+        return found
 
     def ranged(
         self, metric: str, *, start: datetime, end: datetime, step: float, vendor_id: str | None
@@ -301,7 +335,7 @@ def accelerators_reported(source: PromQLDataSource, *, at: datetime) -> list[Map
     return [
         s
         for metric in CARD_METRICS
-        for s in reader.instant(metric, at=at)
+        for s in reader.instant_paged(metric, at=at)
         if s.entity.kind == "accelerator"
     ]
 
@@ -311,7 +345,7 @@ def accelerators_health_reported(source: PromQLDataSource, *, at: datetime) -> l
     health, dcgm's from its XID/ECC/row-remap fields through the same mapping pass)."""
     return [
         s
-        for s in _Reader(source).instant("accelerator_health_status", at=at)
+        for s in _Reader(source).instant_paged("accelerator_health_status", at=at)
         if s.entity.kind == "accelerator"
     ]
 

@@ -21,6 +21,16 @@ from telemetry.read.promql.client import ResultSeries
 
 HOST_LABELS = DEFAULT_HOST_LABELS  # what ingestion uses when a cluster sets none
 _VENDOR_LABEL = {"DCGM_": "UUID", "npu_": "vdie_id"}
+#: Exporter family prefix → the label naming the chip, and whether MIG instances split it.
+CHIP_LABELS = {"DCGM_": ("UUID", True), "npu_": ("vdie_id", False)}
+
+
+def chip_label(family: str, label_map: dict[str, str]) -> str | None:
+    """The server's name of the label that names ``family``'s chip, if it has one."""
+    for prefix, (label, _mig) in CHIP_LABELS.items():
+        if family.startswith(prefix):
+            return label_map.get(label, label)
+    return None
 
 
 def quote(value: str) -> str:

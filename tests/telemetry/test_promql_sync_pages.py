@@ -1,0 +1,73 @@
+"""The PromQL inventory sync pages through answers that pass ``PROMQL_MAX_RESPONSE_BYTES``
+(issue 33 §3): on a real VictoriaMetrics holding 320 cards, a cap far below one answer still
+registers every card, with the same keys, hosts, holders and health as an uncapped sync."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from inventory.models import Accelerator, Cluster
+from telemetry.ingest.twin import catalogue_sync
+from telemetry.models import AttributionInterval, PromQLDataSource
+from telemetry.read.promql.client import DataSourceUnavailable, PromQLClient
+from telemetry.services.promql_sync import promql_source_sync
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+HOSTS, GPUS = 40, 8
+
+
+def _fleet(now: float) -> str:
+    lines = []
+    for i in range(3):
+        at_ms = int((now - (2 - i) * 15) * 1000)
+        for h in range(HOSTS):
+            for g in range(GPUS):
+                uuid = f"GPU-{h:02d}{g}-{'abcdef0123'[g]}"
+                pod = f',pod="train-{h}",namespace="acme"' if h % 2 else ""
+                labels = f'gpu="{g}",UUID="{uuid}",Hostname="n{h:02d}",modelName="H100"{pod}'
+                lines.append(f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} {(h + g) % 100} {at_ms}")
+                lines.append(f"DCGM_FI_DEV_XID_ERRORS{{{labels}}} {79 if g == 7 else 0} {at_ms}")
+    # A card without a UUID: its own page.
+    lines.append(f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",Hostname="solo"}} 5 {int(now * 1000)}')
+    return "\n".join(lines) + "\n"
+
+
+def _state(cluster: Cluster) -> tuple:
+    cards = set(
+        Accelerator.objects.filter(node__cluster=cluster).values_list(
+            "node__hostname", "index", "vendor_id", "health"
+        )
+    )
+    held = AttributionInterval.objects.filter(cluster=cluster).count()
+    return cards, held
+
+
+def test_a_sync_past_the_answer_cap_pages_and_registers_every_card(victoria_metrics, settings):
+    victoria_metrics.import_text(_fleet(time.time()))
+    victoria_metrics.wait_for_series("DCGM_FI_DEV_GPU_UTIL", HOSTS * GPUS + 1)
+    catalogue_sync()
+    full = Cluster.objects.create(name="vm-full", kind=Cluster.Kind.UNIFIED)
+    paged = Cluster.objects.create(name="vm-paged", kind=Cluster.Kind.UNIFIED)
+    promql_source_sync(
+        source=PromQLDataSource.objects.create(cluster=full, url=victoria_metrics.url)
+    )
+
+    settings.PROMQL_MAX_RESPONSE_BYTES = 12_000  # one answer is ~90 kB; a page ~6 kB
+    with pytest.raises(DataSourceUnavailable, match="PROMQL_MAX_RESPONSE_BYTES"):
+        PromQLClient(cluster="x", url=victoria_metrics.url).query(
+            'DCGM_FI_DEV_GPU_UTIL{UUID!=""}', at=datetime.now(tz=UTC)
+        )
+    result = promql_source_sync(
+        source=PromQLDataSource.objects.create(cluster=paged, url=victoria_metrics.url)
+    )
+    assert result.cards == HOSTS * GPUS + 1
+    assert result.held == (HOSTS // 2) * GPUS
+    got, expected = _state(paged), _state(full)
+    assert got[0] ^ expected[0] == set() and got[1] == expected[1]
+    unhealthy = Accelerator.objects.filter(
+        node__cluster=paged, health=Accelerator.Health.UNHEALTHY
+    ).count()
+    assert unhealthy == HOSTS  # gpu 7 of every host reports XID 79
