@@ -38,7 +38,11 @@ def _source(slurm, tenants, *, name: str, user_name: str, token: str, monkeypatc
 @pytest.fixture
 def busy(slurm):
     """Both nodes' cards held by a running job, and a training job of tenant-b pending."""
-    running = slurm.sbatch("-p", "train", "-N2", "--gres=gpu:h100:4", "--wrap", "sleep 600")
+    # Mapped accounts only: the run shares one Slurm, and a job of an unmapped account (even
+    # cancelled: slurmctld keeps it MinJobAge) would be counted by other tests' syncs.
+    running = slurm.sbatch(
+        "-p", "train", "-A", "tenant-a", "-N2", "--gres=gpu:h100:4", "--wrap", "sleep 600"
+    )
     slurm.wait_state(running, {"RUNNING"})
     pending = slurm.sbatch(
         "-p", "train", "-A", "tenant-b", "--gres=gpu:h100:2", "--wrap", "sleep 60"
