@@ -19,6 +19,7 @@ import numpy as np
 from django.db import connection
 
 from telemetry.models import Frame, RollupWatermark, Sample
+from telemetry.store.frame_codec import frame_array
 
 DAY, HOUR, MINUTE = 86400, 3600, 60
 
@@ -45,7 +46,7 @@ def build_history(
         "layout"
     ):
         key = (frame.metric_id, frame.layout_id)
-        base_frames.setdefault(key, np.frombuffer(bytes(frame.values), np.float32).copy())
+        base_frames.setdefault(key, frame_array(frame.values, np.float32).copy())
     base_rows = {}
     for metric_id, entity_id, value in Sample.objects.filter(entity__cluster=cluster).values_list(
         "metric_id", "entity_id", "value"

@@ -408,6 +408,13 @@ PROMQL_BACKOFF_SECONDS = env_int("PROMQL_BACKOFF_SECONDS", 15)
 # simulated minutes writes 10 frames per metric in 10 s; the demo keeps one per tick (rollups
 # still fold in all ten).
 TELEMETRY_RAW_FRAME_SECONDS = env_int("TELEMETRY_RAW_FRAME_SECONDS", 10 if PORTAL_DEMO else 0)
+# Store frame arrays byte-shuffled and zstd-compressed (``telemetry.store.frame_codec``). On
+# by default with SQLite (the demo: its file compresses nothing, and mostly-empty per-workload
+# arrays were most of its bytes); off with PostgreSQL, whose TOAST already compresses them
+# (LZ4). Either way every reader takes both forms, so switching it never rewrites old rows.
+TELEMETRY_FRAME_COMPRESSION = env_bool(
+    "TELEMETRY_FRAME_COMPRESSION", DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
+)
 
 # Wall-clock seconds between twin ticks (each tick advances steps_per_tick engine steps).
 TWIN_TICK_SECONDS = env_int("TWIN_TICK_SECONDS", 10)

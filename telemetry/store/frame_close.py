@@ -16,6 +16,7 @@ import numpy as np
 from django.db import transaction
 
 from telemetry.models import Frame, FrameLayout
+from telemetry.store.frame_codec import frame_array
 from telemetry.store.frames import (
     COUNT_DTYPE,
     DEFERRED_RESOLUTIONS,
@@ -68,10 +69,10 @@ def _fold_minutes(layout: FrameLayout, start: datetime, end: datetime) -> int:
     read = 0
     for metric_id, ts, count, total, low, high in minutes.iterator(chunk_size=100):
         part = (
-            np.frombuffer(bytes(count), COUNT_DTYPE),
-            np.frombuffer(bytes(total), SUM_DTYPE),
-            np.frombuffer(bytes(low), VALUE_DTYPE),
-            np.frombuffer(bytes(high), VALUE_DTYPE),
+            frame_array(count, COUNT_DTYPE),
+            frame_array(total, SUM_DTYPE),
+            frame_array(low, VALUE_DTYPE),
+            frame_array(high, VALUE_DTYPE),
         )
         for resolution in DEFERRED_RESOLUTIONS:
             key = (resolution, bucket_start(ts.timestamp(), resolution))

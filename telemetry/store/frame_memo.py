@@ -23,6 +23,7 @@ import numpy as np
 from django.db import connection, transaction
 
 from telemetry.models import Frame, FrameLayout
+from telemetry.store.frame_codec import frame_array
 
 Arrays = list[np.ndarray]  # [count, sum, min, max]
 # (layout id, resolution, metric id) -> (bucket, frame id, row version, arrays): one bucket
@@ -71,7 +72,7 @@ def rollups_locked(
                 binary=True,
             )
             for frame_id, *blobs in cursor.fetchall():
-                arrays = [np.frombuffer(bytes(b), t) for b, t in zip(blobs, dtypes, strict=True)]
+                arrays = [frame_array(b, t) for b, t in zip(blobs, dtypes, strict=True)]
                 out[missing[frame_id]] = (frame_id, arrays)
     return out
 

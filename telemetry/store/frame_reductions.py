@@ -8,6 +8,7 @@ import numpy as np
 from django.db import transaction
 
 from telemetry.models import Frame
+from telemetry.store.frame_codec import frame_array
 from telemetry.store.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, entity_means_sum
 
 
@@ -25,14 +26,14 @@ def frames_backfill_reductions(*, batch: int = 200, progress: Callable[[str], No
                 return done
             for frame in frames:
                 if frame.resolution == 0:
-                    values = np.frombuffer(bytes(frame.values), VALUE_DTYPE)
+                    values = frame_array(frame.values, VALUE_DTYPE)
                     present = ~np.isnan(values)
                     frame.entities_sum = float(values[present].sum(dtype=np.float64))
                     frame.entities_count = int(present.sum())
                 else:
                     frame.entities_sum, frame.entities_count = entity_means_sum(
-                        np.frombuffer(bytes(frame.count), COUNT_DTYPE),
-                        np.frombuffer(bytes(frame.sum), SUM_DTYPE),
+                        frame_array(frame.count, COUNT_DTYPE),
+                        frame_array(frame.sum, SUM_DTYPE),
                     )
             Frame.objects.bulk_update(frames, ["entities_sum", "entities_count"])
         done += len(frames)

@@ -26,6 +26,7 @@ from django.db import connection
 from inventory.models import Cluster
 from telemetry.ingest.registry import entities_resolve
 from telemetry.models import Frame, FrameLayout
+from telemetry.store.frame_codec import compression_enabled, frame_array, frame_bytes
 from telemetry.store.frame_memo import (
     layout_forget,
     layout_held,
@@ -126,6 +127,7 @@ def frames_write_many(
                 current = i
             kept[i] = current
     whens = [_when(ts) for ts, _ in batches]
+    compress = compression_enabled()
     until = _coarse_until(layout, min(ts for ts, _ in batches)) if batches else math.inf
     existing = set(
         Frame.objects.filter(
@@ -152,7 +154,7 @@ def frames_write_many(
                         layout=layout,
                         resolution=0,
                         ts=when,
-                        values=array.tobytes(),
+                        values=frame_bytes(array, compress=compress),
                         entities_sum=float(array[present].sum(dtype=np.float64)),
                         entities_count=int(present.sum()),
                         source_id=provenance,
@@ -224,6 +226,7 @@ def rollups_merge(
 ) -> None:
     """Merge per-bucket partial aggregates ``[count, sum, min, max]`` into rollup frames."""
     current = _rollups_locked(layout, resolution, bucket, list(new))
+    compress = compression_enabled()
     to_create: list[Frame] = []
     created: dict[int, list[np.ndarray]] = {}
     to_update: list[tuple] = []
@@ -241,7 +244,7 @@ def rollups_merge(
             low.astype(VALUE_DTYPE, copy=False),
             high.astype(VALUE_DTYPE, copy=False),
         ]
-        blobs = [a.tobytes() for a in arrays]
+        blobs = [frame_bytes(a, compress=compress) for a in arrays]
         entities_sum, entities_count = entity_means_sum(count, total)
         if held is None:
             to_create.append(
@@ -284,7 +287,7 @@ def _rollups_locked(
         f.metric_id: (
             f.pk,
             [
-                np.frombuffer(bytes(blob), dtype)
+                frame_array(blob, dtype)
                 for blob, dtype in zip((f.count, f.sum, f.min, f.max), dtypes, strict=True)
             ],
         )

@@ -22,13 +22,12 @@ def stored_values(cluster) -> int:
     import numpy as np
 
     from telemetry.models import Frame, Sample
+    from telemetry.store.frame_codec import frame_array
 
     frames = Frame.objects.filter(layout__cluster=cluster, resolution=0).values_list(
         "values", flat=True
     )
-    dense = sum(
-        int(np.count_nonzero(~np.isnan(np.frombuffer(bytes(v), np.float32)))) for v in frames
-    )
+    dense = sum(int(np.count_nonzero(~np.isnan(frame_array(v, np.float32)))) for v in frames)
     return Sample.objects.filter(entity__cluster=cluster).count() + dense
 
 
@@ -39,16 +38,13 @@ def frame_values(cluster, resolution: int) -> int:
     import numpy as np
 
     from telemetry.models import Frame
+    from telemetry.store.frame_codec import frame_array
 
     frames = Frame.objects.filter(layout__cluster=cluster, resolution=resolution)
     if resolution == 0:
         arrays = frames.values_list("values", flat=True)
-        return sum(
-            int(np.count_nonzero(~np.isnan(np.frombuffer(bytes(v), np.float32)))) for v in arrays
-        )
-    return sum(
-        int(np.frombuffer(bytes(c), np.int32).sum()) for c in frames.values_list("count", flat=True)
-    )
+        return sum(int(np.count_nonzero(~np.isnan(frame_array(v, np.float32)))) for v in arrays)
+    return sum(int(frame_array(c, np.int32).sum()) for c in frames.values_list("count", flat=True))
 
 
 def telemetry(cluster) -> list[tuple]:

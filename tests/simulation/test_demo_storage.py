@@ -10,9 +10,11 @@ import pytest
 
 from simulation.models import TwinRun
 from simulation.services import twin_tick
-from telemetry.models import Sample
+from telemetry.models import Frame, Sample
 from telemetry.store.compaction import rollups_compact
+from telemetry.store.frame_codec import is_compressed
 from telemetry.store.retention import RetentionPolicy, telemetry_prune
+from tests.simulation.conftest import frame_values
 
 TICK = 10
 
@@ -69,3 +71,21 @@ def test_a_demo_tick_stores_one_point_per_serving_counter_and_retention_bounds_t
     telemetry_prune(policy=policy, now=datetime.fromtimestamp(later, tz=UTC))
     assert serving_rows(twin_run.cluster) <= series * (2 * 3600 // TICK)
     assert serving_rows(twin_run.cluster) == serving_series(twin_run.cluster) == series
+
+
+@pytest.mark.django_db
+def test_a_demo_tick_stores_its_mostly_empty_workload_arrays_compressed(twin_run, settings):
+    settings.TELEMETRY_FRAME_COMPRESSION = True  # the demo's default (SQLite)
+    start = time.time() - 600
+    for i in range(2):
+        tick(twin_run, start + TICK * i)
+    frames = Frame.objects.filter(
+        layout__cluster=twin_run.cluster, layout__kind="workload", resolution=0
+    ).values_list("values", "layout__size")
+    assert frames
+    stored = sum(len(bytes(values)) for values, _ in frames)
+    plain = sum(4 * size for _, size in frames)
+    assert any(is_compressed(bytes(values)) for values, _ in frames)
+    assert stored < plain / 5
+    # Nothing lost on the way: the raw frames' values are what the minute rollups counted.
+    assert frame_values(twin_run.cluster, 0) == frame_values(twin_run.cluster, 60) > 0

@@ -14,6 +14,7 @@ from django.db import transaction
 from telemetry.ingest.twin import layout_for_keys
 from telemetry.models import Entity, Frame, FrameLayout, MetricDefinition
 from telemetry.store.frame_close import frames_rollups_close
+from telemetry.store.frame_codec import frame_array
 from telemetry.store.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, frames_write
 from telemetry.tasks import compact_rollups
 
@@ -41,10 +42,10 @@ def write(layout, util, values, ts: float) -> None:
 def tier(util, resolution: int) -> dict[datetime, tuple[np.ndarray, ...]]:
     return {
         f.ts: (
-            np.frombuffer(bytes(f.count), COUNT_DTYPE),
-            np.frombuffer(bytes(f.sum), SUM_DTYPE),
-            np.frombuffer(bytes(f.min), VALUE_DTYPE),
-            np.frombuffer(bytes(f.max), VALUE_DTYPE),
+            frame_array(f.count, COUNT_DTYPE),
+            frame_array(f.sum, SUM_DTYPE),
+            frame_array(f.min, VALUE_DTYPE),
+            frame_array(f.max, VALUE_DTYPE),
         )
         for f in Frame.objects.filter(metric=util, resolution=resolution)
     }

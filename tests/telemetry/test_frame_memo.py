@@ -9,6 +9,7 @@ from django.db import transaction
 from telemetry.ingest.twin import layout_for_keys
 from telemetry.models import Entity, Frame, MetricDefinition
 from telemetry.store import frame_memo
+from telemetry.store.frame_codec import frame_array
 from telemetry.store.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, frames_write
 
 KEYS = [f"c{i}" for i in range(6)]
@@ -39,9 +40,9 @@ def write(layout, metric, values, ts, capture):
 def minute(layout, metric):
     frame = Frame.objects.get(metric=metric, layout=layout, resolution=60)
     return (
-        np.frombuffer(bytes(frame.count), COUNT_DTYPE),
-        np.frombuffer(bytes(frame.sum), SUM_DTYPE),
-        np.frombuffer(bytes(frame.max), VALUE_DTYPE),
+        frame_array(frame.count, COUNT_DTYPE),
+        frame_array(frame.sum, SUM_DTYPE),
+        frame_array(frame.max, VALUE_DTYPE),
     )
 
 

@@ -14,6 +14,7 @@ from telemetry.ingest.twin import layout_for_keys
 from telemetry.models import Entity, Frame, MetricDefinition
 from telemetry.read import aggregate_by, latest_values, series_read, top_entities
 from telemetry.store.frame_close import frames_rollups_close
+from telemetry.store.frame_codec import frame_array
 from telemetry.store.frames import COUNT_DTYPE, SUM_DTYPE, frames_write
 from telemetry.store.retention import RetentionPolicy, telemetry_prune
 
@@ -64,12 +65,12 @@ def test_frame_rollups_equal_per_entity_aggregates_and_skip_missing_values(layou
     write(layout, util, first, t0)
     write(layout, util, second, t0 + 20)
     minute = Frame.objects.get(metric=util, layout=layout, resolution=60)
-    count = np.frombuffer(bytes(minute.count), COUNT_DTYPE)
-    total = np.frombuffer(bytes(minute.sum), SUM_DTYPE)
+    count = frame_array(minute.count, COUNT_DTYPE)
+    total = frame_array(minute.sum, SUM_DTYPE)
     both = np.array([first, second])
     assert count.tolist() == (~np.isnan(both)).sum(axis=0).tolist()
     assert np.allclose(total, np.nansum(both, axis=0), atol=1e-6)
-    low = np.frombuffer(bytes(minute.min), np.float32)
+    low = frame_array(minute.min, np.float32)
     assert np.allclose(low, np.nanmin(both, axis=0), atol=1e-6)
     frames_rollups_close(now=t0 + 3600)
     assert Frame.objects.filter(resolution=3600).count() == 1

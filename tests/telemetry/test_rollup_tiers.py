@@ -17,6 +17,7 @@ from telemetry.read import kind_series, series_read
 from telemetry.read.local.series import choose_source
 from telemetry.store.compaction import rollups_compact
 from telemetry.store.frame_close import frames_rollups_close
+from telemetry.store.frame_codec import frame_array
 from telemetry.store.frames import (
     COUNT_DTYPE,
     SUM_DTYPE,
@@ -111,7 +112,7 @@ def test_frames_keep_a_15_minute_rollup(layout, util):
             frames_write(layout=layout, values={util.pk: np.full(4, 0.5)}, ts=t0 + 300 * i)
     close_minutes()
     quarter = Frame.objects.get(layout=layout, resolution=900)
-    assert np.frombuffer(bytes(quarter.count), COUNT_DTYPE).tolist() == [3, 3, 3, 3]
+    assert frame_array(quarter.count, COUNT_DTYPE).tolist() == [3, 3, 3, 3]
 
 
 @pytest.mark.django_db
@@ -140,11 +141,11 @@ def test_raw_frames_can_be_thinned_while_rollups_keep_every_step(layout, util, s
         frames_write_many(layout=layout, batches=batches)
     assert Frame.objects.filter(layout=layout, resolution=0).count() == 1
     minute = Frame.objects.get(layout=layout, resolution=60)
-    assert np.frombuffer(bytes(minute.count), COUNT_DTYPE).tolist() == [10] * 4
+    assert frame_array(minute.count, COUNT_DTYPE).tolist() == [10] * 4
     with transaction.atomic():  # a replayed tick changes nothing
         assert frames_write_many(layout=layout, batches=batches) == 0
     minute = Frame.objects.get(layout=layout, resolution=60)
-    assert np.frombuffer(bytes(minute.count), COUNT_DTYPE).tolist() == [10] * 4
+    assert frame_array(minute.count, COUNT_DTYPE).tolist() == [10] * 4
 
 
 @pytest.mark.django_db
@@ -169,12 +170,12 @@ def test_kind_series_reads_stored_reductions_and_older_frames_alike(cluster, lay
             assert [v for _, v in stored] == pytest.approx([v for _, v in arrays], rel=1e-5)
             with transaction.atomic():  # restore the reductions for the next round
                 for frame in Frame.objects.exclude(resolution=0):
-                    count = np.frombuffer(bytes(frame.count), COUNT_DTYPE)
-                    total = np.frombuffer(bytes(frame.sum), SUM_DTYPE)
+                    count = frame_array(frame.count, COUNT_DTYPE)
+                    total = frame_array(frame.sum, SUM_DTYPE)
                     frame.entities_sum, frame.entities_count = entity_means_sum(count, total)
                     frame.save()
                 for frame in Frame.objects.filter(resolution=0):
-                    v = np.frombuffer(bytes(frame.values), np.float32)
+                    v = frame_array(frame.values, np.float32)
                     frame.entities_sum = float(np.nansum(v, dtype=np.float64))
                     frame.entities_count = int((~np.isnan(v)).sum())
                     frame.save()

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
-from django.db.models import BinaryField, F, Func, Value
+from django.db.models import Func
 
 from telemetry.models import Entity, Frame, MetricDefinition, Sample
 from telemetry.read.local.frames import entity_positions
+from telemetry.store.frame_codec import entity_cut, frame_value
 from telemetry.store.frames import VALUE_DTYPE
 from telemetry.store.provenance import Trust, counts_by_label
 
@@ -40,15 +41,8 @@ class WindowAggregate:
     ignored: dict[str, int] = field(default_factory=dict)
 
 
-def _value_at(index: int) -> Func:
-    width = np.dtype(VALUE_DTYPE).itemsize
-    return Func(
-        F("values"),
-        Value(index * width + 1),
-        Value(width),
-        function="substr",
-        output_field=BinaryField(),
-    )
+def _value_at(index: int, size: int) -> Func:
+    return entity_cut("values", index, np.dtype(VALUE_DTYPE).itemsize, size)
 
 
 def window_raw_values(
@@ -97,11 +91,11 @@ def window_raw_evidence(
             Frame.objects.filter(
                 metric=definition, layout=layout, resolution=0, ts__gte=start, ts__lte=end
             )
-            .annotate(v=_value_at(index))
+            .annotate(v=_value_at(index, layout.size))
             .values_list("v", "source_id")
         )
         for raw, source in cut.iterator():
-            rows.append((float(np.frombuffer(bytes(raw), VALUE_DTYPE)[0]), source))
+            rows.append((float(frame_value(raw, VALUE_DTYPE, index)), source))
     array = np.asarray([value for value, _ in rows], dtype=np.float64)
     finite = np.isfinite(array)  # NaN in a frame means "no value for this entity"
     return array[finite], [source for (_, source), ok in zip(rows, finite, strict=True) if ok]

@@ -11,9 +11,10 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from django.db import connection
-from django.db.models import BinaryField, F, Func, Min, Q, Value
+from django.db.models import Func, Min, Q
 
 from telemetry.models import Entity, Frame, FrameLayout, MetricDefinition
+from telemetry.store.frame_codec import entity_cut, frame_array, frame_value, is_compressed
 from telemetry.store.frames import (
     COUNT_DTYPE,
     DEFERRED_RESOLUTIONS,
@@ -24,14 +25,8 @@ from telemetry.store.frames import (
 )
 
 
-def _slice(field: str, index: int, width: int) -> Func:
-    return Func(
-        F(field),
-        Value(index * width + 1),
-        Value(width),
-        function="substr",
-        output_field=BinaryField(),
-    )
+def _slice(field: str, index: int, width: int, size: int) -> Func:
+    return entity_cut(field, index, width, size)
 
 
 def entity_positions(entity: Entity) -> list[tuple[FrameLayout, int]]:
@@ -87,29 +82,29 @@ def _fold_entity_frames(
         metric=metric, layout=layout, resolution=resolution, ts__gte=start, ts__lt=end
     )
     if resolution == 0:
-        rows = frames.annotate(v=_slice("values", index, 4)).values_list("ts", "v")
+        rows = frames.annotate(v=_slice("values", index, 4, layout.size)).values_list("ts", "v")
         for ts, raw in rows.iterator():
-            value = float(np.frombuffer(bytes(raw), VALUE_DTYPE)[0])
+            value = float(frame_value(raw, VALUE_DTYPE, index))
             if np.isnan(value):
                 continue
             fold_bucket(buckets, int(ts.timestamp() // step * step), 1, value, value, value)
         return
     rows = frames.annotate(
-        c=_slice("count", index, 4),
-        s=_slice("sum", index, 8),
-        lo=_slice("min", index, 4),
-        hi=_slice("max", index, 4),
+        c=_slice("count", index, 4, layout.size),
+        s=_slice("sum", index, 8, layout.size),
+        lo=_slice("min", index, 4, layout.size),
+        hi=_slice("max", index, 4, layout.size),
     ).values_list("ts", "c", "s", "lo", "hi")
     for ts, c, s, lo, hi in rows.iterator():
-        count = int(np.frombuffer(bytes(c), COUNT_DTYPE)[0])
+        count = int(frame_value(c, COUNT_DTYPE, index))
         if count:
             fold_bucket(
                 buckets,
                 int(ts.timestamp() // step * step),
                 count,
-                float(np.frombuffer(bytes(s), SUM_DTYPE)[0]),
-                float(np.frombuffer(bytes(lo), VALUE_DTYPE)[0]),
-                float(np.frombuffer(bytes(hi), VALUE_DTYPE)[0]),
+                float(frame_value(s, SUM_DTYPE, index)),
+                float(frame_value(lo, VALUE_DTYPE, index)),
+                float(frame_value(hi, VALUE_DTYPE, index)),
             )
 
 
@@ -136,7 +131,7 @@ def latest_frame(
     )
     if frame is None:
         return None
-    return frame.ts, np.frombuffer(bytes(frame.values), VALUE_DTYPE)
+    return frame.ts, frame_array(frame.values, VALUE_DTYPE)
 
 
 def latest_frames(
@@ -152,7 +147,7 @@ def latest_frames(
         with connection.cursor() as cursor:
             cursor.execute(_PG_LATEST_FRAMES, [metric_ids, layout.pk, since])
             for metric_id, ts, values in cursor.fetchall():
-                out[metric_id] = (ts, np.frombuffer(bytes(values), VALUE_DTYPE))
+                out[metric_id] = (ts, frame_array(values, VALUE_DTYPE))
         return out
     for metric in metrics:
         found = latest_frame(metric=metric, layout=layout, since=since)
@@ -210,8 +205,8 @@ def frame_means(
         frames = Frame.objects.filter(metric=metric, layout=layout, resolution=60, ts__gte=since)
         total = count = None
         for c, s in frames.values_list("count", "sum").iterator():
-            c_arr = np.frombuffer(bytes(c), COUNT_DTYPE).astype(np.int64)
-            s_arr = np.frombuffer(bytes(s), SUM_DTYPE)
+            c_arr = frame_array(c, COUNT_DTYPE).astype(np.int64)
+            s_arr = frame_array(s, SUM_DTYPE)
             total = s_arr.copy() if total is None else total + s_arr
             count = c_arr if count is None else count + c_arr
         if total is None:
@@ -338,4 +333,6 @@ def stacked(chunks: list[bytes], dtype, size: int) -> np.ndarray:
     NumPy objects)."""
     if not chunks:
         return np.zeros((0, size), dtype=dtype)
+    if any(is_compressed(chunk) for chunk in chunks):
+        return np.stack([frame_array(chunk, dtype) for chunk in chunks]).reshape(len(chunks), size)
     return np.frombuffer(b"".join(chunks), dtype=dtype).reshape(len(chunks), size)

@@ -38,6 +38,7 @@ from django.db.models import Count, F, Max, Min, Sum, Window
 from django.db.models.functions import RowNumber
 
 from telemetry.models import Entity, Frame, FrameLayout, MetricDefinition, Rollup, Sample
+from telemetry.store.frame_codec import frame_array
 from telemetry.store.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, layout_entity_ids
 from telemetry.store.samples import watermarks
 
@@ -207,8 +208,8 @@ def _frame_partials(
         for layout_id, c, s in frames.values_list("layout_id", "count", "sum").iterator(
             chunk_size=16
         ):
-            count = np.frombuffer(bytes(c), COUNT_DTYPE).astype(np.int64)
-            total = np.frombuffer(bytes(s), SUM_DTYPE)
+            count = frame_array(c, COUNT_DTYPE).astype(np.int64)
+            total = frame_array(s, SUM_DTYPE)
             if layout_id in acc:
                 acc[layout_id][0] = acc[layout_id][0] + total
                 acc[layout_id][1] = acc[layout_id][1] + count
@@ -217,7 +218,7 @@ def _frame_partials(
     else:
         column, fold = ("max", np.fmax) if rule.aggregation == Agg.MAX else ("min", np.fmin)
         for layout_id, raw in frames.values_list("layout_id", column).iterator(chunk_size=16):
-            array = np.frombuffer(bytes(raw), VALUE_DTYPE).astype(np.float64)
+            array = frame_array(raw, VALUE_DTYPE).astype(np.float64)
             acc[layout_id] = [fold(acc[layout_id][0], array) if layout_id in acc else array]
     partials: dict[int, Partial] = {}
     for layout in FrameLayout.objects.filter(pk__in=list(acc)).only("entity_ids"):
@@ -242,7 +243,7 @@ def _frame_last(
         times = np.full(ids.size, np.nan)
         newest_first = raw.filter(layout=layout).order_by("-ts").values_list("ts", "values")
         for ts, blob in newest_first.iterator(chunk_size=4):
-            array = np.frombuffer(bytes(blob), VALUE_DTYPE)
+            array = frame_array(blob, VALUE_DTYPE)
             fill = np.isnan(values) & ~np.isnan(array)
             values[fill] = array[fill]
             times[fill] = ts.timestamp()
