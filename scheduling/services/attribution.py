@@ -60,10 +60,10 @@ def _gres_family(name: str) -> str:
     return "npu" if name.lower() in ("npu", "ascend", "davinci") else "gpu"
 
 
-def _cards_by_index(node_ids: set[int]) -> dict[tuple[int, int], list[tuple[int, str]]]:
+def _cards_by_index(cluster_id: int) -> dict[tuple[int, int], list[tuple[int, str]]]:
     cards: dict[tuple[int, int], list[tuple[int, str]]] = defaultdict(list)
     rows = Accelerator.objects.filter(
-        node_id__in=node_ids, parent__isnull=True, index__isnull=False
+        node__cluster_id=cluster_id, parent__isnull=True, index__isnull=False
     ).values_list("node_id", "index", "pk", "hardware_model__vendor", "model_name", "vendor_id")
     for node_id, index, pk, vendor, model_name, vendor_id in rows:
         cards[(node_id, index)].append((pk, _family(vendor, model_name, vendor_id)))
@@ -130,7 +130,7 @@ def scheduler_attribution_sync(
         .values_list("job_id", "tenant_id", "allocation", "start_time")
     )
     nodes = _node_ids(source.cluster_id)
-    cards = _cards_by_index(set(nodes.values()))
+    cards = _cards_by_index(source.cluster_id)
     reasons: Counter = Counter()
     holdings = _holdings(held, nodes, cards, reasons, now)
     finished = _holdings(finished_jobs, nodes, cards, Counter(), now)

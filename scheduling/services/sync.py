@@ -31,6 +31,7 @@ from scheduling.models import (
     SchedulerSource,
 )
 from scheduling.services.attribution import scheduler_attribution_sync
+from scheduling.services.job_rows import jobs_write
 from scheduling.slurm import v0_0_38
 from scheduling.slurm.client import SchedulerError, SlurmClient
 from scheduling.slurm.notation import NotationError
@@ -46,11 +47,6 @@ MAX_REFUSALS_KEPT = 20
 # (its end is not reported, so the sync that noticed is taken as its end).
 VANISHED_STATE = "DELETED"
 BATCH = 1000
-# The job columns a sync compares and writes (in ``values_list`` order).
-JOB_FIELDS = (
-    "tenant_id", "name", "account", "user_name", "partition", "state", "state_reason", "nodes",
-    "allocation", "gpus", "npus", "submit_time", "start_time", "end_time", "estimated_start",
-)  # fmt: skip
 
 
 @dataclass
@@ -130,17 +126,7 @@ def _store(
             )
         )
         reasons: Counter = Counter(reason for _job, reason in refused_jobs)
-        # Only what changed is written (one bulk statement per kind): a 20,000-job answer in
-        # which a hundred jobs moved writes a hundred rows. ``synced_at`` is therefore when
-        # the sync last wrote the row — the attribution reads this sync's ended jobs by it.
-        existing = {
-            row[0]: row[1:]
-            for row in SchedulerJob.objects.filter(source=source).values_list(
-                "job_id", "pk", *JOB_FIELDS
-            )
-        }
-        created, updated = [], []
-        stored = 0
+        wanted: dict[int, dict] = {}
         for record in jobs:
             tenant_id = tenants.get(record.account)
             if tenant_id is None:
@@ -148,7 +134,7 @@ def _store(
                     _("account %(account)r has no tenant mapping") % {"account": record.account}
                 ] += 1
                 continue
-            values = {
+            wanted[record.job_id] = {
                 "tenant_id": tenant_id, "name": record.name[:200], "account": record.account,
                 "user_name": record.user_name, "partition": record.partition,
                 "state": record.state, "state_reason": record.state_reason[:200],
@@ -157,26 +143,18 @@ def _store(
                 "start_time": record.start_time, "end_time": record.end_time,
                 "estimated_start": record.estimated_start,
             }  # fmt: skip
-            stored += 1
-            row = existing.get(record.job_id)
-            if row is None:
-                created.append(
-                    SchedulerJob(source=source, job_id=record.job_id, synced_at=now, **values)
-                )
-            elif tuple(values[name] for name in JOB_FIELDS) != row[1:]:
-                updated.append(
-                    SchedulerJob(
-                        pk=row[0], source=source, job_id=record.job_id, synced_at=now, **values
-                    )  # fmt: skip
-                )
-        SchedulerJob.objects.bulk_create(created, batch_size=BATCH)
-        SchedulerJob.objects.bulk_update(updated, [*JOB_FIELDS, "synced_at"], batch_size=BATCH)
+        stored = len(wanted)
+        # Only what changed is written: a 20,000-job answer in which a hundred jobs moved
+        # writes a hundred rows. ``synced_at`` is therefore when the sync last wrote the row
+        # — the attribution reads this sync's ended jobs by it.
+        jobs_write(source=source, wanted=wanted, now=now)
         if complete is not None:
-            end_at = 1 + JOB_FIELDS.index("end_time")
             vanished = [
-                row[0]
-                for job_id, row in existing.items()
-                if job_id not in complete and row[end_at] is None
+                pk
+                for pk, job_id in SchedulerJob.objects.filter(
+                    source=source, end_time__isnull=True
+                ).values_list("pk", "job_id")
+                if job_id not in complete
             ]
             SchedulerJob.objects.filter(pk__in=vanished).update(
                 state=VANISHED_STATE, end_time=now, synced_at=now, estimated_start=None

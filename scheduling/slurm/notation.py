@@ -5,6 +5,7 @@ cannot be read is refused instead of being counted wrong."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass
@@ -12,6 +13,10 @@ from dataclasses import dataclass
 from django.utils.translation import gettext as _
 
 MAX_HOSTS = 100_000  # a hostlist expanding beyond this is refused (a typo, or an attack)
+# The parsers are pure, and a 20,000-job answer repeats the same few hundred strings (one
+# node's name, ``gres:gpu:1``): each distinct text is parsed once per process. A text that
+# does not parse raises every time (errors are not cached).
+CACHED_TEXTS = 8192
 
 
 class NotationError(ValueError):
@@ -69,9 +74,13 @@ def _expand_range(spec: str, text: str) -> list[str]:
 
 def expand_hostlist(text: str | None) -> list[str]:
     """``"gpu-[001-002],cpu1"`` → ``["gpu-001", "gpu-002", "cpu1"]``; empty → ``[]``."""
-    text = (text or "").strip()
+    return list(_expand_hostlist((text or "").strip()))
+
+
+@functools.lru_cache(maxsize=CACHED_TEXTS)
+def _expand_hostlist(text: str) -> tuple[str, ...]:
     if not text:
-        return []
+        return ()
     hosts: list[str] = []
     for item in _split_top(text):
         # Alternate literal text and bracket groups; several groups make a product.
@@ -92,7 +101,7 @@ def expand_hostlist(text: str | None) -> list[str]:
         hosts.extend("".join(parts) for parts in itertools.product(*choices))
         if len(hosts) > MAX_HOSTS:
             raise NotationError(_("Hostlist %(text)r is too large.") % {"text": text})
-    return hosts
+    return tuple(hosts)
 
 
 @dataclass(frozen=True)
@@ -129,6 +138,11 @@ def _indices(spec: str, text: str) -> tuple[int, ...]:
 
 def parse_gres_detail(text: str) -> list[Cards]:
     """One ``gres_detail`` entry (one node): ``"gpu:h100:1(IDX:2),npu:910b:2(IDX:0-1)"``."""
+    return list(_parse_gres_detail(text))
+
+
+@functools.lru_cache(maxsize=CACHED_TEXTS)
+def _parse_gres_detail(text: str) -> tuple[Cards, ...]:
     cards, position = [], 0
     while position < len(text):
         match = _GRES_DETAIL.match(text, position)
@@ -147,7 +161,7 @@ def parse_gres_detail(text: str) -> list[Cards]:
             if text[position] != ",":
                 raise NotationError(_("GRES allocation %(text)r does not parse.") % {"text": text})
             position += 1
-    return cards
+    return tuple(cards)
 
 
 _TRES_GRES = re.compile(r"^gres[:/](?P<name>[A-Za-z][\w.-]*)(?::(?P<type>[\w.-]+))?[:=](?P<n>\d+)$")
@@ -157,8 +171,13 @@ def parse_tres_gres(text: str | None) -> dict[str, int]:
     """GRES counts in a TRES request: ``"gres:gpu:h100:1,gres:npu:2"`` → ``{gpu: 1, npu: 2}``.
     Entries that are not GRES (``cpu=2``, ``mem=4G``) are skipped; a GRES entry that does not
     parse is refused."""
+    return dict(_parse_tres_gres(text or ""))
+
+
+@functools.lru_cache(maxsize=CACHED_TEXTS)
+def _parse_tres_gres(text: str) -> tuple[tuple[str, int], ...]:
     counts: dict[str, int] = {}
-    for entry in (text or "").split(","):
+    for entry in text.split(","):
         entry = entry.strip()
         if not entry.startswith("gres"):
             continue
@@ -166,4 +185,4 @@ def parse_tres_gres(text: str | None) -> dict[str, int]:
         if not match:
             raise NotationError(_("GRES request %(text)r does not parse.") % {"text": text})
         counts[match.group("name")] = counts.get(match.group("name"), 0) + int(match.group("n"))
-    return counts
+    return tuple(counts.items())
