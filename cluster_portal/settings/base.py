@@ -457,6 +457,12 @@ SCHEDULER_SYNC_SECONDS = env_int("SCHEDULER_SYNC_SECONDS", 30)
 # listed once a card has been idle for at least this many minutes in a row.
 SCHEDULER_IDLE_UTILIZATION_PERCENT = env_int("SCHEDULER_IDLE_UTILIZATION_PERCENT", 5)
 SCHEDULER_IDLE_MINUTES = env_int("SCHEDULER_IDLE_MINUTES", 30)
+# The overview's day/night curve on a scheduler-fed cluster: a job is inference when its
+# partition (Slurm) or queue (Kueue ClusterQueue, Volcano queue) contains one of these words
+# (case-insensitive), training otherwise. Comma-separated.
+SCHEDULER_INFERENCE_PARTITIONS = env_list(
+    "SCHEDULER_INFERENCE_PARTITIONS", ["infer", "serving", "online"]
+)
 ROLLOUT_INITIAL_DELAY_SECONDS = env_int(
     "ROLLOUT_INITIAL_DELAY_SECONDS", max(2 * TELEMETRY_INTERVAL_SECONDS, TWIN_TICK_SECONDS)
 )

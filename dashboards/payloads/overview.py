@@ -8,6 +8,7 @@ from cluster_portal.web.units import duration, format_value, integer
 from dashboards import charts
 from dashboards.payloads.common import kpi, series_table, source_text, table, whole_requests
 from dashboards.payloads.simclock import add_simulated_clock, clock_text
+from dashboards.selectors.day_night import CLASSES, DayNight
 from dashboards.selectors.overview import OverviewData
 from dashboards.selectors.service_slo import LATENCIES, ServiceSlo, Worst
 
@@ -80,6 +81,76 @@ def _titled(title: str, sources: dict[str, str], name: str) -> str:
     if not source or source == "twin":
         return str(title)
     return f"{title} ({source_text(source)})"
+
+
+def _cards_source(data: OverviewData) -> str:
+    """Where the training/inference split comes from, in words (the twin, or the scheduler)."""
+    if data.sources.get("series:cluster_cards_split") == "scheduler" and data.day_night:
+        return _scheduler_words(data.day_night)
+    return source_text(data.sources.get("series:cluster_cards_healthy") or "twin")
+
+
+def _scheduler_words(day_night: DayNight) -> str:
+    return str(
+        _("from the Kubernetes scheduler's allocation")
+        if day_night.source_kind == "kubernetes"
+        else _("from the Slurm scheduler's allocation")
+    )
+
+
+def day_night_payload(day_night: DayNight) -> tuple[dict, dict, dict]:
+    """The scheduler's day/night curve: a by-hour-of-day chart, its table and the words
+    that say how it was made (source, classification, approximation)."""
+    names = {
+        ("training", "allocated"): _("training, allocated"),
+        ("training", "busy"): _("training, busy"),
+        ("inference", "allocated"): _("inference, allocated"),
+        ("inference", "busy"): _("inference, busy"),
+    }
+    groups = {}
+    for kind in CLASSES:
+        groups[names[(kind, "allocated")]] = day_night.by_hour_allocated.get(kind, [])
+        groups[names[(kind, "busy")]] = day_night.by_hour_busy.get(kind, [])
+    hours = [f"{h:02d}:00" for h in range(24)]
+    figure = charts.bars(
+        hours,
+        groups,
+        title=_("Cards by hour of day: allocated vs busy (%(source)s)")
+        % {"source": _scheduler_words(day_night)},
+        y_title=_("cards (mean)"),
+    )
+    rows = [
+        [hour, *(day_night.by_hour_allocated[k][i] for k in CLASSES),
+         *(day_night.by_hour_busy[k][i] for k in CLASSES)]
+        for i, hour in enumerate(hours)
+    ]  # fmt: skip
+    csv = table(
+        ["hour_of_day", "training_allocated_cards", "inference_allocated_cards",
+         "training_busy_cards", "inference_busy_cards"],
+        [_("hour of day"), _("training, allocated"), _("inference, allocated"),
+         _("training, busy"), _("inference, busy")],
+        rows,
+    )  # fmt: skip
+    about = {
+        "source": day_night.source_kind,
+        "source_text": _scheduler_words(day_night),
+        "inference_words": list(day_night.inference_words),
+        "classification": _(
+            "A job is inference when its partition or queue name contains %(words)s, "
+            "training otherwise."
+        )
+        % {"words": ", ".join(f"“{w}”" for w in day_night.inference_words) or "—"},
+        "approximation": _(
+            "Allocated: the card-seconds the scheduler's allocations cover in each hour, "
+            "as mean cards. Busy: each held card-second weighted by that card's mean "
+            "measured utilization over the whole hour (an approximation). Held cards "
+            "without a reading: %(unmeasured)s card-hours, counted as allocated, not busy."
+        )
+        % {"unmeasured": format_value(day_night.unmeasured_card_hours, "count")},
+        "unmeasured_card_hours": day_night.unmeasured_card_hours,
+        "unclassified_card_hours": day_night.unclassified_card_hours,
+    }
+    return figure, csv, about
 
 
 def overview_payload(data: OverviewData) -> dict:
@@ -211,8 +282,13 @@ def overview_payload(data: OverviewData) -> dict:
         "cards": charts.utilization_area(
             cards_stacked,
             lines=cards_lines,
-            title=_titled(
-                _("Cards allocated to training and inference"), src, "cluster_cards_healthy"
+            title=" ".join(
+                part
+                for part in (
+                    str(_("Cards allocated to training and inference")),
+                    f"({_cards_source(data)})" if _cards_source(data) else "",
+                )
+                if part
             ),
             y_title=_("cards"),
         ),
@@ -281,4 +357,10 @@ def overview_payload(data: OverviewData) -> dict:
             }
         ),
     }
-    return {"kpis": kpis, "figures": figures, "tables": tables, "simulated_clock": sim_clock}
+    payload = {"kpis": kpis, "figures": figures, "tables": tables, "simulated_clock": sim_clock}
+    payload["day_night"] = None
+    if data.day_night is not None:
+        figures["day_night"], tables["day_night"], payload["day_night"] = day_night_payload(
+            data.day_night
+        )
+    return payload

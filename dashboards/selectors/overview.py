@@ -9,6 +9,7 @@ from alerts.models import Alert
 from cluster_portal.web.rows import plain_rows
 from cluster_portal.web.timerange import TimeRange
 from dashboards.selectors.common import metric_defs
+from dashboards.selectors.day_night import DayNight, scheduler_day_night
 from dashboards.selectors.service_slo import ServiceSlo, service_slo
 from inventory.models import Cluster, Workload
 from telemetry.models import Entity
@@ -68,6 +69,9 @@ class OverviewData:
     # exporter-fed cluster's fleet figures are derived from its card samples.
     sources: dict[str, str] = field(default_factory=dict)
     slo: ServiceSlo | None = None  # the serving tiles: one window, one set of services
+    # A scheduler-fed cluster's day/night curve (its allocation × measured utilization);
+    # None for a cluster without a scheduler source (twin clusters: the twin's own split).
+    day_night: DayNight | None = None
 
 
 def workload_entity_ids(cluster: Cluster) -> dict[str, set[int]]:
@@ -123,4 +127,12 @@ def overview(cluster: Cluster, tr: TimeRange) -> OverviewData:
                 else []
             )
         data.series[key] = points
+    data.day_night = scheduler_day_night(cluster, tr.start, tr.end)
+    if data.day_night is not None and not any(data.series[key] for key in SPLIT):
+        # No twin or exporter split: the cards curve is the scheduler's, hour by hour.
+        for key, (_scalar, workload_kind) in SPLIT.items():
+            data.series[key] = list(
+                zip(data.day_night.hours, data.day_night.allocated[workload_kind], strict=True)
+            )
+        data.sources["series:cluster_cards_split"] = "scheduler"
     return data

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -21,6 +22,7 @@ from dashboards.payloads.card_swimlane import card_swimlane_figure
 from dashboards.payloads.workloads import workload_list_table
 from dashboards.selectors.card_holders import card_holders
 from dashboards.selectors.common import cluster_pick, clusters
+from dashboards.selectors.day_night import scheduler_kind
 from dashboards.selectors.hardware import node_detail, rack_detail
 from dashboards.selectors.workload_list import STATE_LABELS, workload_list
 from dashboards.selectors.workloads import workloads_visible_to
@@ -90,7 +92,14 @@ def _cluster_page(request: HttpRequest, template: str, api_name: str, **context)
 
 @staff_page
 def overview_page(request: HttpRequest) -> HttpResponse:
-    return _cluster_page(request, "dashboards/overview.html", "dashboard-overview")
+    def extra(cluster) -> dict:
+        # A scheduler-fed cluster gets the day/night curve from the scheduler's allocation.
+        return {
+            "scheduler_kind": scheduler_kind(cluster),
+            "inference_words": ", ".join(settings.SCHEDULER_INFERENCE_PARTITIONS),
+        }
+
+    return _cluster_page(request, "dashboards/overview.html", "dashboard-overview", extra=extra)
 
 
 @staff_page
