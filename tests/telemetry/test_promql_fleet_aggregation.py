@@ -45,6 +45,13 @@ def _capture_rows(i: int) -> list[str]:
         f'DCGM_FI_DEV_GPU_UTIL{{gpu="5",{H100}}} 40',
         # Two targets report GPU-b's temperature: one value counts for the chip.
         f'DCGM_FI_DEV_GPU_TEMP{{gpu="1",UUID="GPU-b",{H100},instance="other:9400"}} {40 + i}',
+        # dcgm health inputs: XID 79 (fell off the bus) fails GPU-b; GPU-a's application
+        # XID 13 counter and zero pending retirements leave it healthy.
+        f'DCGM_FI_DEV_XID_ERRORS{{gpu="0",UUID="GPU-a",{H100}}} 0',
+        f'DCGM_FI_DEV_XID_ERRORS{{gpu="1",UUID="GPU-b",{H100}}} 79',
+        f'DCGM_EXP_XID_ERRORS_COUNT{{gpu="0",UUID="GPU-a",xid="13",{H100}}} 2',
+        f'DCGM_FI_DEV_RETIRED_PENDING{{gpu="0",UUID="GPU-a",{H100}}} 0',
+        f'DCGM_FI_DEV_XID_ERRORS{{gpu="5",{H100}}} 0',
         f'npu_chip_info_utilization{{id="0",vdie_id="VD-0",{NPU}}} {55 + i}',
         f'npu_chip_info_utilization{{id="1",vdie_id="VD-1",{NPU}}} -1',
         f'npu_chip_info_temperature{{id="0",vdie_id="VD-0",{NPU}}} 60',
@@ -104,7 +111,8 @@ def test_aggregated_fleet_buckets_equal_the_per_card_fold(engine):
     total = newest["accelerator_hbm_total_bytes"]
     assert total.cards == 3  # GPU-a and GPU-b as used + free, VD-0 from its own field
     assert total.total % 2**20 == 0 and total.total > (80000 + 79000 + 65536) * 2**20
-    assert newest["accelerator_health_status"].ones == 1
+    health = newest["accelerator_health_status"]
+    assert (health.cards, health.ones) == (5, 3)  # GPU-a, GPU-5 and VD-0; GPU-b and VD-1 not
 
 
 def test_the_aggregated_answers_do_not_grow_with_the_fleet(engine, monkeypatch):

@@ -25,9 +25,17 @@ from datetime import datetime
 from telemetry.ingest.mapping import DCGM_BLANK_SENTINEL
 from telemetry.ingest.mapping_pass import FB_FREE, FB_USED, MIB
 from telemetry.ingest.mapping_rules import RULES
-from telemetry.ingest.nvidia import DEV_UTIL, PROF_UTIL
+from telemetry.ingest.nvidia import (
+    CRITICAL_XIDS,
+    DEV_UTIL,
+    FAILURE_FIELDS,
+    HEALTH_INPUTS,
+    PROF_UTIL,
+    XID_COUNT,
+    XID_LAST,
+)
 from telemetry.models import PromQLDataSource
-from telemetry.read.fleet import HBM_TOTAL, CardAgg, CardBuckets
+from telemetry.read.fleet import HBM_TOTAL, HEALTH, CardAgg, CardBuckets
 from telemetry.read.promql.reads import MIN_STEP_SECONDS, TARGET_POINTS, _Reader
 from telemetry.read.promql.translate import CHIP_LABELS, families, to_mapped
 from telemetry.read.steps import HOUR_SECONDS, hour_dividing_step
@@ -75,9 +83,31 @@ class _Chips:
         return expr
 
 
+def _dcgm_health(chips: _Chips) -> str:
+    """dcgm's derived health point per GPU, as ``nvidia.health_failing`` decides it: 1 where
+    a GPU reports any health input and none says it fails, 0 where one does. Written with
+    one selector per test so the query stays short (servers cap a query's length)."""
+    sentinel = f"{float(DCGM_BLANK_SENTINEL)!r}"
+    inputs = chips.selector("|".join(sorted(HEALTH_INPUTS)), has_chip_label=True)
+    present = f"group by ({chips.by}) ((({inputs} > -Inf) < +Inf) < {sentinel})"
+    xid = chips.selector(XID_LAST, has_chip_label=True)
+    codes = sorted(CRITICAL_XIDS)
+    counted = chips.selector(XID_COUNT, has_chip_label=True)[:-1]
+    counted += f',xid=~"{"|".join(str(code) for code in codes)}"}}'
+    fields = chips.selector("|".join(sorted(FAILURE_FIELDS)), has_chip_label=True)
+    failed = (
+        f"group by ({chips.by}) ({' or '.join(f'{xid} == {code}' for code in codes)})"
+        f" or group by ({chips.by}) (({counted} > 0) < {sentinel})"
+        f" or group by ({chips.by}) (({fields} > 0) < {sentinel})"
+    )
+    return f"(({present} unless on({chips.by}) ({failed})) or on({chips.by}) (0 * ({failed})))"
+
+
 def _metric_expr(chips: _Chips, metric: str, group: list[str]) -> str | None:
     """The metric per chip for one exporter's families, or ``None`` where the ingestion
-    mapping is not a linear rule of one family (health)."""
+    mapping is not a linear rule of one family."""
+    if metric == HEALTH and chips.prefix == "DCGM_":
+        return _dcgm_health(chips)
     if metric == HBM_TOTAL and chips.prefix == "DCGM_":
         used = chips.chip(FB_USED)
         free = chips.chip(FB_FREE)
@@ -112,6 +142,8 @@ def _groups(metric: str) -> dict[str, list[str]] | None:
         out.setdefault(prefix, []).append(family)
     if metric == HBM_TOTAL and "DCGM_" in out:
         out["DCGM_"] = [FB_USED, FB_FREE]
+    if metric == HEALTH and "DCGM_" in out:
+        out["DCGM_"] = sorted(HEALTH_INPUTS)
     return out
 
 

@@ -1,0 +1,204 @@
+"""Benchmark: a cluster read through a real VictoriaMetrics at 10,240 and 102,400 cards.
+
+Debian's ``victoria-metrics`` on a free port (its own data directory, stopped by PID) holds
+two synthetic fleets side by side — 10,240 and 102,400 dcgm-exporter cards (8 per node) × 6
+fields, a scrape every 30 s over the last ``--scrapes`` × 30 s — imported through its own
+Prometheus import API. Each fleet is one portal cluster whose PromQL source selects it by a
+``fleet`` label. Measured in one run, both sizes side by side (server time in this process
+through Django's test client, medians of ``--repeat``):
+
+* the PromQL inventory sync (registers every card; pages past ``PROMQL_MAX_RESPONSE_BYTES``),
+* the overview and hardware and memory API payloads and the accelerator list (page of 1,000),
+* one gate-style window aggregate of one card,
+* and this process's peak RSS.
+
+An endpoint that answers 503 (a figure the server cannot give within the answer cap) is
+printed as such with its reason: that is a finding, not a crash.
+
+Run: ``python bench/bench_victoriametrics.py [--scrapes 6] [--repeat 3]`` (PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT, django_setup, fresh_postgres, median, write_result  # noqa: E402
+
+FIELDS = ("GPU_UTIL", "FB_USED", "FB_FREE", "GPU_TEMP", "POWER_USAGE", "XID_ERRORS")
+SIZES = (10_240, 102_400)  # --sizes overrides (a quick trial)
+
+
+def _value(field: str, node: int, gpu: int, i: int) -> str:
+    if field == "GPU_UTIL":
+        return str((node * 7 + gpu * 13 + i) % 101)
+    if field == "FB_USED":
+        return str(1000 + (node + gpu + i) % 70000)
+    if field == "FB_FREE":
+        return "10000"
+    if field == "GPU_TEMP":
+        return str(40 + (node + gpu) % 40)
+    if field == "POWER_USAGE":
+        return str(200 + (node * 3 + gpu + i) % 500)
+    return "79" if (node + gpu) % 997 == 0 else "0"
+
+
+def import_fleets(server, *, sizes: tuple[int, ...], scrapes: int, now: float) -> float:
+    """Import both fleets, one scrape at a time; returns the seconds it took."""
+    started = time.perf_counter()
+    for i in range(scrapes):
+        at_ms = int((now - (scrapes - 1 - i) * 30) * 1000)
+        for cards in sizes:
+            fleet = f"f{cards}"
+            lines = []
+            for node in range(cards // 8):
+                host = f"{fleet}-n{node:05d}"
+                for gpu in range(8):
+                    labels = (
+                        f'fleet="{fleet}",gpu="{gpu}",UUID="GPU-{fleet}-{node:05d}-{gpu}",'
+                        f'Hostname="{host}",modelName="NVIDIA H100 80GB HBM3"'
+                    )
+                    for field in FIELDS:
+                        value = _value(field, node, gpu, i)
+                        lines.append(f"DCGM_FI_DEV_{field}{{{labels}}} {value} {at_ms}")
+            body = ("\n".join(lines) + "\n").encode()
+            request = urllib.request.Request(
+                f"{server.url}/api/v1/import/prometheus", data=body, method="POST"
+            )
+            with urllib.request.urlopen(request, timeout=600):
+                pass
+    with urllib.request.urlopen(f"{server.url}/internal/force_flush", timeout=120):
+        pass
+    return time.perf_counter() - started
+
+
+def _timed(call, repeat: int) -> tuple[float | None, str]:
+    times, note = [], "ok"
+    for _ in range(repeat):
+        started = time.perf_counter()
+        outcome = call()
+        times.append(time.perf_counter() - started)
+        if outcome is not None:
+            note = outcome
+    return median(times), note
+
+
+def measure(cluster, source, *, repeat: int) -> dict:
+    from django.test import Client
+
+    from accounts.services.tokens import token_create
+    from telemetry import read
+    from telemetry.models import Entity
+    from telemetry.services.promql_sync import promql_source_sync
+
+    out: dict = {}
+    started = time.perf_counter()
+    try:
+        result = promql_source_sync(source=source)
+        out["sync"] = {"seconds": time.perf_counter() - started, "cards": result.cards}
+    except Exception as exc:  # a finding to print, not a crash
+        out["sync"] = {"seconds": time.perf_counter() - started, "error": str(exc)[:200]}
+    token = token_create(name=f"bench-{cluster.name}", scopes=["read"]).plaintext
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+
+    def api(path: str, **params):
+        def call():
+            answer = client.get(path, {"cluster": cluster.name, **params})
+            if answer.status_code != 200:
+                detail = answer.json().get("detail", "") if answer.content else ""
+                return f"HTTP {answer.status_code}: {detail[:300]}"
+            return None
+
+        return call
+
+    for name, path, params in (
+        ("overview", "/api/v1/dashboards/overview/", {}),
+        ("hardware", "/api/v1/dashboards/hardware/", {}),
+        ("memory", "/api/v1/dashboards/memory/", {}),
+        ("accelerators_1000", "/api/v1/accelerators/", {"page_size": 1000}),
+    ):
+        seconds, note = _timed(api(path, **params), repeat)
+        out[name] = {"seconds": seconds, "note": note}
+    card = Entity.objects.filter(cluster=cluster, kind="accelerator").order_by("pk").first()
+    if card is not None:
+        now = datetime.now(tz=UTC)
+
+        def gate():
+            read.window_aggregate(
+                metric="accelerator_utilization_ratio",
+                cluster_id=cluster.pk,
+                entity_kind="accelerator",
+                entity_key=card.key,
+                aggregation="p95",
+                start=now - timedelta(minutes=2),
+                end=now,
+            )
+
+        seconds, note = _timed(gate, repeat)
+        out["gate_measurement"] = {"seconds": seconds, "note": note}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scrapes", type=int, default=6)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    args = parser.parse_args()
+    sizes = tuple(args.sizes)
+    sys.path.insert(0, str(ROOT))
+    from tests.servers import VictoriaMetricsServer, victoria_metrics_binary
+
+    if victoria_metrics_binary() is None:
+        sys.exit("victoria-metrics is not installed (apt-get install victoria-metrics)")
+    with fresh_postgres("victoriametrics") as url, tempfile.TemporaryDirectory() as tmp:
+        django_setup(url)
+        from django.conf import settings
+
+        from inventory.models import Cluster
+        from telemetry.ingest.twin import catalogue_sync
+        from telemetry.models import PromQLDataSource
+
+        settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+        settings.DASHBOARD_CACHE_SECONDS = 0
+        server = VictoriaMetricsServer(Path(tmp) / "vm").start()
+        try:
+            now = time.time()
+            loaded = import_fleets(server, sizes=sizes, scrapes=args.scrapes, now=now)
+            samples = sum(sizes) * len(FIELDS) * args.scrapes
+            print(f"imported {samples:,} samples in {loaded:.1f} s ({samples / loaded:,.0f}/s)")
+            biggest = max(sizes)
+            server.wait_for_series(f'DCGM_FI_DEV_GPU_UTIL{{fleet="f{biggest}"}}', biggest, 120)
+            catalogue_sync()
+            results = {}
+            for cards in sizes:
+                cluster = Cluster.objects.create(name=f"vm-{cards}", kind=Cluster.Kind.UNIFIED)
+                source = PromQLDataSource.objects.create(
+                    cluster=cluster,
+                    url=server.url,
+                    selector=f'fleet="f{cards}"',
+                    timeout_seconds=60,
+                )
+                results[cards] = measure(cluster, source, repeat=args.repeat)
+                print(f"== {cards:,} cards")
+                for name, figure in results[cards].items():
+                    print(f"  {name:20} {figure}")
+            rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            print(f"peak RSS of this process {rss_mb:.0f} MB")
+        finally:
+            server.stop()
+    write_result(
+        "victoriametrics",
+        {"scrapes": args.scrapes, "import_seconds": loaded, "results": results, "rss_mb": rss_mb},
+    )
+
+
+if __name__ == "__main__":
+    main()
