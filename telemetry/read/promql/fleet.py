@@ -83,31 +83,51 @@ class _Chips:
         return expr
 
 
-def _dcgm_health(chips: _Chips) -> str:
-    """dcgm's derived health point per GPU, as ``nvidia.health_failing`` decides it: 1 where
-    a GPU reports any health input and none says it fails, 0 where one does. Written with
-    one selector per test so the query stays short (servers cap a query's length)."""
-    sentinel = f"{float(DCGM_BLANK_SENTINEL)!r}"
+def _dcgm_health(chips: _Chips, *, start, end, step: int) -> dict[int, CardAgg]:
+    """dcgm's derived health point per bucket, as ``nvidia.health_failing`` decides it: a GPU
+    that reports any health input is a card, healthy unless one says it fails. The server
+    counts the cards; the failing ones are asked for as the (sparse) series whose last XID is
+    not 0, whose critical-XID counter or failure field is above 0, and decided here — one
+    PromQL comparison per critical XID costs the server seconds at 10,000 cards."""
+    reader, sentinel = chips.reader, f"{float(DCGM_BLANK_SENTINEL)!r}"
     inputs = chips.selector("|".join(sorted(HEALTH_INPUTS)), has_chip_label=True)
-    present = f"group by ({chips.by}) ((({inputs} > -Inf) < +Inf) < {sentinel})"
+    present = f"count(group by ({chips.by}) ((({inputs} > -Inf) < +Inf) < {sentinel}))"
     xid = chips.selector(XID_LAST, has_chip_label=True)
-    codes = sorted(CRITICAL_XIDS)
     counted = chips.selector(XID_COUNT, has_chip_label=True)[:-1]
-    counted += f',xid=~"{"|".join(str(code) for code in codes)}"}}'
+    counted += f',xid=~"{"|".join(str(code) for code in sorted(CRITICAL_XIDS))}"}}'
     fields = chips.selector("|".join(sorted(FAILURE_FIELDS)), has_chip_label=True)
-    failed = (
-        f"group by ({chips.by}) ({' or '.join(f'{xid} == {code}' for code in codes)})"
-        f" or group by ({chips.by}) (({counted} > 0) < {sentinel})"
-        f" or group by ({chips.by}) (({fields} > 0) < {sentinel})"
-    )
-    return f"(({present} unless on({chips.by}) ({failed})) or on({chips.by}) (0 * ({failed})))"
+
+    def ask(expr: str):
+        return reader._run(lambda: reader.client.query_range(expr, start=start, end=end, step=step))
+
+    out: dict[int, CardAgg] = {}
+    for series in ask(present):
+        for ts, value in series.points:
+            out[int(ts // step * step)] = CardAgg(int(value), 0.0, 0)
+    failing: dict[int, set[tuple]] = {}
+    _label, mig = CHIP_LABELS[chips.prefix]
+    mig_label = reader.label_map.get("GPU_I_ID", "GPU_I_ID") if mig else None
+
+    def chip_of(series) -> tuple:
+        return (series.labels.get(chips.label), series.labels.get(mig_label) if mig_label else None)
+
+    for series in ask(f"(({xid} != 0) < {sentinel})"):
+        for ts, value in series.points:
+            if int(value) in CRITICAL_XIDS:
+                failing.setdefault(int(ts // step * step), set()).add(chip_of(series))
+    for expr in (f"(({counted} > 0) < {sentinel})", f"(({fields} > 0) < {sentinel})"):
+        for series in ask(expr):
+            for ts, _value in series.points:
+                failing.setdefault(int(ts // step * step), set()).add(chip_of(series))
+    for at, agg in out.items():
+        agg.ones = max(0, agg.cards - len(failing.get(at, ())))
+        agg.total = float(agg.ones)
+    return out
 
 
 def _metric_expr(chips: _Chips, metric: str, group: list[str]) -> str | None:
     """The metric per chip for one exporter's families, or ``None`` where the ingestion
     mapping is not a linear rule of one family."""
-    if metric == HEALTH and chips.prefix == "DCGM_":
-        return _dcgm_health(chips)
     if metric == HBM_TOTAL and chips.prefix == "DCGM_":
         used = chips.chip(FB_USED)
         free = chips.chip(FB_FREE)
@@ -181,31 +201,42 @@ def _fold_per_card(
     }
 
 
+def _add_summary(reader: _Reader, per_chip: str, out: dict[int, CardAgg], *, start, end, step):
+    """Add the server's sum, count and count of ones of ``per_chip`` to ``out``."""
+    query = _summary_query(per_chip)
+    answer = reader._run(lambda: reader.client.query_range(query, start=start, end=end, step=step))
+    for series in answer:
+        tag = series.labels.get("agg")
+        for ts, value in series.points:
+            agg = out.setdefault(int(ts // step * step), CardAgg())
+            if tag == "total":
+                agg.total += float(value)
+            elif tag == "cards":
+                agg.cards += int(value)
+            elif tag == "ones":
+                agg.ones += int(value)
+
+
 def _fold_aggregated(
     reader: _Reader, metric: str, groups: dict[str, list[str]], *, start, end, step: int
 ) -> dict[int, CardAgg] | None:
-    exprs = {}
+    exprs: dict[str, str | None] = {}
     for prefix, group in groups.items():
+        if metric == HEALTH and prefix == "DCGM_":
+            exprs[prefix] = None  # counted by _dcgm_health
+            continue
         expr = _metric_expr(_Chips(reader, prefix), metric, group)
         if expr is None:
             return None
         exprs[prefix] = expr
     out: dict[int, CardAgg] = {}
     for prefix, per_chip in exprs.items():
-        query = _summary_query(per_chip)
-        answer = reader._run(
-            lambda q=query: reader.client.query_range(q, start=start, end=end, step=step)
-        )
-        for series in answer:
-            tag = series.labels.get("agg")
-            for ts, value in series.points:
-                agg = out.setdefault(int(ts // step * step), CardAgg())
-                if tag == "total":
-                    agg.total += float(value)
-                elif tag == "cards":
-                    agg.cards += int(value)
-                elif tag == "ones":
-                    agg.ones += int(value)
+        if per_chip is None:
+            health = _dcgm_health(_Chips(reader, prefix), start=start, end=end, step=step)
+            for at, agg in health.items():
+                out.setdefault(at, CardAgg()).add(agg.cards, agg.total, agg.ones)
+        else:
+            _add_summary(reader, per_chip, out, start=start, end=end, step=step)
         # Chips without the chip label: one series each, folded as the store path folds them.
         chips = _Chips(reader, prefix)
         unlabelled = _fold_per_card(
