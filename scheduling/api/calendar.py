@@ -21,6 +21,7 @@ from inventory.models import Cluster
 from scheduling.models_calendar import CalendarApplication, CalendarRevision
 from scheduling.selectors.calendar import CalendarView, calendar_view, calendars_overview
 from scheduling.services.calendar import (
+    REVISION_FIELDS,
     calendar_apply,
     calendar_approve,
     calendar_reject,
@@ -41,20 +42,7 @@ class CalendarRevisionSerializer(serializers.ModelSerializer):
         fields = [
             "number",
             "state",
-            "timezone",
-            "day_start",
-            "day_end",
-            "inference_partition",
-            "inference_nodes",
-            "inference_accounts",
-            "training_partitions",
-            "defer_min_cards",
-            "slurm_conf",
-            "cluster_queue",
-            "flavor",
-            "resource",
-            "day_quota",
-            "night_quota",
+            *REVISION_FIELDS,
             "reason",
             "requested_by",
             "requested_at",
