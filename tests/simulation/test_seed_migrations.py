@@ -44,6 +44,12 @@ def test_seed_produces_completed_awaiting_and_rolled_back_plans(db, tmp_path):
     # Traffic went back to the last stable step: none of the gray workload has moved.
     shares = traffic_shares_for_cluster(cluster_id=rolled.target_cluster_id)
     assert shares.get("chat-llama-2-70b-001", 0.0) == 0.0
+    # The seeded history's ended hours are in the cost ledger (the demo keeps minute detail
+    # two hours: unclosed, the cost page's default window would be refused).
+    from cost.models import LedgerHour
+
+    closed = set(LedgerHour.objects.values_list("cluster__name", flat=True))
+    assert {"legacy-h100", "unified-demo"} <= closed
     rows = AuditEntry.objects.count()
     call_command("seed_migrations", stdout=open(tmp_path / "o", "w"))
     assert MigrationPlan.objects.count() == 3 and AuditEntry.objects.count() == rows

@@ -45,6 +45,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from accounts.models import Tenant, User
+from cost.hours import CLOSE_LAG_SECONDS, HOUR, floor_hour
+from cost.services import ledger_hours_close
 from inventory.models import Cluster, Workload
 from rollout.models import Criterion, MigrationPlan, PhaseKind, PlanState
 from rollout.services.analysis import analysis_run_step
@@ -124,6 +126,18 @@ class Command(BaseCommand):
         finally:
             for pk, steps in speeds.items():
                 twin_run_control(run_id=pk, action="speed", steps_per_tick=steps)
+        self._close_seeded_hours(since=timezone.now() - HISTORY)
+
+    def _close_seeded_hours(self, *, since: datetime) -> None:
+        """Close the seeded history's hours into the cost ledger as a running portal would,
+        each just after its end. The history is hours old before beat's ledger task first
+        runs, and the demo keeps minute detail only two hours: unclosed, its hours could never
+        be billed and the cost page's default window would be refused."""
+        hour_end = floor_hour(since) + timedelta(seconds=HOUR)
+        now = timezone.now()
+        while hour_end + timedelta(seconds=CLOSE_LAG_SECONDS) < now:
+            ledger_hours_close(now=hour_end + timedelta(seconds=CLOSE_LAG_SECONDS + 1))
+            hour_end += timedelta(seconds=HOUR)
 
     def _seed_all(self) -> None:
         for slug, pilot, gray, outcome in PLANS:
