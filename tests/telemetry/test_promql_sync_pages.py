@@ -4,6 +4,7 @@ registers every card, with the same keys, hosts, holders and health as an uncapp
 
 from __future__ import annotations
 
+import hashlib
 import time
 from datetime import UTC, datetime
 
@@ -25,13 +26,16 @@ def _fleet(now: float) -> str:
         at_ms = int((now - (2 - i) * 15) * 1000)
         for h in range(HOSTS):
             for g in range(GPUS):
-                uuid = f"GPU-{h:02d}{g}-{'abcdef0123'[g]}"
+                # dcgm UUIDs end in random hex, which is what the pages split on.
+                uuid = "GPU-" + hashlib.md5(f"{h}/{g}".encode()).hexdigest()
                 pod = f',pod="train-{h}",namespace="acme"' if h % 2 else ""
                 labels = f'gpu="{g}",UUID="{uuid}",Hostname="n{h:02d}",modelName="H100"{pod}'
                 lines.append(f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} {(h + g) % 100} {at_ms}")
                 lines.append(f"DCGM_FI_DEV_XID_ERRORS{{{labels}}} {79 if g == 7 else 0} {at_ms}")
-    # A card without a UUID: its own page.
+    # A card without a UUID: its own page; one whose UUID is one character: no longer
+    # suffix can match it.
     lines.append(f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",Hostname="solo"}} 5 {int(now * 1000)}')
+    lines.append(f'DCGM_FI_DEV_GPU_UTIL{{gpu="1",UUID="7",Hostname="solo"}} 6 {int(now * 1000)}')
     return "\n".join(lines) + "\n"
 
 
@@ -47,7 +51,7 @@ def _state(cluster: Cluster) -> tuple:
 
 def test_a_sync_past_the_answer_cap_pages_and_registers_every_card(victoria_metrics, settings):
     victoria_metrics.import_text(_fleet(time.time()))
-    victoria_metrics.wait_for_series("DCGM_FI_DEV_GPU_UTIL", HOSTS * GPUS + 1)
+    victoria_metrics.wait_for_series("DCGM_FI_DEV_GPU_UTIL", HOSTS * GPUS + 2)
     catalogue_sync()
     full = Cluster.objects.create(name="vm-full", kind=Cluster.Kind.UNIFIED)
     paged = Cluster.objects.create(name="vm-paged", kind=Cluster.Kind.UNIFIED)
@@ -63,10 +67,17 @@ def test_a_sync_past_the_answer_cap_pages_and_registers_every_card(victoria_metr
     result = promql_source_sync(
         source=PromQLDataSource.objects.create(cluster=paged, url=victoria_metrics.url)
     )
-    assert result.cards == HOSTS * GPUS + 1
+    assert result.cards == HOSTS * GPUS + 2
     assert result.held == (HOSTS // 2) * GPUS
     got, expected = _state(paged), _state(full)
     assert got[0] ^ expected[0] == set() and got[1] == expected[1]
+    # A cap that splits every first-level page too (two characters deep) finds the same.
+    settings.PROMQL_MAX_RESPONSE_BYTES = 2_500
+    deeper = Cluster.objects.create(name="vm-deeper", kind=Cluster.Kind.UNIFIED)
+    again = promql_source_sync(
+        source=PromQLDataSource.objects.create(cluster=deeper, url=victoria_metrics.url)
+    )
+    assert again.cards == result.cards and _state(deeper) == _state(paged)
     unhealthy = Accelerator.objects.filter(
         node__cluster=paged, health=Accelerator.Health.UNHEALTHY
     ).count()

@@ -117,7 +117,9 @@ class _Reader:
     def instant_paged(self, metric: str, *, at: datetime) -> list[MappedSample]:
         """As :meth:`instant`, for answers that grow with the fleet (the inventory sync): an
         answer past ``PROMQL_MAX_RESPONSE_BYTES`` is asked again in pages by the last
-        characters of the chip label (UUID, ``vdie_id``), which split any fleet evenly."""
+        characters of the chip label (UUID, ``vdie_id``): random ids such as dcgm's UUIDs
+        split evenly; ids sharing a long suffix stop splitting at ``MAX_PAGE_DEPTH`` and the
+        answer stays "larger than PROMQL_MAX_RESPONSE_BYTES"."""
         results = []
         for family in families(metric):
             base, label = self._sel(family), chip_label(family, self.label_map)
@@ -139,8 +141,10 @@ class _Reader:
         found = []
         for last in PAGE_CLASSES:
             found += self._paged(base, label, at=at, suffix=last + suffix, depth=depth + 1)
-        if not suffix:
-            found += self.client.query(f'{base[:-1]},{label}=""}}', at=at)
+        # The values the longer suffixes cannot match: nothing before ``suffix`` (none at all
+        # at the top level).
+        exact = f'{label}=~"{suffix}"' if suffix else f'{label}=""'
+        found += self.client.query(f"{base[:-1]},{exact}}}", at=at)
         return found
 
     def ranged(
