@@ -22,7 +22,12 @@ def test_operator_signs_in_and_switches_the_navigation_to_chinese(
     nav = browser.find_element(By.CSS_SELECTOR, "nav.mainnav").text
     assert "Status" in nav and "Alerts" in nav
     Select(browser.find_element(By.ID, "language-select")).select_by_value("zh-hans")
+    page_before = browser.find_element(By.TAG_NAME, "html")
     browser.find_element(By.CSS_SELECTOR, "form.langswitch button[type=submit]").click()
+    # Wait for the old document to go first: reading the navigation while the answer to the
+    # POST replaces the page can find a node in the old document and read it in the new one
+    # ("Node with given id does not belong to the document").
+    WebDriverWait(browser, 15).until(ec.staleness_of(page_before))
     WebDriverWait(browser, 10).until(
         ec.text_to_be_present_in_element((By.CSS_SELECTOR, "nav.mainnav"), "状态")
     )
