@@ -183,6 +183,11 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--refit", action="store_true", help="refit the global constants first")
     v.add_argument("--no-tails", action="store_true", help="skip the DES tail check")
     v.add_argument("--json", metavar="FILE")
+    v.add_argument(
+        "--write-readme",
+        action="store_true",
+        help="rewrite the READMEs' validation tables from this run (validate_tables.py)",
+    )
     md = sub.add_parser("model", help="model catalog (day-0 adaptation)")
     msub = md.add_subparsers(dest="model_command", required=True)
     ma = msub.add_parser("add", help="add a model from a Hugging Face config.json")
@@ -344,6 +349,11 @@ def main(argv: list[str] | None = None) -> int:
         from .validate import run as run_validate
 
         res = run_validate(refit=args.refit, tails=not args.no_tails)
+        if args.write_readme:
+            from .validate_tables import render, write_readmes
+
+            for name in write_readmes(render(res)):
+                print(f"README table rewritten: {name}")
         emit_json(res, args.json)
     elif args.command == "model":
         from .catalog import MODELS as CATALOG

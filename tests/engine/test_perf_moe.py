@@ -46,6 +46,25 @@ def test_perf_reports_the_cloudmatrix_figure_validate_prints(tpot_ms):
     assert point["tpot_ms_at_target"] <= tpot_ms
 
 
+@pytest.mark.parametrize("tpot_ms", ["50", "15"])
+def test_the_perf_command_prints_the_number_validate_prints(tpot_ms, tmp_path, capsys):
+    # The command an operator runs, end to end (argument parsing, JSON out), not the function.
+    import json
+
+    from simulation.engine import cli
+
+    out = tmp_path / "perf.json"
+    argv = ["perf", "--model", "deepseek-r1", "--hardware", "ascend-910c", "--tp", "1"]
+    argv += ["--ep", "320", "--dtype", "int8", "--prompt-tokens", "3072"]
+    argv += ["--output-tokens", "2048", "--tpot-target-ms", tpot_ms, "--json", str(out)]
+    assert cli.main(argv) in (0, None)
+    point = json.loads(out.read_text())
+    name = f"DeepSeek-R1 decode, 910C EP320 INT8, TPOT < {tpot_ms} ms"
+    check = {c["name"]: c for c in validate_current.moe_serving_checks()}[name]
+    assert point["decode_tokens_per_s_per_card"] == pytest.approx(check["twin"], rel=1e-9)
+    assert point["decode_tokens_per_s_per_card"] > 0
+
+
 def test_the_scheduler_decodes_an_mtp_model_with_the_step_validate_uses():
     p = PROFILES["cloudmatrix-2025"].params
     q, kept = (float(x) for x in mtp_step(DS, p))
