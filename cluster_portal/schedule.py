@@ -122,9 +122,10 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "schedule": float(settings.SCHEDULER_SYNC_SECONDS),
         "options": {"expires": float(settings.SCHEDULER_SYNC_SECONDS)},
     },
-    # Day/night calendars on Kueue change a ClusterQueue quota at each window boundary: a
-    # check every 5 minutes puts the change at most that late (Slurm's DAILY reservation
-    # repeats by itself and needs no follow-up).
+    # Day/night calendars on Kueue change a ClusterQueue quota at each window boundary, and
+    # on Slurm defer the training jobs submitted since the calendar was applied (the DAILY
+    # reservation repeats by itself, a deferral is per job): a check every 5 minutes puts a
+    # change at most that late. Idempotent: a deferred job is never picked again.
     "calendar-windows-follow": {
         "task": "scheduling.calendar_windows_follow",
         "schedule": 300.0,

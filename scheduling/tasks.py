@@ -1,5 +1,5 @@
 """Periodic work of the scheduling app: sync every enabled scheduler source; follow the
-day/night calendars' window boundaries on Kueue."""
+day/night calendars (Kueue quotas at window boundaries, Slurm deferrals of new jobs)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,12 @@ from celery import shared_task
 
 from scheduling.errors import SchedulerSyncFailed
 from scheduling.models import SchedulerSource
-from scheduling.services.calendar import calendar_windows_follow as follow_windows
+from scheduling.services.calendar_follow import (
+    calendar_deferrals_follow,
+)
+from scheduling.services.calendar_follow import (
+    calendar_windows_follow as follow_windows,
+)
 from scheduling.services.sync import scheduler_source_sync
 
 
@@ -44,10 +49,13 @@ def scheduler_sources_sync() -> dict[str, int]:
     # nothing left to do.
     expires=120,
     max_retries=0,
-    # Each Kubernetes call has its source's deadline; the backstop for many calendars.
+    # Each Kubernetes or Slurm call has its source's deadline; the backstop for many calendars.
     soft_time_limit=300,
     time_limit=330,
 )
 def calendar_windows_follow() -> dict[str, int]:
-    """Change each applied Kueue calendar's ClusterQueue quota at its window boundaries."""
-    return follow_windows()
+    """Change each applied Kueue calendar's ClusterQueue quota at its window boundaries, and
+    defer the training jobs submitted since each applied Slurm calendar's application."""
+    quotas = follow_windows()
+    deferrals = calendar_deferrals_follow()
+    return {**quotas, "deferred": deferrals["deferred"], "defer_failed": deferrals["failed"]}

@@ -16,6 +16,9 @@ Three steps, in this order so that a missing right is found before anything chan
    ``defer_min_cards`` cards gets ``begin_time`` = the night's start (sent relative,
    ``now+<s>seconds``: slurmrestd parses absolute times in its own time zone), read back as
    the job's ``eligible_time``.
+
+Training jobs submitted on later days are deferred by the calendar's follow-up
+(:func:`defer_pending`, step 3 alone, from ``calendar_windows_follow`` every few minutes).
 """
 
 from __future__ import annotations
@@ -152,31 +155,54 @@ def eligible_jobs(answer: dict, plan: SlurmPlan, night_start: datetime) -> list[
     return sorted(chosen, key=lambda j: j["job_id"])
 
 
+def pending_to_defer(client: SlurmClient, plan: SlurmPlan, *, now: datetime) -> list[dict]:
+    """The pending jobs a deferral would move now (none at night): a read, nothing changed."""
+    night_start = plan.window.night_start(now)
+    if night_start is None or not plan.training_partitions:
+        return []
+    return eligible_jobs(client.get(f"{API}/jobs") or {}, plan, night_start)
+
+
+def _preflight(client: SlurmClient, job: dict) -> None:
+    try:
+        client.post(f"{API}/job/{job['job_id']}", {})
+    except SchedulerError as exc:
+        if NO_RIGHTS in exc.error_numbers:
+            raise ApplyRefused(
+                _(
+                    "The scheduler token's user may not update other users' jobs "
+                    "(Slurm needs AdminLevel=Operator): %(why)s"
+                )
+                % {"why": exc}
+            ) from None
+        raise
+
+
 def apply_slurm(client: SlurmClient, plan: SlurmPlan, *, now: datetime) -> list[dict]:
     """Run the three steps; answers the step list (asked vs confirmed). Raises
     :class:`ApplyRefused` when the first change is refused for rights (nothing changed) and
     :class:`SchedulerError` when the scheduler cannot be read at all before any change."""
-    night_start = plan.window.night_start(now)
-    jobs = []
-    if night_start is not None and plan.training_partitions:
-        jobs = eligible_jobs(client.get(f"{API}/jobs") or {}, plan, night_start)
+    jobs = pending_to_defer(client, plan, now=now)
     if jobs:
-        try:
-            client.post(f"{API}/job/{jobs[0]['job_id']}", {})
-        except SchedulerError as exc:
-            if NO_RIGHTS in exc.error_numbers:
-                raise ApplyRefused(
-                    _(
-                        "The scheduler token's user may not update other users' jobs "
-                        "(Slurm needs AdminLevel=Operator): %(why)s"
-                    )
-                    % {"why": exc}
-                ) from None
-            raise
+        _preflight(client, jobs[0])
     steps = [_apply_reservation(client, plan, now=now, first=not jobs)]
+    night_start = plan.window.night_start(now)
     for item in jobs:
         steps.append(_defer(client, item, night_start, now=now))
     return steps
+
+
+def defer_pending(client: SlurmClient, plan: SlurmPlan, *, now: datetime) -> list[dict]:
+    """Step 3 alone, for jobs submitted after the calendar was applied (the DAILY reservation
+    repeats by itself; a deferral is per job): the same preflight, then each eligible job's
+    deferral, read back. Idempotent: a deferred job's ``eligible_time`` already lies in the
+    night, so :func:`eligible_jobs` never picks it again, whoever deferred it."""
+    jobs = pending_to_defer(client, plan, now=now)
+    if not jobs:
+        return []
+    _preflight(client, jobs[0])
+    night_start = plan.window.night_start(now)
+    return [_defer(client, item, night_start, now=now) for item in jobs]
 
 
 def _apply_reservation(client: SlurmClient, plan: SlurmPlan, *, now: datetime, first: bool):

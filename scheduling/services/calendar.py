@@ -22,7 +22,12 @@ from rest_framework.exceptions import APIException
 from accounts.services.actor import Actor
 from inventory.models import Cluster
 from scheduling.calendar.kueue import apply_kueue_quota
-from scheduling.calendar.slurm import ApplyRefused, SlurmPlan, apply_slurm, reservation_name
+from scheduling.calendar.slurm import (
+    ApplyRefused,
+    SlurmPlan,
+    apply_slurm,
+    reservation_name,
+)
 from scheduling.calendar.windows import DayWindow
 from scheduling.kubernetes.client import KubernetesClient
 from scheduling.models import SchedulerPartition, SchedulerSource
@@ -109,6 +114,23 @@ def _deny(
     raise refusal
 
 
+def _require_role(
+    *,
+    calendar: WindowCalendar,
+    allowed: bool,
+    actor: Actor,
+    action: str,
+    revision: int | None,
+    why: str,
+) -> None:
+    """Refuse (audited, 403 saying ``why``) unless the principal holds the command's role."""
+    if not allowed:
+        _deny(
+            calendar=calendar, actor=actor, action=action, revision=revision,
+            refusal=CalendarNotPermitted(why),
+        )  # fmt: skip
+
+
 def _require_newest(calendar: WindowCalendar, expected_revision: int) -> CalendarRevision:
     if expected_revision != calendar.revision:
         raise CalendarConflict(
@@ -116,6 +138,20 @@ def _require_newest(calendar: WindowCalendar, expected_revision: int) -> Calenda
             % {"now": calendar.revision, "sent": expected_revision}
         )
     return calendar.revisions.get(number=calendar.revision)
+
+
+def _lock_newest(
+    calendar: WindowCalendar, expected_revision: int, state: str, wrong_state: str
+) -> tuple[WindowCalendar, CalendarRevision]:
+    """The calendar row locked and its newest revision, which must be the one decided on and
+    in ``state`` (else a conflict saying ``wrong_state``); inside the caller's transaction."""
+    calendar = WindowCalendar.objects.select_for_update().get(pk=calendar.pk)
+    revision = _require_newest(calendar, expected_revision)
+    if revision.state != state:
+        raise CalendarConflict(
+            wrong_state % {"n": revision.number, "state": revision.get_state_display()}
+        )
+    return calendar, revision
 
 
 def calendar_request(
@@ -127,14 +163,10 @@ def calendar_request(
     if unknown:
         raise ValidationError({name: _("Not a calendar field.") for name in sorted(unknown)})
     calendar = calendar_of(cluster)
-    if not actor.can_operate():
-        _deny(
-            calendar=calendar,
-            actor=actor,
-            action="request",
-            revision=None,
-            refusal=CalendarNotPermitted(_("Only a signed-in operator may propose a calendar.")),
-        )
+    _require_role(
+        calendar=calendar, allowed=actor.can_operate(), actor=actor, action="request",
+        revision=None, why=_("Only a signed-in operator may propose a calendar."),
+    )  # fmt: skip
     with transaction.atomic():
         calendar = WindowCalendar.objects.select_for_update().get(pk=calendar.pk)
         revision = CalendarRevision(
@@ -166,22 +198,15 @@ def _decide(
 ) -> CalendarRevision:
     action = "approve" if approve else "reject"
     calendar = calendar_of(cluster)
-    if not actor.can_approve():
-        _deny(
-            calendar=calendar,
-            actor=actor,
-            action=action,
-            revision=expected_revision,
-            refusal=CalendarNotPermitted(_("Only an approver may decide on a calendar.")),
-        )
+    _require_role(
+        calendar=calendar, allowed=actor.can_approve(), actor=actor, action=action,
+        revision=expected_revision, why=_("Only an approver may decide on a calendar."),
+    )  # fmt: skip
     with transaction.atomic():
-        calendar = WindowCalendar.objects.select_for_update().get(pk=calendar.pk)
-        revision = _require_newest(calendar, expected_revision)
-        if revision.state != CalendarRevision.State.PROPOSED:
-            raise CalendarConflict(
-                _("Revision %(n)s is %(state)s, not awaiting a decision.")
-                % {"n": revision.number, "state": revision.get_state_display()}
-            )
+        calendar, revision = _lock_newest(
+            calendar, expected_revision, CalendarRevision.State.PROPOSED,
+            _("Revision %(n)s is %(state)s, not awaiting a decision."),
+        )  # fmt: skip
         if revision.requested_by_id is not None and revision.requested_by_id == getattr(
             actor.user, "pk", None
         ):
@@ -227,7 +252,7 @@ def calendar_reject(
     )
 
 
-def _window(revision: CalendarRevision) -> DayWindow:
+def revision_window(revision: CalendarRevision) -> DayWindow:
     return DayWindow(revision.day_start, revision.day_end, revision.timezone)
 
 
@@ -248,7 +273,7 @@ def _run_steps(source: SchedulerSource, revision: CalendarRevision, now: datetim
                 resource=revision.resource,
                 day_quota=revision.day_quota,
                 night_quota=revision.night_quota,
-                window=_window(revision),
+                window=revision_window(revision),
                 now=now,
             )
         ]
@@ -256,15 +281,19 @@ def _run_steps(source: SchedulerSource, revision: CalendarRevision, now: datetim
         raise SchedulerError(
             _("This cluster runs Slurm: the calendar names no inference partition to reserve.")
         )
+    return apply_slurm(slurm_client_of(source), slurm_plan_of(source, revision), now=now)
+
+
+def slurm_plan_of(source: SchedulerSource, revision: CalendarRevision) -> SlurmPlan:
     nodes = list(revision.inference_nodes)
     if not nodes:
         partition = SchedulerPartition.objects.filter(
             source=source, name=revision.inference_partition
         ).first()
         nodes = list(partition.nodes) if partition else []
-    plan = SlurmPlan(
+    return SlurmPlan(
         reservation=reservation_name(source.cluster.name),
-        window=_window(revision),
+        window=revision_window(revision),
         nodes=nodes,
         accounts=list(revision.inference_accounts),
         partition=revision.inference_partition,
@@ -272,54 +301,50 @@ def _run_steps(source: SchedulerSource, revision: CalendarRevision, now: datetim
         defer_min_cards=revision.defer_min_cards,
         slurm_conf=revision.slurm_conf,
     )
-    client = SlurmClient(
+
+
+def slurm_client_of(source: SchedulerSource) -> SlurmClient:
+    return SlurmClient(
         base_url=source.base_url,
         user_name=source.user_name,
         token_env=source.token_env,
         timeout=source.timeout_seconds,
     )
-    return apply_slurm(client, plan, now=now)
 
 
-def calendar_apply(
-    *, cluster: Cluster, actor: Actor, expected_revision: int, now: datetime | None = None
+def application_start(
+    calendar: WindowCalendar, revision: CalendarRevision, actor: Actor, action: str
 ) -> CalendarApplication:
-    """Apply the approved newest revision; the application records each step asked vs
-    confirmed. A scheduler that refuses for want of rights leaves the outcome *refused*
-    (nothing was changed); the calendar's applied revision moves only when every step is
-    confirmed."""
-    calendar = calendar_of(cluster)
-    if not actor.can_operate():
-        _deny(
-            calendar=calendar,
-            actor=actor,
-            action="apply",
-            revision=expected_revision,
-            refusal=CalendarNotPermitted(_("Only a signed-in operator may apply a calendar.")),
-        )
-    with transaction.atomic():
-        calendar = WindowCalendar.objects.select_for_update().get(pk=calendar.pk)
-        revision = _require_newest(calendar, expected_revision)
-        if revision.state != CalendarRevision.State.APPROVED:
-            raise CalendarConflict(
-                _("Revision %(n)s is %(state)s: only an approved revision is applied.")
-                % {"n": revision.number, "state": revision.get_state_display()}
-            )
-        source = SchedulerSource.objects.filter(cluster=cluster, enabled=True).first()
-        if source is None:
-            raise CalendarConflict(_("The cluster has no enabled scheduler source."))
-        running = CalendarApplication.objects.filter(
-            revision__calendar=calendar,
-            outcome=CalendarApplication.Outcome.RUNNING,
-            started_at__gt=timezone.now() - STALE_APPLICATION,
-        )
-        if running.exists():
-            raise CalendarConflict(_("An application of this calendar is still running."))
-        application = CalendarApplication.objects.create(revision=revision, applied_by=actor.user)
-        _audit(calendar=calendar, actor=actor, action="apply", revision=revision.number)
+    """The application row, committed as *running* by the caller's transaction (which holds
+    the calendar's row lock): it is also the lease that keeps a second worker from talking to
+    the scheduler for the same calendar until it is finished or :data:`STALE_APPLICATION`."""
+    running = CalendarApplication.objects.filter(
+        revision__calendar=calendar,
+        outcome=CalendarApplication.Outcome.RUNNING,
+        started_at__gt=timezone.now() - STALE_APPLICATION,
+    )
+    if running.exists():
+        raise CalendarConflict(_("An application of this calendar is still running."))
+    application = CalendarApplication.objects.create(revision=revision, applied_by=actor.user)
+    _audit(calendar=calendar, actor=actor, action=action, revision=revision.number)
+    return application
+
+
+def application_finish(
+    application: CalendarApplication,
+    *,
+    calendar: WindowCalendar,
+    actor: Actor,
+    action: str,
+    run,
+) -> CalendarApplication:
+    """Call ``run()`` (the scheduler steps, outside any transaction), then record the
+    outcome; the calendar's applied revision moves only when an ``apply`` confirmed every
+    step (a follow-up's deferrals never move it)."""
+    revision = application.revision
     outcome, message, steps = CalendarApplication.Outcome.FAILED, "", []
     try:
-        steps = _run_steps(source, revision, now or timezone.now())
+        steps = run()
     except ApplyRefused as exc:
         outcome, message = CalendarApplication.Outcome.REFUSED, str(exc)
     except SchedulerError as exc:
@@ -338,59 +363,44 @@ def calendar_apply(
         application.outcome, application.message, application.steps = outcome, message, steps
         application.finished_at = timezone.now()
         application.save(update_fields=["outcome", "message", "steps", "finished_at"])
-        if outcome == CalendarApplication.Outcome.CONFIRMED:
+        if outcome == CalendarApplication.Outcome.CONFIRMED and action == "apply":
             WindowCalendar.objects.filter(pk=calendar.pk).update(applied=revision)
         _audit(
             calendar=calendar,
             actor=actor,
-            action=f"apply_{outcome}",
+            action=f"{action}_{outcome}",
             revision=revision.number,
             reason=message,
         )
     return application
 
 
-def calendar_windows_follow(*, now: datetime | None = None) -> dict[str, int]:
-    """Re-apply, as the system, every applied Kueue calendar whose window changed since its
-    last application (a ClusterQueue quota is one value: it must be changed at each window
-    boundary). Slurm needs no follow-up: its DAILY reservation repeats by itself. Only the
-    applied revision, still the newest and approved, is re-applied: four eyes stay intact."""
-    now = now or timezone.now()
-    applied = failed = 0
-    calendars = WindowCalendar.objects.filter(
-        applied__isnull=False,
-        cluster__scheduler_source__kind=SchedulerSource.Kind.KUBERNETES,
-        cluster__scheduler_source__enabled=True,
-    ).select_related("applied", "cluster")
-    for calendar in calendars:
-        revision = calendar.applied
-        if (
-            revision.number != calendar.revision
-            or revision.state != CalendarRevision.State.APPROVED
-        ):
-            continue
-        last = CalendarApplication.objects.filter(revision=revision).first()
-        window = "day" if _window(revision).in_day(now) else "night"
-        asked = [s.get("asked", {}).get("window") for s in (last.steps if last else [])]
-        if (
-            last is not None
-            and last.outcome == CalendarApplication.Outcome.CONFIRMED
-            and asked == [window]
-        ):
-            continue
-        try:
-            result = calendar_apply(
-                cluster=calendar.cluster,
-                actor=Actor(),
-                expected_revision=revision.number,
-                now=now,
-            )
-        except CalendarConflict:
-            failed += 1
-            continue
-        applied += result.outcome == CalendarApplication.Outcome.CONFIRMED
-        failed += result.outcome != CalendarApplication.Outcome.CONFIRMED
-    return {"applied": applied, "failed": failed}
+def calendar_apply(
+    *, cluster: Cluster, actor: Actor, expected_revision: int, now: datetime | None = None
+) -> CalendarApplication:
+    """Apply the approved newest revision; the application records each step asked vs
+    confirmed. A scheduler that refuses for want of rights leaves the outcome *refused*
+    (nothing was changed); the calendar's applied revision moves only when every step is
+    confirmed."""
+    calendar = calendar_of(cluster)
+    _require_role(
+        calendar=calendar, allowed=actor.can_operate(), actor=actor, action="apply",
+        revision=expected_revision, why=_("Only a signed-in operator may apply a calendar."),
+    )  # fmt: skip
+    with transaction.atomic():
+        calendar, revision = _lock_newest(
+            calendar, expected_revision, CalendarRevision.State.APPROVED,
+            _("Revision %(n)s is %(state)s: only an approved revision is applied."),
+        )  # fmt: skip
+        source = SchedulerSource.objects.filter(cluster=cluster, enabled=True).first()
+        if source is None:
+            raise CalendarConflict(_("The cluster has no enabled scheduler source."))
+        application = application_start(calendar, revision, actor, "apply")
+    moment = now or timezone.now()
+    return application_finish(
+        application, calendar=calendar, actor=actor, action="apply",
+        run=lambda: _run_steps(source, revision, moment),
+    )  # fmt: skip
 
 
 def calendar_whatif_record(

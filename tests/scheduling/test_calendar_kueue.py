@@ -147,7 +147,7 @@ def test_a_read_back_that_differs_is_not_confirmed(kueue, cluster, users):
 
 
 def test_at_the_window_boundary_the_applied_calendar_changes_the_quota_once(kueue, cluster, users):
-    from scheduling.services.calendar import calendar_windows_follow
+    from scheduling.services.calendar_follow import calendar_windows_follow
 
     calendar_apply(cluster=cluster, actor=actor(users["operator"]), expected_revision=1, now=NOON)
     assert calendar_windows_follow(now=NOON) == {"applied": 0, "failed": 0}  # still day

@@ -1,6 +1,7 @@
 """The day/night calendar applied to the run's real Slurm 22.05 (never mocked): the night
 calendar defers a pending training job and the read-back confirms it, the DAILY reservation
-of the inference nodes is created by scontrol and read back; a token without operator rights
+of the inference nodes is created by scontrol and read back, a job submitted afterwards is
+deferred by the follow-up (once); a token without operator rights
 makes the calendar say it cannot apply, and nothing changes on the scheduler."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from inventory.models import Cluster
 from scheduling.calendar.slurm import reservation_name
 from scheduling.models_calendar import CalendarApplication, WindowCalendar
 from scheduling.services.calendar import calendar_apply, calendar_approve, calendar_request
+from scheduling.services.calendar_follow import calendar_deferrals_follow
 from scheduling.services.sources import scheduler_account_mapping_create, scheduler_source_create
 from scheduling.services.sync import scheduler_source_sync
 from tests.scheduling.calendar_fixtures import actor, day_around_now
@@ -110,6 +112,17 @@ def test_the_night_calendar_defers_a_pending_job_and_the_read_back_confirms_it(
             WindowCalendar.objects.get(cluster=cluster)
             .audit_entries.order_by("id").values_list("action", flat=True)
         ) == ["request", "approve", "apply", "apply_confirmed"]  # fmt: skip
+        # A training job submitted after the application is deferred by the follow-up.
+        later = slurm.sbatch(
+            "-p", "train", "-A", "tenant-b", "--gres=gpu:h100:2", "--wrap", "sleep 60"
+        )  # fmt: skip
+        try:
+            slurm.wait_state(later, {"PENDING"})
+            assert calendar_deferrals_follow() == {"deferred": 1, "failed": 0}
+            assert abs(_eligible(slurm, later) - asked_begin) <= 120
+            assert calendar_deferrals_follow() == {"deferred": 0, "failed": 0}  # once
+        finally:
+            slurm.scancel(later)
     finally:
         subprocess.run(
             ["scontrol", "delete", f"ReservationName={name}"], env=slurm.env,
