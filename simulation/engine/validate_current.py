@@ -33,7 +33,7 @@ import numpy as np
 from .calibration import current as cur
 from .catalog import HardwareSpec, get_hardware, get_model
 from .perf.fabric import DTYPE_BYTES
-from .perf.inference import decode_breakdown, prefill_seconds, weights_fit
+from .perf.inference import decode_breakdown, kv_replication, prefill_seconds, weights_fit
 from .perf.operating import best_prefill_per_card, decode_at_tpot
 from .perf.profiles import FITTED, PROFILES, ServingParams
 
@@ -54,7 +54,7 @@ def offline_tokens_per_s(
     cards = max(tp, ep)
     ctx = isl + osl / 2.0
     free = weights_fit(m, hw, tp, ep, dtype) * cards * KV_FRACTION
-    kv_token = m.kv_bytes_per_token * DTYPE_BYTES[kv_dtype] / 2.0
+    kv_token = m.kv_bytes_per_token * DTYPE_BYTES[kv_dtype] / 2.0 * float(kv_replication(m, tp))
     batch = float(min(MAX_BATCH, max(math.floor(free / (ctx * kv_token)), 1)))
     nb = max(1, MAX_TOKENS // isl)
     pre = float(prefill_seconds(m, hw, tp, isl, nb, ep=ep, dtype=dtype, profile=p)) / nb

@@ -112,3 +112,51 @@ def test_910c_expert_all_to_all_takes_what_cloudmatrix_infers_operators_take():
     for key in ("no mtp", "mtp"):
         row = rows[f"decode layer, batch 96/NPU, {key}"]
         assert row["role"] == "held out" and 0.67 < row["ratio"] < 1.5, row
+
+
+def test_kv_heads_fewer_than_the_tp_cards_are_stored_on_each_card_that_needs_them():
+    from simulation.engine.perf.inference import kv_replication
+    from simulation.engine.perf.operating import kv_room_per_group
+
+    qwen, llama = get_model("qwen3-235b-a22b"), get_model("llama-2-70b")
+    # Qwen3-235B: 4 KV heads on TP8 -> each stored twice; Llama-2-70B: 8 on TP8 -> once.
+    assert float(kv_replication(qwen, 8)) == 2.0 and float(kv_replication(qwen, 4)) == 1.0
+    assert float(kv_replication(llama, 8)) == 1.0
+    # MLA's one latent per layer sits on every card of the group; attention DP stores it once.
+    assert float(kv_replication(DS, 8)) == 8.0 and float(kv_replication(DS, 1)) == 1.0
+    h100 = get_hardware("h100-sxm")
+    tp8 = kv_room_per_group(qwen, h100, 8, 8, "fp8", 2176.0)
+    free = perf_point(
+        "qwen3-235b-a22b", "h100-sxm", 8, 1, 128, ep=8, dtype="fp8", output_tokens=4096
+    )
+    assert free["kv_capacity_sequences"] == tp8
+    naive = int(
+        (
+            h100.hbm_bytes
+            - (qwen.params - qwen.routed_expert_params) / 8
+            - qwen.routed_expert_params / 8
+        )
+        * 8
+        * 0.9
+        // (2176.0 * qwen.kv_bytes_per_token)
+    )
+    assert tp8 == pytest.approx(naive / 2, abs=1)
+
+
+def test_the_scheduler_sizes_a_replica_batch_with_the_kv_room_perf_reports():
+    import dataclasses
+
+    from simulation.engine.scenario import default_scenario
+
+    scen = default_scenario(cards=768, seed=1)
+    h100 = get_hardware("h100-sxm")
+    base = dataclasses.replace(scen.services[0], model="qwen3-235b-a22b", ep=8, max_batch=4096)
+    svc = dataclasses.replace(base, weight_dtype="fp8")
+    rows = []
+    for tp in (4, 8):
+        s = dataclasses.replace(svc, tp=tp)
+        table = ServiceTable([s], h100, scen.policy)
+        rows.append((table.kv_stored_per_token[0], table.kv_room_per_replica[0]))
+    (kv4, room4), (kv8, room8) = rows
+    assert kv8 == pytest.approx(2 * kv4)  # same replica cards (ep 8), twice the KV per token
+    assert room8 == pytest.approx(room4)

@@ -75,7 +75,7 @@ class MemoryPool(Mechanism):
         cards_s = rep * svc.tp
         inflight = lat["inflight"] if lat else np.zeros(n_s)
         served = lat["served"] if lat else np.zeros(n_s)
-        kvb = svc.m.kv_bytes_per_token
+        kvb = svc.kv_stored_per_token
         bt = pol.kv_block_tokens
         demand_live = inflight * svc.context * kvb
         demand_alloc = inflight * (svc.context / bt + 0.5) * bt * kvb
@@ -202,7 +202,7 @@ class MemoryPool(Mechanism):
         """Run the sampled prefix caches for ``seconds``; update the hit EMA and counters."""
         pm, svc = self.world.prefix, self.world.svc
         n = svc.n
-        chunk_bytes = CHUNK_TOKENS * svc.m.kv_bytes_per_token
+        chunk_bytes = CHUNK_TOKENS * svc.kv_stored_per_token
         hits = np.zeros(n)
         looks = np.zeros(n)
         evict_real = np.zeros(n)

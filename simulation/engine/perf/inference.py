@@ -391,6 +391,20 @@ def _decode_total(model, hw, tp, batch, context, ep, dtype, p, q):
     ]
 
 
+def kv_replication(model, tp) -> np.ndarray:
+    """Copies of each token's KV cache a tensor-parallel group of ``tp`` cards stores.
+
+    Attention heads split over the group, but a KV head cannot: with more cards than KV heads
+    (GQA: Qwen3-235B's 4 KV heads on TP8) each head is stored on ``tp / kv_heads`` cards, and
+    MLA's one latent per layer on all ``tp`` (why MLA systems run attention data-parallel,
+    tp = 1). So a replica holds ``free HBM / (KV bytes x replication)`` tokens; the read per
+    card is unchanged (:func:`decode_breakdown` divides it by ``min(tp, kv_split)``). From the
+    model's config, nothing fitted; the one rule ``perf``, ``validate`` and the scheduler
+    share for KV room."""
+    tp = np.maximum(np.asarray(tp, dtype=float), 1.0)
+    return tp / np.minimum(tp, shape_of(model)["kv_split"])
+
+
 def replica_cards(tp: int, ep: int = 1) -> int:
     """Cards one replica occupies."""
     return max(int(tp), int(ep))

@@ -24,6 +24,7 @@ from ..catalog import get_hardware, get_model
 from .fabric import DTYPE_BYTES
 from .inference import (
     decode_breakdown,
+    kv_replication,
     mtp_step,
     prefill_breakdown,
     prefill_seconds,
@@ -41,9 +42,11 @@ def _groups(tp: int, ep: int) -> int:
 
 
 def kv_room_per_group(m, hw, tp: int, ep: int, dtype: str, ctx: float) -> int:
-    """Sequences of ``ctx`` tokens one attention group's KV cache holds (16-bit cache)."""
+    """Sequences of ``ctx`` tokens one attention group's KV cache holds (16-bit cache; each
+    token's KV stored :func:`.inference.kv_replication` times across the group)."""
     free = weights_fit(m, hw, tp, ep, dtype) * replica_cards(tp, ep) * KV_FRACTION
-    return int(free / _groups(tp, ep) // max(ctx * m.kv_bytes_per_token, 1.0))
+    per_seq = ctx * m.kv_bytes_per_token * float(kv_replication(m, tp))
+    return int(free / _groups(tp, ep) // max(per_seq, 1.0))
 
 
 def decode_at_tpot(

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..catalog import HardwareSpec, get_model
 from ..perf.fabric import DTYPE_BYTES
-from ..perf.inference import decode_seconds_per_token, prefill_seconds
+from ..perf.inference import decode_seconds_per_token, kv_replication, prefill_seconds
 from ..perf.queueing import _phi, step_tails
 from ..scenario.types import InferenceService, Policy
 from ..serving.chunked import CHUNK_TOKENS, chunk_constants, prefill_work
@@ -129,7 +129,10 @@ class ServiceTable:
         self.chunk_t_tok, self.chunk_w1 = chunk_constants(
             lambda k: self._prefill(np.full(self.n, k))
         )
-        seq_kv = self.context * self.m.kv_bytes_per_token
+        # KV bytes a replica stores per token: a KV head on more cards than there are KV heads
+        # (or MLA's latent under tp > 1) is stored on each of them (perf.inference).
+        self.kv_stored_per_token = self.m.kv_bytes_per_token * kv_replication(self.m, self.tp_attn)
+        seq_kv = self.context * self.kv_stored_per_token
         fit = np.floor(kv_room / seq_kv).astype(np.int64)
         self.batch = np.maximum(1, np.minimum(f([s.max_batch for s in services]), fit))
         # Operator batch cap: the largest occupancy whose TPOT (decode step stretched by the

@@ -174,7 +174,7 @@ class RequestModel:
         cache = mem.caches[s]
         dram = mem.dram_caches[s] if mem.dram_caches else None
         ids = self.source.hash_ids
-        chunk = BLOCK_TOKENS * float(w.svc.m.kv_bytes_per_token[s])
+        chunk = BLOCK_TOKENS * float(w.svc.kv_stored_per_token[s])
         out = np.zeros(hi - lo)
         h0, l0, e0 = cache.hits, cache.lookups, cache.evictions
         dram_hits = 0
