@@ -202,6 +202,9 @@ def _place_training(w: World, st: EngineState, free: FreeList) -> None:
     cand = (jobs.state == 1) & jobs.active
     if elastic:
         cand |= jobs.state == 2
+    # Jobs this pass starts: sized again later in the same pass (a job behind them shrinks
+    # them), they are launched at that size, so no resize is paid for it.
+    launched = np.zeros(jt.n, dtype=bool)
     for j in jt.order[cand[jt.order]]:
         if len(free) == 0 and budget[0] <= 0:
             break  # a full pool is only worth walking while queued jobs may still preempt
@@ -228,13 +231,14 @@ def _place_training(w: World, st: EngineState, free: FreeList) -> None:
                 if budget[0] <= 0 or not (elastic or may_preempt):
                     continue
                 budget[0] -= 1  # each attempt counts (bounds the step's cost)
-                if elastic and _shrink_for(w, st, free, int(j)):
+                if elastic and _shrink_for(w, st, free, int(j), launched):
                     size = min(top, (len(free) // g) * g)
                 elif not may_preempt or not _priority_preempt(w, st, free, int(j)):
                     continue  # backfill: smaller jobs behind may still fit
                 else:
                     size = min(top, (len(free) // g) * g)
             jobs.start(int(j), free.take(size), t)
+            launched[j] = True
         elif jobs.state[j] == 2 and elastic and not waiting:
             # No elastic growth while jobs queue: it would take the cards they wait for.
             have = jobs.cards[j].size
@@ -288,9 +292,14 @@ def _priority_preempt(w: World, st: EngineState, free: FreeList, j: int) -> bool
     return len(free) >= jt.min_cards[j]
 
 
-def _shrink_for(w: World, st: EngineState, free: FreeList, j: int) -> bool:
+def _shrink_for(w: World, st: EngineState, free: FreeList, j: int, launched: np.ndarray) -> bool:
     """Shrink elastic jobs of no higher priority than queued job ``j`` toward their minimum
-    until ``free`` holds ``j``'s minimum (only if they can give enough). True on success."""
+    until ``free`` holds ``j``'s minimum (only if they can give enough). True on success.
+
+    A job in ``launched`` started in this same pass and has not run a step: the scheduler
+    settles its size before the launch, so shrinking it costs no resize (a resize is a
+    checkpoint-restore of a running job; charging one here stalled a job for its first two
+    minutes on every cold start, which the training model's expectation rightly ignores)."""
     jt, jobs, pol = w.jobs, st.jobs, w.scenario.policy
     run = np.flatnonzero((jobs.state == 2) & (jt.priority <= jt.priority[j]))
     if run.size == 0:
@@ -311,7 +320,8 @@ def _shrink_for(w: World, st: EngineState, free: FreeList, j: int) -> bool:
                                                 // jt.granule[v]) * jt.granule[v]))  # fmt: skip
         if give <= 0:
             continue
-        out = jobs.shrink(int(v), have - give, pol.resize_overhead_s)
+        overhead = 0.0 if launched[v] else pol.resize_overhead_s
+        out = jobs.shrink(int(v), have - give, overhead)
         out = out if pool is None else out[pool[out]]
         free.give_back(out)
         got += out.size
