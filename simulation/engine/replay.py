@@ -177,7 +177,7 @@ def default_trace_model(prompt: np.ndarray, output: np.ndarray) -> str:
 
 def replay_layout(m, hw, tpot_ms: float, context: float) -> tuple[int, int]:
     """(tp, ep) of a replica serving ``m``: the default scenario's TP rule for attention
-    (capped at a node of 8 cards for an MoE model) and, for an MoE model, the smallest
+    (capped at a node of 8 cards for an MoE model; 1 for MLA) and, for an MoE model, the smallest
     power-of-two expert-parallel width whose weights leave a third of each card's HBM for the
     KV cache. Checked with :func:`..perf.inference.perf_point`, the ``perf`` command's own
     check, so a replay never runs a layout ``perf`` refuses (``ValueError`` otherwise)."""
@@ -186,7 +186,10 @@ def replay_layout(m, hw, tpot_ms: float, context: float) -> tuple[int, int]:
     tp = _tp_for_tpot(m, hw, tpot_ms, context)
     ep = 1
     if m.n_experts:
-        tp = min(tp, 8)
+        # MLA attention runs data-parallel (tp 1), as DeepSeek, SGLang and CloudMatrix-Infer
+        # serve it: under tp > 1 its one latent per layer is stored on every card
+        # (perf.inference.kv_replication), so TP would only divide the KV room.
+        tp = 1 if m.kv_lora_rank else min(tp, 8)
         ep = tp
         while weights_fit(m, hw, tp, ep, "bf16") < hw.hbm_bytes / 3 and ep < 1024:
             ep *= 2

@@ -52,3 +52,32 @@ def test_an_moe_trace_model_runs_a_layout_perf_accepts(tmp_path, scen):
     perf_point(svc.model, scen.topology.hardware, svc.tp, 1, 2_000, ep=svc.ep)
     with pytest.raises(ValueError, match="do not fit"):
         perf_point(svc.model, scen.topology.hardware, 16, 1, 2_000, ep=1)
+
+
+def test_an_moe_trace_model_serves_a_long_context_replay_without_timing_out(tmp_path, scen):
+    # Issue 35: deepseek-r1 used to run a layout perf refused; 97 % of requests timed out.
+    from simulation.engine import Engine
+
+    p = _mooncake(tmp_path / "long.jsonl", n=300, prompt=12_000)
+    rep, summ = apply_replay(scen, "mooncake", p, horizon_s=900.0, model="deepseek-r1")
+    eng = Engine(rep)
+    eng.run_until(900.0)
+    out = eng.summary()
+    assert out["inference_requests"] >= 250
+    assert out["inference_timeouts"] <= 0.01 * out["inference_requests"]
+    # MLA attention data-parallel (one latent per card), experts over the replica's cards.
+    assert (summ["tp"], rep.services[0].tp) == (1, 1) and summ["ep"] >= 8
+    perf_point("deepseek-r1", scen.topology.hardware, summ["tp"], 1, 12_000, ep=summ["ep"])
+
+
+def test_the_compare_command_refuses_to_truncate_a_trace_it_was_not_asked_to(tmp_path, capsys):
+    from simulation.engine import cli
+
+    p = _mooncake(tmp_path / "long.jsonl", n=20)
+    argv = ["compare", "--cards", "512", "--hours", "0.1", "--seeds", "1"]
+    argv += ["--inference-trace", f"mooncake:{p}", "--trace-model", "llama-2-70b"]
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "20 of 20 replayed requests" in err and "--truncate-prompts" in err
