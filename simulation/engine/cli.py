@@ -178,6 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="serving-stack constants (current = the 2024+ stack for the hardware)",
     )
     p.add_argument("--tpot-target-ms", type=_positive_float, default=None)
+    p.add_argument(
+        "--context-tokens",
+        type=_positive_float,
+        default=None,
+        help="KV context of the decode step (default: prompt + output / 2)",
+    )
     p.add_argument("--json", metavar="FILE")
     v = sub.add_parser("validate", help="model error on public measurements + tail check")
     v.add_argument("--refit", action="store_true", help="refit the global constants first")
@@ -317,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
                 output_tokens=args.output_tokens,
                 tpot_target_ms=args.tpot_target_ms,
                 profile=args.profile,
+                context_tokens=args.context_tokens,
             )
         except ValueError as exc:
             ap.error(str(exc))
@@ -325,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"prefill {res['prefill_ms']:.1f} ms, decode {res['decode_ms_per_token']:.2f}"
                 f" ms/token; TTFT {res['ttft_ms']:.1f} ms, TPOT {res['tpot_ms']:.2f} ms"
+                f" (decode at {res['decode_context_tokens']:,.0f} tokens of context)"
             )
             if res["mtp_tokens_per_step"] > 1:
                 print(

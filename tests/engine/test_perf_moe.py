@@ -65,6 +65,28 @@ def test_the_perf_command_prints_the_number_validate_prints(tpot_ms, tmp_path, c
     assert point["decode_tokens_per_s_per_card"] > 0
 
 
+def test_perf_at_validates_kv_length_gives_its_figure_whatever_the_prompt():
+    # The same decode point named by its KV length instead of prompt + output / 2.
+    check = {c["name"]: c for c in validate_current.moe_serving_checks()}
+    for prompt, tpot_ms in ((4096, 50.0), (512, 15.0)):
+        point = perf_point(
+            "deepseek-r1",
+            "ascend-910c",
+            1,
+            1,
+            prompt,
+            ep=320,
+            dtype="int8",
+            tpot_target_ms=tpot_ms,
+            context_tokens=4096,
+        )
+        name = f"DeepSeek-R1 decode, 910C EP320 INT8, TPOT < {tpot_ms:g} ms"
+        assert point["decode_context_tokens"] == 4096
+        assert point["decode_tokens_per_s_per_card"] == pytest.approx(check[name]["twin"])
+    with pytest.raises(ValueError, match="context_tokens"):
+        perf_point("deepseek-r1", "ascend-910c", 1, 1, 4096, ep=320, context_tokens=-1)
+
+
 def test_the_scheduler_decodes_an_mtp_model_with_the_step_validate_uses():
     p = PROFILES["cloudmatrix-2025"].params
     q, kept = (float(x) for x in mtp_step(DS, p))

@@ -110,11 +110,14 @@ def perf_point(
     output_tokens: int = 256,
     tpot_target_ms: float | None = None,
     profile: str | None = None,
+    context_tokens: float | None = None,
 ) -> dict:
     """The ``perf`` CLI figures for one replica layout under ``profile`` (default: current).
 
     Decode figures are per output token (an MTP step's time over the tokens it keeps); the
-    step itself is ``decode_step_ms``."""
+    step itself is ``decode_step_ms``. Decode runs at the mean KV context of a request,
+    ``prompt_tokens + output_tokens / 2``, unless ``context_tokens`` says it (``validate``'s
+    published decode points are quoted at a KV length: 4K for CloudMatrix384)."""
     m, hw = get_model(model_id), get_hardware(hardware_id)
     name = profile_name_for(hardware_id, profile)  # ValueError names the valid profiles
     prof = PROFILES[name].params
@@ -130,7 +133,9 @@ def perf_point(
             f"tp: {model_id} weights ({dtype}) do not fit on tp={tp} ep={ep} x {hardware_id}"
         )
     cards = replica_cards(tp, ep)
-    ctx = prompt_tokens + output_tokens / 2.0
+    if context_tokens is not None and not context_tokens > 0:
+        raise ValueError(f"context_tokens: must be > 0 (got {context_tokens!r})")
+    ctx = float(context_tokens) if context_tokens else prompt_tokens + output_tokens / 2.0
     q, kept = (float(x) for x in mtp_step(m, prof))
     pre = prefill_breakdown(m, hw, tp, prompt_tokens, batch, ep=ep, dtype=dtype, p=prof)
     dec = decode_breakdown(m, hw, tp, batch, ctx, ep=ep, dtype=dtype, p=prof, query_tokens=q)
@@ -147,6 +152,7 @@ def perf_point(
         "batch": batch,
         "prompt_tokens": prompt_tokens,
         "output_tokens": output_tokens,
+        "decode_context_tokens": ctx,
         "prefill_ms": pre_s * 1e3,
         "decode_ms_per_token": dec_s * 1e3,
         "decode_step_ms": step_s * 1e3,
