@@ -360,5 +360,9 @@ def run(refit: bool = False, tails: bool = True, out=print) -> dict:
             )
         errs = np.abs([r["error"] for r in t])
         out(f"  tail P99 error: median {np.median(errs):.1%}, max {errs.max():.1%}")
-        res["tail"] = {"median_abs": float(np.median(errs)), "max_abs": float(errs.max())}
+        res["tail"] = {
+            "median_abs": float(np.median(errs)),
+            "max_abs": float(errs.max()),
+            "rows": t,
+        }
     return res

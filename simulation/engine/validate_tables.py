@@ -280,6 +280,24 @@ def fleet_table(fleet: dict) -> str:
     return _table(("statistic", "twin", "source"), rows)
 
 
+def tail_table(tail: dict) -> str:
+    """Analytic P99 error against the DES per servers x arrival CV (columns: load)."""
+    rows = tail["rows"]
+    rhos = sorted({r["rho"] for r in rows})
+    keys = sorted({(r["servers"], r["cv"]) for r in rows})
+    err = {(r["servers"], r["cv"], r["rho"]): r["error"] for r in rows}
+    body = [
+        (f"c = {c}, CV {cv:g}", *(f"{err[(c, cv, rho)]:+.1%}" for rho in rhos)) for c, cv in keys
+    ]
+    body.append(
+        (
+            f"median \\|error\\| {tail['median_abs']:.1%}, max {tail['max_abs']:.1%}",
+            *("" for _ in rhos),
+        )
+    )
+    return _table(("servers, arrivals", *(f"ρ = {rho:g}" for rho in rhos)), body)
+
+
 def perf_tables(res: dict) -> dict[str, str]:
     """The tables computed from the serving model alone (cheap; tested against the README)."""
     cur_res = res["current"]
@@ -299,6 +317,8 @@ def render(res: dict) -> dict[str, str]:
         out["training-demand"] = training_demand_table(res["training_demand"])
     if "inference_demand" in res:
         out["fleet"] = fleet_table(res["inference_demand"])
+    if "rows" in res.get("tail", {}):
+        out["tail"] = tail_table(res["tail"])
     if "held_out" in res:
         out["held-out"] = held_out_table(res["held_out"])
     return out

@@ -99,3 +99,17 @@ def test_render_builds_the_demand_tables_from_a_saved_validate_result(perf_resul
 def test_the_validate_command_offers_to_rewrite_the_readmes():
     args = cli.build_parser().parse_args(["validate", "--write-readme", "--no-tails"])
     assert args.write_readme and args.no_tails
+
+
+def test_the_tail_table_has_one_cell_per_servers_arrivals_and_load():
+    rows = [
+        {"servers": c, "cv": cv, "rho": rho, "error": 0.01 * c * cv * rho}
+        for c in (8, 32)
+        for cv in (1.0, 4.0)
+        for rho in (0.3, 0.95)
+    ]
+    table = vt.tail_table({"rows": rows, "median_abs": 0.013, "max_abs": 0.4})
+    lines = table.split("\n")
+    assert lines[0] == "| servers, arrivals | ρ = 0.3 | ρ = 0.95 |"
+    assert "| c = 32, CV 4 | +38.4% | +121.6% |" in lines
+    assert len(lines) == 2 + 4 + 1 and "max 40.0%" in lines[-1]
