@@ -25,7 +25,13 @@ Each case counts statements and rows written (INSERT/UPDATE/DELETE), split into 
 scheduler's own tables and the attribution intervals (which a sync extends on purpose: the
 open intervals' ``last_seen_at`` is the proof a job still holds its card).
 
-Run: ``python bench/bench_scheduler_sync.py [--repeats 3] [--hours 3] [--keep]``.
+The samples are compacted as a running portal's minute task leaves them (minute and
+15-minute rollups up to 90 s ago). The idle list is timed with its 15-minute fast path and
+without it (every held card's minutes folded), interleaved, and the two lists are checked
+equal field for field.
+
+Run: ``python bench/bench_scheduler_sync.py [--repeats 3] [--hours 3] [--keep]
+[--reads-after-build]``.
 """
 
 from __future__ import annotations
@@ -176,6 +182,15 @@ def build(hours: float, every: int, now: float) -> None:
                 copy.write(buffer.getvalue())
         cursor.execute("ANALYZE monitoring_sample")
     print(f"{steps * len(values):,} samples in {time.perf_counter() - started:.0f} s")
+    # Compacted as a running portal's minute task leaves it: minute and 15-minute rollups up
+    # to 90 s ago, the newest minutes raw (what the idle list's 15-minute fast path reads).
+    from telemetry.store.compaction import rollups_compact
+
+    started = time.perf_counter()
+    rollups_compact(now=now)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE monitoring_rollup")
+    print(f"compacted in {time.perf_counter() - started:.0f} s")
 
 
 class Writes:
@@ -262,8 +277,39 @@ def measure_reads(repeats: int, now) -> list[dict]:
     client = Client()
     client.force_login(operator)
     card = Accelerator.objects.get(node__hostname=host(0), index=0)
+    from telemetry.read.local import runs
+
+    def fold_only():
+        """The idle list without the 15-minute fast path (every card's minutes folded)."""
+        fast, runs.busy_throughout = runs.busy_throughout, lambda **_kw: set()
+        try:
+            return idle_allocations(SchedulerJob.objects.all(), now=now)
+        finally:
+            runs.busy_throughout = fast
+
+    from datetime import timedelta
+
+    from cost.idle_split import idle_held_seconds
+    from inventory.models import Cluster
+
+    cluster = Cluster.objects.get(name="slurm-big")
+    hour = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+
+    def ledger_fold_only():
+        fast, runs.busy_throughout = runs.busy_throughout, lambda **_kw: set()
+        try:
+            return idle_held_seconds(cluster, hour, hour + timedelta(hours=1))
+        finally:
+            runs.busy_throughout = fast
+
     cases = {
         "idle list (selector)": lambda: idle_allocations(SchedulerJob.objects.all(), now=now),
+        "idle list (selector, minute fold only)": fold_only,
+        # The ledger's close of one hour reads the scheduler intervals' idle card-seconds.
+        "ledger hour: allocated idle": lambda: idle_held_seconds(
+            cluster, hour, hour + timedelta(hours=1)
+        ),
+        "ledger hour: allocated idle (minute fold only)": ledger_fold_only,
         "idle list (API)": lambda: client.get("/api/v1/scheduler-idle/"),
         "card swimlane (selector)": lambda: card_holders(card, operator, now=now),
         "card page (with swimlane)": lambda: client.get(
@@ -271,18 +317,37 @@ def measure_reads(repeats: int, now) -> list[dict]:
         ),
     }
     out = []
-    for name, fn in cases.items():
-        times, queries, answer = [], 0, None
-        for _ in range(repeats):
+    timed: dict[str, list] = {name: [[], 0, None] for name in cases}
+    for _ in range(repeats):  # interleaved, so load changes hit every case alike
+        for name, fn in cases.items():
             counted = Writes()
             with connection.execute_wrapper(counted):
                 started = time.perf_counter()
                 answer = fn()
-                times.append(time.perf_counter() - started)
-            queries = counted.queries
+                timed[name][0].append(time.perf_counter() - started)
+            timed[name][1:] = [counted.queries, answer]
+
+    def rows_of(report):
+        return [
+            (r.job.job_id, r.cards_held, r.cards_idle, r.cards_unmeasured, r.longest_idle,
+             r.idle_since, round(r.idle_card_hours, 9), r.cards)
+            for r in report.jobs
+        ]  # fmt: skip
+
+    same = rows_of(timed["idle list (selector)"][2]) == rows_of(
+        timed["idle list (selector, minute fold only)"][2]
+    )
+    print(f"fast path and minute fold list the same jobs, field for field: {same}")
+    assert same
+    ledger = timed["ledger hour: allocated idle"][2]
+    assert ledger == timed["ledger hour: allocated idle (minute fold only)"][2], "ledger differs"
+    for name in cases:
+        times, queries, answer = timed[name]
         detail = ""
         if hasattr(answer, "status_code"):
             assert answer.status_code == 200, (name, answer.status_code, answer.content[:300])
+        elif isinstance(answer, dict):
+            detail = f"{sum(answer.values()) / 3600:,.1f} idle card-hours, {len(answer)} tenants"
         elif hasattr(answer, "jobs_checked"):
             detail = f"{len(answer.jobs)} idle jobs of {answer.jobs_checked} running"
         else:
@@ -306,6 +371,11 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=60, help="seconds between samples")
     parser.add_argument("--keep", action="store_true", help="keep and reuse the database")
     parser.add_argument("--label", default="", help="suffix of the results file (before/after)")
+    parser.add_argument(
+        "--reads-after-build",
+        action="store_true",
+        help="skip the sync cases: one sync, then time the reads",
+    )
     parser.add_argument(
         "--reads-only",
         action="store_true",
@@ -332,7 +402,9 @@ def main() -> None:
         base = answers(int(wall))
         encoded = {k: json.dumps(v).encode() for k, v in base.items()}
         print(f"jobs answer: {len(encoded['jobs']) / 2**20:.1f} MiB")
-        if args.reads_only and reused(url):
+        if args.reads_after_build or args.reads_only and reused(url):
+            if not args.reads_only:
+                one_sync(source, encoded, now)
             reads = measure_reads(args.repeats, now)
             path = write_result(
                 "scheduler_sync_reads" + (f"_{args.label}" if args.label else ""),

@@ -11,9 +11,11 @@ median spacing of the span's points (exporters scrape every 15–60 s whatever t
 bucket), at least the read's step.
 
 On PostgreSQL the runs are found in the database (one statement: a window over the buckets),
-so a 10,000-card read ships a few thousand runs instead of a million buckets;
-:func:`runs_of_points` is the same rule in Python, for the other databases, the twin's frames
-and PromQL sources (whose points arrive as series).
+so a 10,000-card read ships a few thousand runs instead of a million buckets, and spans
+the 15-minute rollups show busy throughout are answered without their minute detail
+(:mod:`telemetry.read.local.runs_coarse`); :func:`runs_of_points` is the same rule in
+Python, for the other databases, the twin's frames and PromQL sources (whose points arrive
+as series).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from telemetry.models import Entity, FrameLayout, MetricDefinition
+from telemetry.read.local.runs_coarse import busy_throughout
 from telemetry.read.local.series import FINER, Series, SeriesPoint, choose_source, utc_at
 from telemetry.read.local.series_entities import series_read_entities
 from telemetry.store.samples import watermarks
@@ -151,15 +154,18 @@ def runs_under_grouped(
     end: datetime,
     threshold: float,
     read_from: datetime | None = None,
+    marks: dict[int, datetime] | None = None,
 ) -> list[SpanRuns]:
     """:func:`runs_of_points` of every span in one statement (PostgreSQL, stored rows);
-    ``read_from`` (default: the earliest span start) decides the read's tier and step."""
+    ``read_from`` (default: the earliest span start) decides the read's tier and step;
+    ``marks``: the rollup watermarks, when the caller has read them."""
     if not spans:
         return []
     first = read_from or min(since for _e, since in spans)
     _source, resolution, step = choose_source(first, end)
     ids = sorted({e.pk for e, _since in spans})
-    parts = _tiers(metric.pk, ids, first, end, resolution, step, watermarks())
+    marks = watermarks() if marks is None else marks
+    parts = _tiers(metric.pk, ids, first, end, resolution, step, marks)
     found = [SpanRuns(measured=False) for _ in spans]
     if not parts:
         return found
@@ -228,15 +234,26 @@ def runs_under(
         i for i, (e, _s) in enumerate(spans)
         if connection.vendor != "postgresql" or (e.cluster_id, e.kind) in framed
     ]  # fmt: skip
-    fast = [i for i in range(len(spans)) if i not in set(slow)]
+    slow_set = set(slow)
+    fast = [i for i in range(len(spans)) if i not in slow_set]
     found: list[SpanRuns] = [SpanRuns(measured=False)] * len(spans)
     if not spans:
         return found
     # One read window for all spans, so every span is bucketed alike whichever path reads it.
     first = min(since for _e, since in spans)
+    # Spans busy throughout by their 15-minute rollups need no minute detail (runs_coarse).
+    _source, resolution, step = choose_source(first, end)
+    marks = watermarks()
+    busy = busy_throughout(
+        metric=metric, spans=[spans[i] for i in fast], first=first, end=end,
+        threshold=threshold, resolution=resolution, step=step, marks=marks,
+    )  # fmt: skip
+    for j in busy:
+        found[fast[j]] = SpanRuns(measured=True)
+    fast = [i for j, i in enumerate(fast) if j not in busy]
     grouped = runs_under_grouped(
         metric=metric, spans=[spans[i] for i in fast], end=end, threshold=threshold,
-        read_from=first,
+        read_from=first, marks=marks,
     )  # fmt: skip
     for i, runs in zip(fast, grouped, strict=True):
         found[i] = runs

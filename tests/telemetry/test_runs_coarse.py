@@ -1,0 +1,123 @@
+"""The 15-minute fast path of ``runs_under`` answers what the minute-by-minute fold answers,
+on an awkward fixture: cards busy throughout (answered without minute detail), busy but for
+one reading under the threshold — inside a 15-minute bucket, in the uncompacted tail, just
+before the span starts in the span's first bucket — exactly at the threshold, busy with a
+hole, readings that stopped 20 minutes ago, none at all; read raw and from minute rollups,
+with the 15-minute watermark behind the newest data."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from telemetry.ingest.twin import samples_write
+from telemetry.models import MetricDefinition
+from telemetry.read import runs_under
+from telemetry.read.local.runs import runs_under_grouped
+from telemetry.read.local.runs_coarse import busy_throughout
+from telemetry.read.local.series import choose_source
+from telemetry.store.compaction import rollups_compact
+from telemetry.store.samples import watermarks
+from tests.factories import EntityFactory
+from tests.telemetry.test_runs_under import _python
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="the statements are PostgreSQL's"),
+]
+THRESHOLD = 0.05
+BUSY = 0.6
+MINUTES = 420
+
+
+def _value(card: int, minute: int, span_start: int) -> float | None:
+    """Card ``card``'s reading ``minute`` minutes before the end (None: no reading)."""
+    if card == 0:
+        return BUSY  # busy throughout: the fast path
+    if card == 1:
+        return 0.01 if minute == 200 else BUSY  # one under reading inside a 15-minute bucket
+    if card == 2:
+        return 0.01 if minute == 3 else BUSY  # one under reading in the uncompacted tail
+    if card == 3:
+        # one under reading a minute before the span starts, in the span's first bucket
+        return 0.01 if minute == span_start + 1 else BUSY
+    if card == 4:
+        return THRESHOLD  # exactly at the threshold is not under: busy
+    if card == 5:
+        return None if 100 <= minute < 130 else BUSY  # busy with a half-hour hole
+    if card == 6:
+        return BUSY if minute >= 20 else None  # readings stopped 20 minutes ago
+    if card == 7:
+        return None  # no reading at all
+    return 0.01 if (minute // 7) % 3 == 0 else BUSY  # 8: idle and busy stretches
+
+
+@pytest.fixture
+def store():
+    metric, _ = MetricDefinition.objects.get_or_create(
+        name="accelerator_utilization_ratio", defaults={"entity_kind": "accelerator"}
+    )
+    now = timezone.now()
+    # On a 15-minute edge, so card 3's reading shares the span's first 15-minute bucket.
+    end = now.replace(minute=now.minute // 15 * 15, second=0, microsecond=0)
+    cards = [EntityFactory(key=f"gpu-009/gpu{i}") for i in range(9)]
+    return metric, end, cards
+
+
+def _write(metric, end, cards, span_start: int) -> None:
+    rows = []
+    for n, card in enumerate(cards):
+        for minute in range(MINUTES):
+            value = _value(n, minute, span_start)
+            if value is not None:
+                rows.append((metric.pk, card.pk, end.timestamp() - 60 * minute - 17, value))
+    samples_write(rows)
+    # Compacted up to 20 minutes ago: the 15-minute watermark lies behind the newest data.
+    rollups_compact(now=end.timestamp() - 20 * 60)
+
+
+@pytest.mark.parametrize("span_minutes", [400, 240], ids=["minute rollups", "raw"])
+def test_the_fast_path_answers_what_the_minute_fold_answers(store, span_minutes):
+    metric, end, cards = store
+    span_start = span_minutes - 7  # not on a 15-minute edge
+    _write(metric, end, cards, span_start)
+    since = end - timedelta(minutes=span_start)
+    spans = [(card, since) for card in cards]
+    spans.append((cards[0], end - timedelta(minutes=50)))  # a later holding of a busy card
+    marks = watermarks()
+    assert marks[900] < end - timedelta(minutes=20)
+    _source, resolution, step = choose_source(since, end)
+    assert resolution == (60 if span_minutes == 400 else 0)
+    fast = busy_throughout(
+        metric=metric, spans=spans, first=since, end=end, threshold=THRESHOLD,
+        resolution=resolution, step=step, marks=marks,
+    )  # fmt: skip
+    assert fast == {0, 4, 5, 6, 9}  # busy throughout, read after the start: no minute detail
+    found = runs_under(metric=metric, spans=spans, end=end, threshold=THRESHOLD)
+    fold = runs_under_grouped(
+        metric=metric, spans=spans, end=end, threshold=THRESHOLD, read_from=since
+    )
+    assert found == fold
+    assert found == _python(metric, spans, end)
+    busy, inside, tail, before, at, holed, stopped, none, mixed, later = found
+    assert busy.measured and busy.runs == [] and later.measured and later.runs == []
+    assert len(inside.runs) == 1 and len(tail.runs) == 1 and tail.runs[0].current is False
+    assert before.measured and before.runs == []  # its under reading is before the span
+    assert at.runs == [] and holed.runs == [] and stopped.measured and stopped.runs == []
+    assert not none.measured and len(mixed.runs) > 10
+
+
+def test_without_a_15_minute_watermark_every_span_is_folded(store):
+    metric, end, cards = store
+    samples_write([(metric.pk, cards[0].pk, end.timestamp() - 60 * m, BUSY) for m in range(30)])
+    since = end - timedelta(minutes=25)
+    _source, resolution, step = choose_source(since, end)
+    assert busy_throughout(
+        metric=metric, spans=[(cards[0], since)], first=since, end=end, threshold=THRESHOLD,
+        resolution=resolution, step=step, marks=watermarks(),
+    ) == set()  # fmt: skip
+    (only,) = runs_under(metric=metric, spans=[(cards[0], since)], end=end, threshold=THRESHOLD)
+    assert only.measured and only.runs == []
