@@ -10,7 +10,12 @@ the worst case when a worker does not hold the engine). Per tick of one step:
   worker without the engine pays the rebuild instead.
 
 Ratios are against the step measured in the same run (the machine is shared and noisy:
-compare ratios). Writes ``bench/results/persist.json``. Not a test.
+compare ratios). Save and load are also measured in the previous format (3: zlib(npz) +
+tagged JSON, ``state.dump_v3``) in the same run, and a load is timed both *warm* (the
+scenario's static world already built in this process, as on a worker that held the run) and
+*cold* (world rebuilt too). Both formats' loaded engines are stepped and must give the
+uninterrupted engine's snapshot rows and summary exactly (``same_figures``). Writes
+``bench/results/persist.json``. Not a test.
 
 ``--baseline DIR`` also measures the engine found under ``DIR`` (e.g. ``git archive`` of an
 older commit's ``simulation/engine``) in a child process right after, for a before/after in
@@ -38,6 +43,8 @@ if "--code" in sys.argv:  # child process measuring another checkout's engine
 else:
     sys.path.insert(0, str(ROOT))
 from simulation.engine import Engine, default_scenario  # noqa: E402
+from simulation.engine import engine as engine_mod  # noqa: E402
+from simulation.engine import state as state_mod  # noqa: E402
 
 SIZES = (10240, 102400)
 
@@ -58,8 +65,26 @@ def bench_size(cards: int, repeats: int, every: int) -> dict:
     eng.run_until(3600.0)
     step_ms = _median_ms(eng.step, repeats)
     blob = eng.save_state()
-    save_ms = _median_ms(eng.save_state, max(3, repeats // 3))
-    load_ms = _median_ms(lambda: Engine.load_state(blob), max(3, repeats // 3))
+    n = max(3, repeats // 3)
+    save_ms = _median_ms(eng.save_state, n)
+    Engine.load_state(blob)  # the world of this scenario is now built in this process
+    load_ms = _median_ms(lambda: Engine.load_state(blob), n)
+    static = getattr(engine_mod, "_STATIC", None)
+
+    def cold_load() -> None:
+        if static is not None:
+            static.clear()
+        Engine.load_state(blob)
+
+    cold_load_ms = _median_ms(cold_load, n)
+    extra: dict = {"cold_load_ms": cold_load_ms}
+    if hasattr(state_mod, "dump_v3"):  # the previous format, same state, same run
+        scen = json.dumps(eng.scenario.to_dict())
+        blob3 = state_mod.dump_v3(scen, eng.state)
+        extra["v3_save_ms"] = _median_ms(lambda: state_mod.dump_v3(scen, eng.state), n)
+        extra["v3_load_ms"] = _median_ms(lambda: Engine.load_state(blob3), n)
+        extra["v3_state_bytes"] = len(blob3)
+        extra["same_figures"] = _same_figures(eng, [blob, blob3])
 
     def rebuild() -> None:
         e = Engine.load_state(blob)
@@ -74,6 +99,7 @@ def bench_size(cards: int, repeats: int, every: int) -> dict:
         "training_jobs": jobs,
         "inference_services": services,
         "state_bytes": len(blob),
+        "format": blob[6],
         "step_ms": step_ms,
         "save_ms": save_ms,
         "load_ms": load_ms,
@@ -82,7 +108,18 @@ def bench_size(cards: int, repeats: int, every: int) -> dict:
         "persist_per_tick_after_ms": after,
         "before_over_step": before / step_ms,
         "after_over_step": after / step_ms,
+        **extra,
     }
+
+
+def _same_figures(eng: Engine, blobs: list[bytes], steps: int = 6) -> bool:
+    """Engines loaded from each blob, stepped beside the original, give its rows exactly."""
+    resumed = [Engine.load_state(b) for b in blobs]
+    for _ in range(steps):
+        want = list(eng.step().rows())
+        if any(list(r.step().rows()) != want for r in resumed):
+            return False
+    return all(r.summary() == eng.summary() for r in resumed)
 
 
 def main() -> int:
@@ -112,6 +149,17 @@ def main() -> int:
             f"{r['persist_per_tick_after_ms']:>9.1f}ms {r['before_over_step']:>11.1f}x "
             f"{r['after_over_step']:>10.2f}x"
         )
+    for r in results:
+        if "v3_save_ms" in r:
+            print(
+                f"{r['cards']:>8} format 3: save {r['v3_save_ms']:.1f} ms, load "
+                f"{r['v3_load_ms']:.1f} ms "
+                f"({(r['v3_save_ms'] + r['v3_load_ms']) / r['step_ms']:.2f}x the step, "
+                f"{r['v3_state_bytes']:,} B); format {r['format']}: save + load "
+                f"{(r['save_ms'] + r['load_ms']) / r['step_ms']:.2f}x warm, "
+                f"{(r['save_ms'] + r['cold_load_ms']) / r['step_ms']:.2f}x cold "
+                f"({r['state_bytes']:,} B); same figures: {r['same_figures']}"
+            )
     if baseline:
         print("baseline engine (every tick loads and saves):")
         for b in baseline:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import OrderedDict
 
 import numpy as np
 
@@ -36,10 +37,17 @@ from .world import World
 class Engine:
     """Time-stepped simulator of one cluster under one scheduling policy."""
 
-    def __init__(self, scenario: Scenario, _state: EngineState | None = None) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        _state: EngineState | None = None,
+        _static: tuple[World, RequestModel] | None = None,
+    ) -> None:
         self.scenario = scenario
-        self.world = World(scenario, features_of(scenario.policy))
-        self.requests = RequestModel(self.world)  # request-level latency sample (issue 25)
+        if _static is None:
+            world = World(scenario, features_of(scenario.policy))
+            _static = world, RequestModel(world)  # request-level latency sample (issue 25)
+        self.world, self.requests = _static
         if _state is None:
             _state = EngineState.new(self.world)
             _state.summary = Summary.empty()
@@ -259,6 +267,31 @@ class Engine:
 
     @classmethod
     def load_state(cls, data: bytes) -> Engine:
-        """Rebuild an engine from :meth:`save_state` bytes; continues bit-identically."""
+        """Rebuild an engine from :meth:`save_state` bytes; continues bit-identically.
+
+        The static side (scenario, world, request model) is a pure function of the scenario's
+        JSON text and read-only once built, so the last few built in this process are reused
+        for a state of the same scenario (a worker reloading its run pays only the state).
+        """
         scen, st = state_mod.load(data)
-        return cls(Scenario.from_dict(scen), _state=st)
+        if not isinstance(scen, str):  # formats 1-3 carry the scenario as a dict
+            return cls(Scenario.from_dict(scen), _state=st)
+        static = _STATIC.get(scen)
+        if static is None:
+            scenario = Scenario.from_dict(json.loads(scen))
+            world = World(scenario, features_of(scenario.policy))
+            static = scenario, world, RequestModel(world)
+            _STATIC[scen] = static
+            while len(_STATIC) > _STATIC_MAX:
+                _STATIC.popitem(last=False)
+        else:
+            _STATIC.move_to_end(scen)
+        eng = cls(static[0], _state=st, _static=static[1:])
+        eng._scenario_json = scen
+        return eng
+
+
+# Static sides of recently loaded scenarios, by scenario JSON text (newest last). Small: a
+# worker serves a few runs, and a 102,400-card world is tens of MB.
+_STATIC: OrderedDict[str, tuple[Scenario, World, RequestModel]] = OrderedDict()
+_STATIC_MAX = 4

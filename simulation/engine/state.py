@@ -5,16 +5,16 @@ accumulator and one object per mechanism (:mod:`.mechanisms`): ``cards``, ``jobs
 ``services``, ``memory``, ``faults``, ``thermals``. Each mechanism owns and changes its own
 slice; nothing else writes it. Static tables are rebuilt from the scenario on load.
 
-The byte format is ``MAGIC + version (1 byte) + zlib(npz)``: arrays stored as NumPy writes
-them, everything else as tagged JSON (see "serialisation" below), so a state continues
-bit-identically and loading runs no code from the data; zlib keeps a 10k-card state small.
+The byte format is ``MAGIC + version (1 byte) + body``. Version 4 (written) is
+:mod:`.state_codec`: crc32 + lz4(marshal of the state tree), the bulk read and written in C.
+Versions 1–3 are read (see "serialisation" below); a state continues bit-identically and
+loading runs no code from the data.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import pickle
 import random
 import zlib
 from collections import OrderedDict
@@ -23,13 +23,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import state_codec
 from .mechanisms import CardPool, FaultState, Jobs, Mechanism, MemoryPool, Services, Thermals
+from .state_legacy import LegacyUnpickler as _LegacyUnpickler
 
 if TYPE_CHECKING:  # annotations only
     from .world import World
 
 MAGIC = b"CPTWIN"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 # Mechanism slots of the state, in the order the engine steps them, and their classes.
 MECHANISMS: dict[str, type[Mechanism]] = {
@@ -212,8 +214,10 @@ def _assemble(mechs: dict[str, Mechanism]) -> EngineState:
 
 
 # --- serialisation ------------------------------------------------------------------------
-# Format 3 (written): MAGIC + b"\x03" + zlib(npz). The npz holds every NumPy array of the
-# state under a generated name plus ``__manifest__``: UTF-8 JSON of the scenario and the state
+# Format 4 (written since 2026-12-03): see :mod:`.state_codec` (same state tree as format 3).
+# Format 3 (read; ``dump_v3`` still writes it for the benchmark and tests): MAGIC + b"\x03"
+# + zlib(npz). The npz holds every NumPy array of the state under a generated name plus
+# ``__manifest__``: UTF-8 JSON of the scenario and the state
 # tree ``{"clock": {t, steps, py_rng, np_rng}, "summary": {...}, "mechanisms": {slot:
 # {field: value, "counters": {...}}}}`` (each mechanism's ``fields()``), where arrays are
 # ``{"$nd": name}`` and the few non-JSON values are tagged (``$tuple``, ``$dict`` for
@@ -411,25 +415,31 @@ def _from_tree(tree: dict[str, Any]) -> EngineState:
 
 
 def dump(scenario: dict | str, state: EngineState) -> bytes:
-    """Serialise scenario + state to the versioned byte format (format 3, no pickle).
+    """Serialise scenario + state to the versioned byte format (format 4, :mod:`.state_codec`).
 
     ``scenario`` is the scenario's dict or, cheaper for an engine that saves often, its JSON
     text (the scenario does not change while an engine runs).
     """
+    scenario_json = scenario if isinstance(scenario, str) else json.dumps(scenario)
+    return state_codec.dump(MAGIC, scenario_json, _tree(state))
+
+
+def dump_v3(scenario: dict | str, state: EngineState) -> bytes:
+    """Format 3 bytes (zlib(npz) + tagged JSON): kept to measure against and to test its
+    reader; the engine writes format 4."""
     arrays: dict[str, np.ndarray] = {}
     tree = _encode(_tree(state), arrays, "state")
     scenario_json = scenario if isinstance(scenario, str) else json.dumps(scenario)
-    manifest = (
-        f'{{"version": {FORMAT_VERSION}, "scenario": {scenario_json}, "state": {json.dumps(tree)}}}'
-    )
+    manifest = f'{{"version": 3, "scenario": {scenario_json}, "state": {json.dumps(tree)}}}'
     buffer = io.BytesIO()
     np.savez(buffer, __manifest__=np.frombuffer(manifest.encode(), dtype=np.uint8), **arrays)
-    return MAGIC + bytes([FORMAT_VERSION]) + zlib.compress(buffer.getvalue(), 3)
+    return MAGIC + bytes([3]) + zlib.compress(buffer.getvalue(), 3)
 
 
-def load(data: bytes) -> tuple[dict, EngineState]:
-    """Inverse of :func:`dump`; reads formats 1, 2 and 3; ``ValueError`` naming the problem
-    on foreign, corrupt or newer data."""
+def load(data: bytes) -> tuple[dict | str, EngineState]:
+    """Inverse of :func:`dump`; reads formats 1–4; ``ValueError`` naming the problem on
+    foreign, corrupt or newer data. The scenario comes back as its JSON text from format 4
+    (so a caller can reuse a world built for the same text), as a dict from older formats."""
     if not isinstance(data, (bytes, bytearray)) or not data.startswith(MAGIC):
         raise ValueError("state: not an engine state (bad magic)")
     version = data[len(MAGIC)]
@@ -438,6 +448,9 @@ def load(data: bytes) -> tuple[dict, EngineState]:
             f"state: format version {version} is newer than this engine reads "
             f"(1–{FORMAT_VERSION}); upgrade the portal or reset the run"
         )
+    if version == 4:
+        scenario_json, tree = state_codec.load(data, len(MAGIC) + 1)
+        return scenario_json, _from_tree(tree)
     try:
         body = zlib.decompress(bytes(data[len(MAGIC) + 1 :]))
     except zlib.error as exc:
@@ -453,38 +466,3 @@ def load(data: bytes) -> tuple[dict, EngineState]:
     fields = _decode(manifest["state"], arrays)
     state = from_legacy(fields) if version == 2 else _from_tree(fields)
     return manifest["scenario"], state
-
-
-class _LegacyUnpickler(pickle.Unpickler):
-    """Format 1 reader: only the globals an engine state of that format contains."""
-
-    ALLOWED = {
-        ("numpy.core.multiarray", "_reconstruct"),
-        ("numpy._core.multiarray", "_reconstruct"),
-        ("numpy.core.multiarray", "scalar"),
-        ("numpy._core.multiarray", "scalar"),
-        ("numpy", "ndarray"),
-        ("numpy.core.numeric", "_frombuffer"),
-        ("numpy._core.numeric", "_frombuffer"),
-        ("numpy", "dtype"),
-        ("numpy.random._pickle", "__randomstate_ctor"),
-        ("numpy.random._pickle", "__generator_ctor"),
-        ("numpy.random._pickle", "__bit_generator_ctor"),
-        ("numpy.random._pcg64", "PCG64"),
-        ("numpy.random.bit_generator", "SeedSequence"),
-        ("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence"),
-        ("random", "Random"),
-        ("collections", "OrderedDict"),
-        ("copyreg", "_reconstructor"),
-        ("builtins", "object"),
-    }
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in self.ALLOWED:
-            return super().find_class(module, name)
-        if module.endswith("engine.memory.cache") and name in _classes():
-            return _classes()[name]
-        raise ValueError(
-            f"state: format 1 data names {module}.{name}, which an engine state never holds; "
-            "reset the run"
-        )

@@ -16,6 +16,8 @@ from .scenario.types import Topology
 class TopologyIndex:
     """Vectorised parent lookups (card -> node/rack/supernode) and key builders."""
 
+    MEMO_FIELDS = ("_card_keys",)  # built on first use; not state (a world is shared on load)
+
     def __init__(self, topo: Topology) -> None:
         self.topo = topo
         n = topo.cards
