@@ -23,6 +23,9 @@ COMPARE_ROWS = (
     ("inference_p50_ms", "inference P50 (ms)", "{:,.0f}"),
     ("inference_p99_ms", "inference P99 (ms)", "{:,.0f}"),
     ("ttft_p99_ms", "TTFT P99 (ms)", "{:,.0f}"),
+    # Steady state (issue 35 item 3): requests after the first 20 min (summary.WARMUP_S);
+    # a load sweep reads these, the whole-run rows include the start-up.
+    ("ttft_p99_ms_steady", "TTFT P99 after 20 min (ms)", "{:,.0f}"),
     ("slo_attainment", "SLO attainment", "{:.2%}"),
     ("core_slo_attainment", "core SLO attainment", "{:.2%}"),
     ("hbm_live_fraction_mean", "HBM live fraction", "{:.1%}"),
@@ -79,6 +82,12 @@ class Bar:
         sys.stderr.flush()
 
 
+def _rows(res: dict) -> list[tuple[str, str, str]]:
+    """The table's rows both policies report (a run shorter than the warm-up has no steady
+    figures)."""
+    return [r for r in COMPARE_ROWS if all(r[0] in res[p] for p in ("split", "unified"))]
+
+
 def compare_table(res: dict) -> str:
     """Split vs unified; with several seeds each cell is ``mean [min, max]`` over the seeds
     and a last column gives the paired unified - split difference the same way."""
@@ -87,7 +96,7 @@ def compare_table(res: dict) -> str:
     if not sp or n <= 1:
         lines = [f"{'metric':<28}{'split':>16}{'unified':>16}"]
         lines.append("-" * 60)
-        for key, label, fmt in COMPARE_ROWS:
+        for key, label, fmt in _rows(res):
             a, b = (fmt_value(res[p][key], fmt) for p in ("split", "unified"))
             lines.append(f"{label:<28}{a:>16}{b:>16}")
         return "\n".join(lines)
@@ -96,7 +105,7 @@ def compare_table(res: dict) -> str:
     lines = [f"{n} seeds {res['seeds'][0]}..{res['seeds'][-1]}: mean [min, max]", head]
     lines.append("-" * len(head))
     diff = sp.get("unified_minus_split", {})
-    for key, label, fmt in COMPARE_ROWS:
+    for key, label, fmt in _rows(res):
         cells = [
             fmt_spread(sp[p][key], fmt) if key in sp[p] else fmt_value(res[p][key], fmt)
             for p in ("split", "unified")

@@ -167,3 +167,33 @@ def test_compare_takes_a_pinned_replay_fleet_and_refuses_zero_replicas(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["compare", "--trace-replicas", "0"])
     assert "--trace-replicas" in capsys.readouterr().err
+
+
+def test_a_run_reports_its_tails_after_the_warm_up_beside_the_whole_run(tmp_path):
+    from simulation.engine.cli_tables import compare_table
+    from simulation.engine.summary import WARMUP_S
+
+    kind, make = TRACES["azure-code"]
+    path = make(tmp_path)
+    scen = default_scenario(512, seed=3, n_services=5, training_demand="legacy")
+    rep, _ = apply_replay(
+        scen, kind, path, horizon_s=1800.0, rate_scale=2.0, loop=True,
+        model="llama-2-70b", truncate=True,
+    )  # fmt: skip
+    eng = Engine(rep)
+    eng.run_until(WARMUP_S - 2 * rep.step_seconds)
+    early = eng.summary()
+    # Before the warm-up ends there is no steady state to report, and the table leaves it out.
+    assert "ttft_p99_ms_steady" not in early and "warmup_s" not in early
+    assert "after 20 min" not in compare_table({"split": early, "unified": early})
+    eng.run_until(WARMUP_S)
+    before = eng.state.summary["req_hist_ttft"].copy()
+    eng.run_until(1800.0)
+    run = eng.summary()
+    after = {"req_hist_ttft": eng.state.summary["req_hist_ttft"] - before}
+    # The steady figure pools exactly the requests after the warm-up; the whole-run one all.
+    assert run["warmup_s"] == WARMUP_S
+    assert run["ttft_p99_ms_steady"] == pytest.approx(pooled_quantile(after, "ttft", 0.99) * 1e3)
+    whole = pooled_quantile(eng.state.summary, "ttft", 0.99) * 1e3
+    assert run["ttft_p99_ms"] == pytest.approx(whole)
+    assert "after 20 min" in compare_table({"split": run, "unified": run})
