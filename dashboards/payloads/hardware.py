@@ -92,7 +92,18 @@ def hardware_payload(
         )
     health = data.health
     kpis = [
-        kpi("cards_total", _("Cards"), float(data.cards_total), "count"),
+        kpi(
+            "cards_total",
+            _("Cards"),
+            float(data.cards_total),
+            "count",
+            hint=_(
+                "rack figures summed per host by the PromQL server; hotspots are its top "
+                "cards and every failing card"
+            )
+            if data.aggregated_by == "promql"
+            else "",
+        ),
         kpi("healthy", _("Healthy"), float(health.get("healthy", 0)), "count"),
         # The count links to the list of those cards (issue 24: "Unhealthy 1" led nowhere).
         {

@@ -9,13 +9,16 @@ import numpy as np
 from django.db.models import Count
 from django.utils.translation import gettext as _
 
+from cluster_portal.web.caching import shared_read
 from cluster_portal.web.sorting import natural_key
 from cluster_portal.web.timerange import TimeRange
-from dashboards.selectors.common import finite, latest_snapshot, metric_defs
-from dashboards.selectors.hotspots import CardHotspots, card_hotspots
+from dashboards.selectors.common import finite, metric_defs
+from dashboards.selectors.hotspots import TOP_N, CardHotspots, card_hotspots
 from inventory.models import Accelerator, Cluster, Node, Rack
 from telemetry.models import Entity
 from telemetry.read import Points, series_points_many
+from telemetry.read.fleet import HBM_TOTAL, HBM_USED, HEALTH, TEMPERATURE, UTIL, CardAgg
+from telemetry.read.racks import RackCardFigures, cards_latest, health_counts, rack_card_figures
 
 CARD_METRICS = (
     "accelerator_utilization_ratio",
@@ -50,6 +53,7 @@ class HardwareData:
     cards_total: int = 0
     ts: object = None
     hotspots: CardHotspots | None = None
+    aggregated_by: str = ""  # "store" or "promql" (per-host sums from the server)
 
     def matrix(self, attribute: str) -> tuple[list[str], list[str], list[list], list[list]]:
         """``(supernodes, rack names, values[supernode][rack], rack ids)`` for a heatmap."""
@@ -64,91 +68,94 @@ class HardwareData:
         return supernodes, names, values, ids
 
 
-def _group_mean(groups: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    present = ~np.isnan(values)
-    sums = np.bincount(groups[present], weights=values[present], minlength=size)
-    counts = np.bincount(groups[present], minlength=size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+def _mean(agg: CardAgg | None) -> float | None:
+    return finite(agg.total / agg.cards) if agg is not None and agg.cards else None
+
+
+def _ratio(used: CardAgg | None, total: CardAgg | None) -> float | None:
+    if used is None or total is None or total.total <= 0:
+        return None
+    return finite(used.total / total.total)
+
+
+def _rack_figures(cluster: Cluster) -> RackCardFigures:
+    """:func:`telemetry.read.rack_card_figures`, shared for ``DASHBOARD_CACHE_SECONDS`` by
+    every reader of the page (the figures do not depend on the range picked)."""
+    return shared_read(
+        "rack-card-figures",
+        (cluster.pk,),
+        lambda: rack_card_figures(cluster, CARD_METRICS, hot_n=TOP_N),
+    )
 
 
 def hardware(cluster: Cluster) -> HardwareData:
     """Per-rack means of the newest card values, and health counts.
 
-    Queries: the card snapshot (2 + one per metric), one for the card → rack map (an id pair
-    per card: ~10k small rows at full scale) and one for the racks.
+    Read as per-rack sums and counts (a PromQL source aggregates them by host in the query:
+    the answer grows with the nodes, not the cards) plus the few hotspot candidates; one
+    query for the card count and one for the racks.
     """
     data = HardwareData(cluster=cluster)
-    snap = latest_snapshot(cluster.pk, "accelerator", CARD_METRICS)
-    data.ts = snap.ts
-    data.hotspots = card_hotspots(cluster, snap)
+    figures = _rack_figures(cluster)
+    data.ts, data.aggregated_by = figures.ts, figures.source
+    data.hotspots = card_hotspots(cluster, figures.hot)
     racks = list(
         Rack.objects.filter(supernode__cluster=cluster).values_list("pk", "name", "supernode__name")
     )
-    rack_index = {pk: i for i, (pk, _, _) in enumerate(racks)}
-    card_rack = dict(
-        Entity.objects.filter(cluster=cluster, kind="accelerator").values_list("pk", "rack_id")
-    )
+    cards = Entity.objects.filter(cluster=cluster, kind="accelerator")
     # A MIG slice is an entity of its own (its pod, its memory) but not another card.
-    slices = set(
-        Entity.objects.filter(
-            cluster=cluster, kind="accelerator", accelerator__parent__isnull=False
-        ).values_list("pk", flat=True)
+    data.cards_total = cards.filter(accelerator__parent__isnull=True).count()
+    cards_per_rack = dict(
+        cards.filter(accelerator__parent__isnull=True)
+        .values_list("rack_id")
+        .annotate(n=Count("pk"))
+        .order_by()
     )
-    data.cards_total = len(card_rack) - len(slices)
-    groups = np.array(
-        [rack_index.get(card_rack.get(e), len(racks)) for e in snap.ids.tolist()], dtype=np.int64
-    )
-    size = len(racks) + 1  # the last group collects cards without a rack
-    util = _group_mean(groups, snap.get("accelerator_utilization_ratio"), size)
-    temp = _group_mean(groups, snap.get("accelerator_temperature_celsius"), size)
-    used, total = snap.get("accelerator_hbm_used_bytes"), snap.get("accelerator_hbm_total_bytes")
-    both = ~np.isnan(used) & ~np.isnan(total)
-    used_sum = np.bincount(groups[both], weights=used[both], minlength=size)
-    total_sum = np.bincount(groups[both], weights=total[both], minlength=size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        hbm = np.where(total_sum > 0, used_sum / np.maximum(total_sum, 1), np.nan)
-    cards_per_rack = np.bincount(
-        np.array([rack_index.get(r, len(racks)) for r in card_rack.values()], dtype=np.int64),
-        minlength=size,
-    )
-    for i, (pk, name, supernode) in enumerate(racks):
-        short = name.rsplit("/", 1)[-1]
+    known = {pk for pk, _, _ in racks}
+    for pk, name, supernode in racks:
+        metrics = figures.racks.get(pk, {})
         data.racks.append(
             RackCell(
                 pk,
                 supernode,
-                short,
-                int(cards_per_rack[i]),
-                finite(util[i]),
-                finite(temp[i]),
-                finite(hbm[i]),
+                name.rsplit("/", 1)[-1],
+                int(cards_per_rack.get(pk, 0)),
+                _mean(metrics.get(UTIL)),
+                _mean(metrics.get(TEMPERATURE)),
+                _ratio(metrics.get(HBM_USED), metrics.get(HBM_TOTAL)),
             )
         )
     # The racks table reads r0, r1, r2, … r10 (the database orders by primary key).
     data.racks.sort(key=lambda c: (natural_key(c.supernode), natural_key(c.rack)))
-    if cards_per_rack[size - 1]:
-        # Cards with no rack (exporters know none until a label mapping or an inventory
-        # import places their nodes) are one row of their own, not left off the heatmap.
+    # Cards with no rack (exporters know none until a label mapping or an inventory import
+    # places their nodes) are one row of their own, not left off the heatmap.
+    unplaced: dict[str, CardAgg] = {}
+    for rack, metrics in figures.racks.items():
+        if rack is None or rack not in known:
+            for name, agg in metrics.items():
+                unplaced.setdefault(name, CardAgg()).add(agg.cards, agg.total, agg.ones)
+    without_rack = int(cards_per_rack.get(None, 0))
+    if without_rack or unplaced:
         data.racks.append(
             RackCell(
                 UNASSIGNED,
                 str(_("unassigned")),
                 str(_("no rack")),
-                int(cards_per_rack[size - 1]),
-                finite(util[size - 1]),
-                finite(temp[size - 1]),
-                finite(hbm[size - 1]),
+                without_rack,
+                _mean(unplaced.get(UTIL)),
+                _mean(unplaced.get(TEMPERATURE)),
+                _ratio(unplaced.get(HBM_USED), unplaced.get(HBM_TOTAL)),
             )
         )
-    health = snap.get("accelerator_health_status")
-    if slices:  # a GPU already takes its slices' worst health: count GPUs only
-        health = np.where(np.isin(snap.ids, list(slices)), np.nan, health)
-    if np.isfinite(health).any():
+    health = CardAgg()
+    for metrics in figures.racks.values():
+        if HEALTH in metrics:
+            health.add(metrics[HEALTH].cards, metrics[HEALTH].total, metrics[HEALTH].ones)
+    counts = health_counts(health)
+    if counts is not None:
         data.health = {
-            "healthy": int(np.sum(health == 1)),
-            "unhealthy": int(np.sum(health == 0)),
-            "unknown": data.cards_total - int(np.sum(health == 1)) - int(np.sum(health == 0)),
+            **counts,
+            "unknown": max(0, data.cards_total - counts["healthy"] - counts["unhealthy"]),
         }
     else:
         # No health telemetry: fall back to the inventory's last known health.
@@ -177,8 +184,8 @@ class MemberRow:
 
 def _card_values(cluster_id: int, card_entities: dict[int, int]) -> dict[int, dict[str, float]]:
     """Newest card values for ``{entity id: accelerator id}`` keyed by accelerator id."""
-    snap = latest_snapshot(cluster_id, "accelerator", CARD_METRICS).by_entity()
-    return {acc: snap.get(entity_id, {}) for entity_id, acc in card_entities.items()}
+    values = cards_latest(cluster_id, card_entities, CARD_METRICS)
+    return {acc: values.get(entity_id, {}) for entity_id, acc in card_entities.items()}
 
 
 def rack_detail(rack: Rack) -> list[MemberRow]:

@@ -11,7 +11,7 @@ reads that consumers cite (``cluster_stat(s)``, ``data_span``, ``entity_sums``,
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
@@ -151,16 +151,17 @@ def cluster_figures_latest(
             sources = dict.fromkeys(values, label)
     missing = [name for name in fleet.derivable(names) if name not in values]
     if missing:
-        if snapshot is None:
-            source = promql.source_for(cluster.pk)
-            wanted = fleet.needed_metrics(missing)
-            snapshot = (
-                promql.latest_kind(source, kind="accelerator", names=wanted)
-                if source is not None
-                else _latest.latest_kind(cluster.pk, "accelerator", wanted)
-            )
-        per_metric = _snapshot_aggs(snapshot)
-        remote = promql.source_for(cluster.pk) is not None
+        source = promql.source_for(cluster.pk)
+        wanted = fleet.needed_metrics(missing)
+        if snapshot is not None:
+            per_metric = _snapshot_aggs(snapshot)
+        elif source is not None:
+            # Summed and counted by the server (one answer per metric, whatever the fleet's
+            # size): the newest bucket of the last few minutes, as an instant vector sees it.
+            per_metric = _newest_bucket(source, wanted)
+        else:
+            per_metric = _snapshot_aggs(_latest.latest_kind(cluster.pk, "accelerator", wanted))
+        remote = source is not None
         label = fleet.SOURCE_PROMQL if remote else fleet.SOURCE_DERIVED
         for name in missing:
             value = fleet.value_of(fleet.DERIVED[name], per_metric)
@@ -168,6 +169,21 @@ def cluster_figures_latest(
                 values[name] = value
                 sources[name] = label
     return values, sources
+
+
+#: How far back the newest cluster figures of a PromQL source look (Prometheus' lookback).
+LATEST_LOOKBACK = timedelta(minutes=5)
+
+
+def _newest_bucket(source, names: list[str]) -> dict[str, fleet.CardAgg]:
+    now = datetime.now(tz=UTC)
+    _step, buckets = promql_fleet.card_buckets(
+        source, names=names, start=now - LATEST_LOOKBACK, end=now
+    )
+    out: dict[str, fleet.CardAgg] = {}
+    for at in sorted(buckets):  # each metric from its newest bucket
+        out.update(buckets[at])
+    return out
 
 
 def _snapshot_aggs(snapshot: KindSnapshot) -> dict[str, fleet.CardAgg]:

@@ -92,7 +92,8 @@ def test_aggregated_fleet_buckets_equal_the_per_card_fold(engine):
     reader = _Reader(source)
     checked = 0
     for name in CARD_METRICS:
-        per_card = promql_fleet._fold_per_card(reader, name, start=start, end=end, step=step)
+        grid = promql_fleet.range_grid(reader, start=start, end=end, step=step)
+        per_card = promql_fleet._fold_per_card(reader, name, grid)
         got = {at: metrics[name] for at, metrics in aggregated.items() if name in metrics}
         assert set(got) == set(per_card), name
         for at, expected in per_card.items():

@@ -19,9 +19,11 @@ grows with the fleet (docs/architecture.md §4 names a recording rule for it).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from datetime import datetime
 
+from telemetry.ingest.exposition import MappedSample
 from telemetry.ingest.mapping import DCGM_BLANK_SENTINEL
 from telemetry.ingest.mapping_pass import FB_FREE, FB_USED, MIB
 from telemetry.ingest.mapping_rules import RULES
@@ -36,6 +38,7 @@ from telemetry.ingest.nvidia import (
 )
 from telemetry.models import PromQLDataSource
 from telemetry.read.fleet import HBM_TOTAL, HEALTH, CardAgg, CardBuckets
+from telemetry.read.promql.client import ResultSeries
 from telemetry.read.promql.reads import MIN_STEP_SECONDS, TARGET_POINTS, _Reader
 from telemetry.read.promql.translate import CHIP_LABELS, families, to_mapped
 from telemetry.read.steps import HOUR_SECONDS, hour_dividing_step
@@ -51,14 +54,21 @@ def _vendor(family: str) -> str | None:
 
 class _Chips:
     """PromQL for one exporter's chips on one source: selectors, the ``by`` labels, and each
-    family's mapped per-chip expression."""
+    family's mapped per-chip expression. ``keep`` names labels kept beside the chip's (the
+    host labels, for per-host figures); ``mig=False`` counts a MIG GPU once, not per slice."""
 
-    def __init__(self, reader: _Reader, prefix: str) -> None:
-        label, mig = CHIP_LABELS[prefix]
+    def __init__(
+        self, reader: _Reader, prefix: str, *, keep: tuple[str, ...] = (), mig: bool = True
+    ) -> None:
+        label, has_mig = CHIP_LABELS[prefix]
         label_map = reader.label_map
         self.reader, self.prefix = reader, prefix
         self.label = label_map.get(label, label)
-        self.by = self.label + (f", {label_map.get('GPU_I_ID', 'GPU_I_ID')}" if mig else "")
+        self.mig_label = label_map.get("GPU_I_ID", "GPU_I_ID") if has_mig and mig else None
+        self.keep = ", ".join(keep)
+        self.by = ", ".join(
+            [self.label] + ([self.mig_label] if self.mig_label else []) + list(keep)
+        )
 
     def selector(self, family: str, *, has_chip_label: bool) -> str:
         sel = self.reader._sel(family)
@@ -82,45 +92,74 @@ class _Chips:
             expr = f"({expr} / {rule.divisor!r})"
         return expr
 
+    def identity(self, labels: dict[str, str]) -> tuple:
+        """The chip a failing series names, as :meth:`chip` groups it."""
+        return (labels.get(self.label), labels.get(self.mig_label) if self.mig_label else None)
 
-def _dcgm_health(chips: _Chips, *, start, end, step: int) -> dict[int, CardAgg]:
-    """dcgm's derived health point per bucket, as ``nvidia.health_failing`` decides it: a GPU
-    that reports any health input is a card, healthy unless one says it fails. The server
-    counts the cards; the failing ones are asked for as the (sparse) series whose last XID is
-    not 0, whose critical-XID counter or failure field is above 0, and decided here — one
-    PromQL comparison per critical XID costs the server seconds at 10,000 cards."""
-    reader, sentinel = chips.reader, f"{float(DCGM_BLANK_SENTINEL)!r}"
-    inputs = chips.selector("|".join(sorted(HEALTH_INPUTS)), has_chip_label=True)
-    present = f"count(group by ({chips.by}) ((({inputs} > -Inf) < +Inf) < {sentinel}))"
+
+@dataclass
+class Grid:
+    """Where an aggregate is asked and how its points are filed: over a range of buckets
+    (the fleet's curves, keyed by bucket start) or at one instant per host (the racks, keyed
+    by the host the labels name). ``ask`` runs one expression; ``key`` files a point by its
+    series' labels and timestamp; ``sample_key`` files a mapped sample of the per-card fold."""
+
+    ask: Callable[[str], list[ResultSeries]]
+    key: Callable[[dict[str, str], float], Hashable]
+    sample_key: Callable[[MappedSample], Hashable]
+    ranged: bool
+
+
+def range_grid(reader: _Reader, *, start: datetime, end: datetime, step: int) -> Grid:
+    def ask(expr: str) -> list[ResultSeries]:
+        return reader._run(lambda: reader.client.query_range(expr, start=start, end=end, step=step))
+
+    return Grid(
+        ask=ask,
+        key=lambda _labels, ts: int(ts // step * step),
+        sample_key=lambda sample: int(sample.timestamp // step * step),
+        ranged=True,
+    )
+
+
+def _dcgm_failing(chips: _Chips, grid: Grid) -> dict[Hashable, set[tuple]]:
+    """The chips dcgm's health inputs say fail, per key: the (sparse) series whose last XID
+    is a critical one, whose critical-XID counter or failure field is above 0, decided here
+    as ``nvidia.health_failing`` decides them — one PromQL comparison per critical XID costs
+    the server seconds at 10,000 cards."""
+    sentinel = f"{float(DCGM_BLANK_SENTINEL)!r}"
     xid = chips.selector(XID_LAST, has_chip_label=True)
     counted = chips.selector(XID_COUNT, has_chip_label=True)[:-1]
     counted += f',xid=~"{"|".join(str(code) for code in sorted(CRITICAL_XIDS))}"}}'
     fields = chips.selector("|".join(sorted(FAILURE_FIELDS)), has_chip_label=True)
-
-    def ask(expr: str):
-        return reader._run(lambda: reader.client.query_range(expr, start=start, end=end, step=step))
-
-    out: dict[int, CardAgg] = {}
-    for series in ask(present):
-        for ts, value in series.points:
-            out[int(ts // step * step)] = CardAgg(int(value), 0.0, 0)
-    failing: dict[int, set[tuple]] = {}
-    _label, mig = CHIP_LABELS[chips.prefix]
-    mig_label = reader.label_map.get("GPU_I_ID", "GPU_I_ID") if mig else None
-
-    def chip_of(series) -> tuple:
-        return (series.labels.get(chips.label), series.labels.get(mig_label) if mig_label else None)
-
-    for series in ask(f"(({xid} != 0) < {sentinel})"):
+    failing: dict[Hashable, set[tuple]] = {}
+    for series in grid.ask(f"(({xid} != 0) < {sentinel})"):
         for ts, value in series.points:
             if int(value) in CRITICAL_XIDS:
-                failing.setdefault(int(ts // step * step), set()).add(chip_of(series))
+                key = grid.key(series.labels, ts)
+                failing.setdefault(key, set()).add(chips.identity(series.labels))
     for expr in (f"(({counted} > 0) < {sentinel})", f"(({fields} > 0) < {sentinel})"):
-        for series in ask(expr):
+        for series in grid.ask(expr):
             for ts, _value in series.points:
-                failing.setdefault(int(ts // step * step), set()).add(chip_of(series))
-    for at, agg in out.items():
-        agg.ones = max(0, agg.cards - len(failing.get(at, ())))
+                key = grid.key(series.labels, ts)
+                failing.setdefault(key, set()).add(chips.identity(series.labels))
+    return failing
+
+
+def _dcgm_health(chips: _Chips, grid: Grid) -> dict[Hashable, CardAgg]:
+    """dcgm's derived health point per key: a GPU that reports any health input is a card
+    (the server counts them), healthy unless :func:`_dcgm_failing` names it."""
+    sentinel = f"{float(DCGM_BLANK_SENTINEL)!r}"
+    inputs = chips.selector("|".join(sorted(HEALTH_INPUTS)), has_chip_label=True)
+    grouped = f"group by ({chips.by}) ((({inputs} > -Inf) < +Inf) < {sentinel})"
+    present = f"count by ({chips.keep}) ({grouped})" if chips.keep else f"count({grouped})"
+    out: dict[Hashable, CardAgg] = {}
+    for series in grid.ask(present):
+        for ts, value in series.points:
+            out[grid.key(series.labels, ts)] = CardAgg(int(value), 0.0, 0)
+    failing = _dcgm_failing(chips, grid)
+    for key, agg in out.items():
+        agg.ones = max(0, agg.cards - len(failing.get(key, ())))
         agg.total = float(agg.ones)
     return out
 
@@ -142,12 +181,14 @@ def _metric_expr(chips: _Chips, metric: str, group: list[str]) -> str | None:
     return chips.scaled(group[0])
 
 
-def _summary_query(per_chip: str) -> str:
-    """Three series tagged ``agg``: the sum, the count, and the count of ones."""
+def _summary_query(per_chip: str, keep: str = "") -> str:
+    """Three series tagged ``agg``: the sum, the count, and the count of ones (per ``keep``
+    labels where given)."""
+    by = f" by ({keep})" if keep else ""
     parts = [
-        ("total", f"sum({per_chip})"),
-        ("cards", f"count({per_chip})"),
-        ("ones", f"count({per_chip} >= {ONE!r})"),
+        ("total", f"sum{by}({per_chip})"),
+        ("cards", f"count{by}({per_chip})"),
+        ("ones", f"count{by}({per_chip} >= {ONE!r})"),
     ]
     return " or ".join(f'label_replace({expr}, "agg", "{tag}", "", "")' for tag, expr in parts)
 
@@ -170,45 +211,35 @@ def _groups(metric: str) -> dict[str, list[str]] | None:
 def _fold_per_card(
     reader: _Reader,
     metric: str,
+    grid: Grid,
     *,
-    start: datetime,
-    end: datetime,
-    step: int,
     only: list[str] | None = None,
     selector: Callable[[str], str] | None = None,
-) -> dict[int, CardAgg]:
+) -> dict[Hashable, CardAgg]:
     """One series per card through the ingestion mapping (``only`` these families,
-    ``selector`` narrowing each)."""
+    ``selector`` narrowing each), one value per card and key."""
     results = []
     for family in only or families(metric):
         expr = selector(family) if selector else reader._sel(family)
-        results += [
-            (family, s)
-            for s in reader._run(
-                lambda e=expr: reader.client.query_range(e, start=start, end=end, step=step)
-            )
-        ]
-    seen: dict[int, dict[tuple, float]] = {}
+        results += [(family, s) for s in grid.ask(expr)]
+    seen: dict[Hashable, dict[tuple, float]] = {}
     for sample in to_mapped(results, label_map=reader.label_map):
         if sample.metric != metric or sample.entity.kind != "accelerator":
             continue
-        at = int(sample.timestamp // step * step)
         card = (sample.entity.host, sample.entity.index, sample.entity.vendor_id)
-        seen.setdefault(at, {})[card] = sample.value
+        seen.setdefault(grid.sample_key(sample), {})[card] = sample.value
     return {
-        at: CardAgg(len(cards), float(sum(cards.values())), sum(v >= ONE for v in cards.values()))
-        for at, cards in seen.items()
+        key: CardAgg(len(cards), float(sum(cards.values())), sum(v >= ONE for v in cards.values()))
+        for key, cards in seen.items()
     }
 
 
-def _add_summary(reader: _Reader, per_chip: str, out: dict[int, CardAgg], *, start, end, step):
+def _add_summary(per_chip: str, out: dict[Hashable, CardAgg], grid: Grid, keep: str = "") -> None:
     """Add the server's sum, count and count of ones of ``per_chip`` to ``out``."""
-    query = _summary_query(per_chip)
-    answer = reader._run(lambda: reader.client.query_range(query, start=start, end=end, step=step))
-    for series in answer:
+    for series in grid.ask(_summary_query(per_chip, keep)):
         tag = series.labels.get("agg")
         for ts, value in series.points:
-            agg = out.setdefault(int(ts // step * step), CardAgg())
+            agg = out.setdefault(grid.key(series.labels, ts), CardAgg())
             if tag == "total":
                 agg.total += float(value)
             elif tag == "cards":
@@ -217,40 +248,46 @@ def _add_summary(reader: _Reader, per_chip: str, out: dict[int, CardAgg], *, sta
                 agg.ones += int(value)
 
 
-def _fold_aggregated(
-    reader: _Reader, metric: str, groups: dict[str, list[str]], *, start, end, step: int
-) -> dict[int, CardAgg] | None:
+def fold_aggregated(
+    reader: _Reader,
+    metric: str,
+    groups: dict[str, list[str]],
+    grid: Grid,
+    *,
+    keep: tuple[str, ...] = (),
+    mig: bool = True,
+) -> dict[Hashable, CardAgg] | None:
+    """The metric's sum, count and count of ones per ``grid`` key, aggregated by the server
+    where the mapping allows; ``None`` where one family's mapping cannot be written in
+    PromQL (the caller folds per card)."""
     exprs: dict[str, str | None] = {}
     for prefix, group in groups.items():
         if metric == HEALTH and prefix == "DCGM_":
             exprs[prefix] = None  # counted by _dcgm_health
             continue
-        expr = _metric_expr(_Chips(reader, prefix), metric, group)
+        expr = _metric_expr(_Chips(reader, prefix, keep=keep, mig=mig), metric, group)
         if expr is None:
             return None
         exprs[prefix] = expr
-    out: dict[int, CardAgg] = {}
+    out: dict[Hashable, CardAgg] = {}
     for prefix, per_chip in exprs.items():
+        chips = _Chips(reader, prefix, keep=keep, mig=mig)
         if per_chip is None:
-            health = _dcgm_health(_Chips(reader, prefix), start=start, end=end, step=step)
-            for at, agg in health.items():
-                out.setdefault(at, CardAgg()).add(agg.cards, agg.total, agg.ones)
+            for key, agg in _dcgm_health(chips, grid).items():
+                out.setdefault(key, CardAgg()).add(agg.cards, agg.total, agg.ones)
         else:
-            _add_summary(reader, per_chip, out, start=start, end=end, step=step)
+            _add_summary(per_chip, out, grid, chips.keep)
         # Chips without the chip label: one series each, folded as the store path folds them.
-        chips = _Chips(reader, prefix)
         unlabelled = _fold_per_card(
             reader,
             metric,
-            start=start,
-            end=end,
-            step=step,
+            grid,
             only=groups[prefix],
             selector=lambda family, c=chips: c.selector(family, has_chip_label=False),
         )
-        for at, agg in unlabelled.items():
-            out.setdefault(at, CardAgg()).add(agg.cards, agg.total, agg.ones)
-    return {at: agg for at, agg in out.items() if agg.cards}
+        for key, agg in unlabelled.items():
+            out.setdefault(key, CardAgg()).add(agg.cards, agg.total, agg.ones)
+    return {key: agg for key, agg in out.items() if agg.cards}
 
 
 def card_buckets(
@@ -266,14 +303,15 @@ def card_buckets(
     if hour_aligned:  # per-hour figures: no step straddles an hour's edge
         step = hour_dividing_step(min(step, HOUR_SECONDS), 1)
     reader = _Reader(source)
+    grid = range_grid(reader, start=start, end=end, step=step)
     buckets: CardBuckets = {}
     for name in names:
         groups = _groups(name)
         folded = None
         if groups:
-            folded = _fold_aggregated(reader, name, groups, start=start, end=end, step=step)
+            folded = fold_aggregated(reader, name, groups, grid)
         if folded is None:
-            folded = _fold_per_card(reader, name, start=start, end=end, step=step)
+            folded = _fold_per_card(reader, name, grid)
         for at, agg in folded.items():
             buckets.setdefault(at, {})[name] = agg
     return step, buckets

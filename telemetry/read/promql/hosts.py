@@ -1,0 +1,151 @@
+"""The newest card figures per host on a PromQL server, aggregated by the server, and the few
+cards a hotspot table shows (issue 33 §3: heatmaps at rack level at 100k cards).
+
+A rack heatmap needs, per rack, the sum and count of each card metric; asked one series per
+card, the answer grows with the fleet (102,400 cards × 6 metrics passes the answer cap). Here
+the server groups the ingestion mapping written in PromQL (``telemetry.read.promql.fleet``:
+unit factors, sentinels, one value per chip) **by host** — one series per node, an eighth of
+the cards — and the portal places hosts in racks from its inventory. The hotspots are
+``topk`` of the per-chip expression (hottest, busiest) plus the sparse failing chips, whose
+values are then read for those chips only.
+
+What is approximate, and said where it is shown:
+* A chip's host is the first host label it carries of ``HOST_LABELS`` (address labels such as
+  ``instance`` are not grouped on: two targets reporting one chip would count it twice); a
+  card whose series carry none of them counts under "no host label".
+* Ties in ``topk`` are broken by the server, not by the other load figures as the store path
+  breaks them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Iterable
+from datetime import datetime
+
+import numpy as np
+
+from telemetry.models import PromQLDataSource
+from telemetry.read.fleet import HEALTH, TEMPERATURE, UTIL, CardAgg
+from telemetry.read.local.latest import KindSnapshot
+from telemetry.read.promql.fleet import (
+    _NPU_HEALTH,
+    CHIP_LABELS,
+    Grid,
+    _Chips,
+    _dcgm_failing,
+    _fold_per_card,
+    _groups,
+    _metric_expr,
+    fold_aggregated,
+)
+from telemetry.read.promql.reads import _entity_ids, _Reader
+from telemetry.read.promql.translate import chip_label, families, quote, to_mapped
+from telemetry.read.promql.translate import entity_key as key_of
+
+#: Host labels a chip's series are grouped on (as the ingestion chain names hosts, less the
+#: address labels).
+HOST_LABELS = ("Hostname", "hostname", "node")
+
+# {host (None: no host label): {card metric: CardAgg}}
+HostFigures = dict[str | None, dict[str, CardAgg]]
+
+
+def _host_labels(reader: _Reader) -> tuple[str, ...]:
+    return tuple(reader.label_map.get(label, label) for label in HOST_LABELS)
+
+
+def instant_grid(reader: _Reader, *, at: datetime) -> Grid:
+    """Answers at one instant (Prometheus' 5-minute lookback), filed by host."""
+    labels = _host_labels(reader)
+
+    def ask(expr: str):
+        return reader._run(lambda: reader.client.query(expr, at=at))
+
+    def host(series_labels: dict[str, str], _ts: float) -> Hashable:
+        return next((series_labels[name] for name in labels if series_labels.get(name)), None)
+
+    return Grid(ask=ask, key=host, sample_key=lambda sample: sample.entity.host, ranged=False)
+
+
+def host_figures(source: PromQLDataSource, *, names: Iterable[str], at: datetime) -> HostFigures:
+    """Each metric's sum, count and count of ones per host at ``at``; health counts a MIG
+    GPU once (its slices share its health inputs)."""
+    reader = _Reader(source)
+    grid, keep = instant_grid(reader, at=at), _host_labels(reader)
+    out: HostFigures = {}
+    for name in names:
+        groups = _groups(name)
+        folded = None
+        if groups:
+            folded = fold_aggregated(reader, name, groups, grid, keep=keep, mig=name != HEALTH)
+        if folded is None:
+            folded = _fold_per_card(reader, name, grid)
+        for host, agg in folded.items():
+            out.setdefault(host, {})[name] = agg
+    return out
+
+
+def _chips_answered(chips: _Chips, answer) -> set[str]:
+    return {series.labels[chips.label] for series in answer if series.labels.get(chips.label)}
+
+
+def hot_chip_ids(source: PromQLDataSource, *, n: int, at: datetime) -> dict[str, set[str]]:
+    """``{exporter prefix: chip ids}``: the ``n`` hottest and ``n`` busiest chips of each
+    exporter, and every chip whose health is not 1 (sparse: a healthy fleet has none)."""
+    reader = _Reader(source)
+    grid = instant_grid(reader, at=at)
+    out: dict[str, set[str]] = {}
+    for metric in (TEMPERATURE, UTIL):
+        for prefix, group in (_groups(metric) or {}).items():
+            chips = _Chips(reader, prefix)
+            expr = _metric_expr(chips, metric, group)
+            if expr is not None:
+                found = _chips_answered(chips, grid.ask(f"topk({n}, {expr})"))
+                out.setdefault(prefix, set()).update(found)
+    for prefix in _groups(HEALTH) or {}:
+        chips = _Chips(reader, prefix, mig=False)
+        if prefix == "DCGM_":
+            failing = _dcgm_failing(chips, grid)
+            sick = {chip for chip_set in failing.values() for chip, _mig in chip_set if chip}
+        else:
+            sick = _chips_answered(chips, grid.ask(f"({chips.scaled(_NPU_HEALTH)} != 1)"))
+        out.setdefault(prefix, set()).update(sick)
+    return out
+
+
+def chips_snapshot(
+    source: PromQLDataSource, *, chip_ids: dict[str, set[str]], names: Iterable[str], at: datetime
+) -> KindSnapshot:
+    """The newest values of ``names`` for the given chips only, through the ingestion
+    mapping: one instant query per family, narrowed to the chips by their label."""
+    reader = _Reader(source)
+    names = list(names)
+    results = []
+    for name in names:
+        for family in families(name):
+            prefix = next((p for p in CHIP_LABELS if family.startswith(p)), None)
+            wanted = chip_ids.get(prefix or "", set())
+            label = chip_label(family, reader.label_map)
+            if not wanted or label is None:
+                continue
+            pattern = quote("|".join(re.escape(chip) for chip in sorted(wanted)))
+            expr = reader._sel(family)[:-1] + f",{label}=~{pattern}}}"
+            answer = reader._run(lambda e=expr: reader.client.query(e, at=at))
+            results += [(family, s) for s in answer]
+    by_key: dict[str, dict[str, float]] = {}
+    for sample in to_mapped(results, label_map=reader.label_map):
+        if sample.metric in names and sample.entity.kind == "accelerator":
+            by_key.setdefault(key_of(sample), {})[sample.metric] = sample.value
+    ids = _entity_ids(source.cluster_id, "accelerator", by_key)
+    known = sorted(ids.items(), key=lambda item: item[1])
+    values = {}
+    for name in names:
+        array = np.array([by_key[key].get(name, np.nan) for key, _ in known], dtype=np.float64)
+        if np.isfinite(array).any():
+            values[name] = array
+    return KindSnapshot(
+        ids=np.array([entity_id for _, entity_id in known], dtype=np.int64),
+        values=values,
+        ts=at if known else None,
+    )
