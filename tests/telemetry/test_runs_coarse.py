@@ -2,8 +2,10 @@
 on an awkward fixture: cards busy throughout (answered without minute detail), busy but for
 one reading under the threshold — inside a 15-minute bucket, in the uncompacted tail, just
 before the span starts in the span's first bucket — exactly at the threshold, busy with a
-hole, readings that stopped 20 minutes ago, none at all; read raw and from minute rollups,
-with the 15-minute watermark behind the newest data."""
+hole, readings that stopped 20 minutes ago, none at all; idle throughout (runs from the
+buckets alone), idle with a long and a short hole, with two readings in some minutes, with
+readings that stopped; read raw and from minute rollups, the 15-minute watermark behind the
+newest data."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from telemetry.ingest.twin import samples_write
 from telemetry.models import MetricDefinition
 from telemetry.read import runs_under
 from telemetry.read.local.runs import runs_under_grouped
-from telemetry.read.local.runs_coarse import busy_throughout
+from telemetry.read.local.runs_coarse import span_classes
 from telemetry.read.local.series import choose_source
 from telemetry.store.compaction import rollups_compact
 from telemetry.store.samples import watermarks
@@ -52,7 +54,15 @@ def _value(card: int, minute: int, span_start: int) -> float | None:
         return BUSY if minute >= 20 else None  # readings stopped 20 minutes ago
     if card == 7:
         return None  # no reading at all
-    return 0.01 if (minute // 7) % 3 == 0 else BUSY  # 8: idle and busy stretches
+    if card == 8:
+        return 0.01 if (minute // 7) % 3 == 0 else BUSY  # idle and busy stretches
+    if card == 9:
+        return 0.01  # idle throughout: the fast path's other half
+    if card == 10:
+        return None if 150 <= minute < 170 else 0.02  # idle with a 20-minute hole
+    if card == 11:
+        return None if 40 <= minute < 43 else 0.03  # idle with a three-minute hole
+    return 0.01 if minute >= 20 else None  # 12: idle, readings stopped 20 minutes ago
 
 
 @pytest.fixture
@@ -63,7 +73,7 @@ def store():
     now = timezone.now()
     # On a 15-minute edge, so card 3's reading shares the span's first 15-minute bucket.
     end = now.replace(minute=now.minute // 15 * 15, second=0, microsecond=0)
-    cards = [EntityFactory(key=f"gpu-009/gpu{i}") for i in range(9)]
+    cards = [EntityFactory(key=f"gpu-009/gpu{i}") for i in range(13)]
     return metric, end, cards
 
 
@@ -74,6 +84,8 @@ def _write(metric, end, cards, span_start: int) -> None:
             value = _value(n, minute, span_start)
             if value is not None:
                 rows.append((metric.pk, card.pk, end.timestamp() - 60 * minute - 17, value))
+            if value is not None and n == 11 and minute % 50 == 0:  # two readings a minute
+                rows.append((metric.pk, card.pk, end.timestamp() - 60 * minute - 41, value))
     samples_write(rows)
     # Compacted up to 20 minutes ago: the 15-minute watermark lies behind the newest data.
     rollups_compact(now=end.timestamp() - 20 * 60)
@@ -91,23 +103,44 @@ def test_the_fast_path_answers_what_the_minute_fold_answers(store, span_minutes)
     assert marks[900] < end - timedelta(minutes=20)
     _source, resolution, step = choose_source(since, end)
     assert resolution == (60 if span_minutes == 400 else 0)
-    fast = busy_throughout(
+    busy, idle = span_classes(
         metric=metric, spans=spans, first=since, end=end, threshold=THRESHOLD,
         resolution=resolution, step=step, marks=marks,
     )  # fmt: skip
-    assert fast == {0, 4, 5, 6, 9}  # busy throughout, read after the start: no minute detail
+    # Busy or idle throughout, read after the start: answered without the minute fold.
+    assert busy == {0, 4, 5, 6, 13} and idle == {9, 10, 11, 12}
     found = runs_under(metric=metric, spans=spans, end=end, threshold=THRESHOLD)
     fold = runs_under_grouped(
         metric=metric, spans=spans, end=end, threshold=THRESHOLD, read_from=since
     )
     assert found == fold
     assert found == _python(metric, spans, end)
-    busy, inside, tail, before, at, holed, stopped, none, mixed, later = found
+    busy, inside, tail, before, at, holed, stopped, none, mixed = found[:9]
+    idle, idle_holed, idle_short_hole, idle_stopped, later = found[9:]
     assert busy.measured and busy.runs == [] and later.measured and later.runs == []
     assert len(inside.runs) == 1 and len(tail.runs) == 1 and tail.runs[0].current is False
     assert before.measured and before.runs == []  # its under reading is before the span
     assert at.runs == [] and holed.runs == [] and stopped.measured and stopped.runs == []
     assert not none.measured and len(mixed.runs) > 10
+    assert len(idle.runs) == 1 and idle.runs[0].current
+    assert len(idle_holed.runs) == 2 and len(idle_short_hole.runs) == 2
+    assert len(idle_stopped.runs) == 1
+
+
+def test_a_reading_over_the_threshold_in_an_idle_card_sends_it_to_the_fold(store):
+    metric, end, cards = store
+    rows = [(metric.pk, cards[0].pk, end.timestamp() - 60 * m - 17, 0.01) for m in range(400)]
+    rows[250] = (metric.pk, cards[0].pk, rows[250][2], 0.9)
+    samples_write(rows)
+    rollups_compact(now=end.timestamp() - 20 * 60)
+    since = end - timedelta(minutes=390)
+    _source, resolution, step = choose_source(since, end)
+    assert span_classes(
+        metric=metric, spans=[(cards[0], since)], first=since, end=end, threshold=THRESHOLD,
+        resolution=resolution, step=step, marks=watermarks(),
+    ) == (set(), set())  # fmt: skip
+    (only,) = runs_under(metric=metric, spans=[(cards[0], since)], end=end, threshold=THRESHOLD)
+    assert len(only.runs) == 2
 
 
 def test_without_a_15_minute_watermark_every_span_is_folded(store):
@@ -115,9 +148,9 @@ def test_without_a_15_minute_watermark_every_span_is_folded(store):
     samples_write([(metric.pk, cards[0].pk, end.timestamp() - 60 * m, BUSY) for m in range(30)])
     since = end - timedelta(minutes=25)
     _source, resolution, step = choose_source(since, end)
-    assert busy_throughout(
+    assert span_classes(
         metric=metric, spans=[(cards[0], since)], first=since, end=end, threshold=THRESHOLD,
         resolution=resolution, step=step, marks=watermarks(),
-    ) == set()  # fmt: skip
+    ) == (set(), set())  # fmt: skip
     (only,) = runs_under(metric=metric, spans=[(cards[0], since)], end=end, threshold=THRESHOLD)
     assert only.measured and only.runs == []

@@ -21,39 +21,22 @@ as series).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
 
 from telemetry.models import Entity, FrameLayout, MetricDefinition
-from telemetry.read.local.runs_coarse import busy_throughout
-from telemetry.read.local.series import FINER, Series, SeriesPoint, choose_source, utc_at
+from telemetry.read.local.runs_coarse import idle_runs, span_classes, tier_ranges
+from telemetry.read.local.series import Series, SeriesPoint, choose_source, utc_at
 from telemetry.read.local.series_entities import series_read_entities
+from telemetry.read.local.under_runs import SpanRuns, UnderRun
 from telemetry.store.samples import watermarks
 
 # The upper median, as ``sorted(gaps)[len(gaps) // 2]``: percentile_disc picks the first
 # value whose cumulative share reaches the fraction, so just over a half picks index n // 2.
 _UPPER_MEDIAN = 0.5 + 1e-9
 RUNS_WORK_MEM = "128MB"
-
-
-@dataclass(frozen=True)
-class UnderRun:
-    """One run of under-threshold readings; ``current``: it reaches the span's newest point."""
-
-    start: datetime
-    end: datetime
-    current: bool
-
-
-@dataclass(frozen=True)
-class SpanRuns:
-    """What one span's read found: whether it has any reading, and its runs, oldest first."""
-
-    measured: bool
-    runs: list[UnderRun] = field(default_factory=list)
 
 
 def cadence_of(points: Sequence[SeriesPoint], step: float) -> float:
@@ -134,17 +117,11 @@ ORDER BY c.i, o.k"""
 def _tiers(metric_id: int, ids: list[int], start, end, resolution: int, step: int, marks):
     """The tier walk of ``fold_grouped_tiers`` as statements: rollups up to their
     watermark, then the next finer source for the rest of the range."""
-    parts: list[tuple[str, list]] = []
-    while start < end:
-        if resolution == 0:
-            parts.append((_RAW, [step, step, metric_id, ids, start, end]))
-            break
-        complete = marks.get(resolution)
-        upto = min(end, complete) if complete else start
-        if upto > start:
-            parts.append((_ROLLUP, [step, step, metric_id, ids, resolution, start, upto]))
-        start, resolution = max(start, upto), FINER[resolution]
-    return parts
+    return [
+        (_RAW, [step, step, metric_id, ids, lo, hi]) if tier == 0
+        else (_ROLLUP, [step, step, metric_id, ids, tier, lo, hi])
+        for tier, lo, hi in tier_ranges(start, end, resolution, marks)
+    ]  # fmt: skip
 
 
 def runs_under_grouped(
@@ -244,13 +221,19 @@ def runs_under(
     # Spans busy throughout by their 15-minute rollups need no minute detail (runs_coarse).
     _source, resolution, step = choose_source(first, end)
     marks = watermarks()
-    busy = busy_throughout(
+    busy, idle = span_classes(
         metric=metric, spans=[spans[i] for i in fast], first=first, end=end,
         threshold=threshold, resolution=resolution, step=step, marks=marks,
     )  # fmt: skip
     for j in busy:
         found[fast[j]] = SpanRuns(measured=True)
-    fast = [i for j, i in enumerate(fast) if j not in busy]
+    idle_found = idle_runs(
+        metric=metric, spans=[spans[fast[j]] for j in sorted(idle)], first=first, end=end,
+        resolution=resolution, step=step, marks=marks,
+    )  # fmt: skip
+    for j, runs in zip(sorted(idle), idle_found, strict=True):
+        found[fast[j]] = runs
+    fast = [i for j, i in enumerate(fast) if j not in busy and j not in idle]
     grouped = runs_under_grouped(
         metric=metric, spans=[spans[i] for i in fast], end=end, threshold=threshold,
         read_from=first, marks=marks,

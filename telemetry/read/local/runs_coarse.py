@@ -1,4 +1,4 @@
-"""Spans busy throughout, from the 15-minute rollups: the fast path of
+"""Spans busy or idle throughout, from the 15-minute rollups: the fast paths of
 :func:`telemetry.read.local.runs.runs_under` (docs/architecture.md, allocated but idle).
 
 A 15-minute bucket whose **minimum** is at or over the threshold holds no reading under it,
@@ -10,6 +10,12 @@ readings falls after its start. Such spans need none of their minute detail; eve
 span (a reading under the threshold anywhere, or no recent reading) goes through the exact
 fold. The checks are conservative (a bucket that merely reaches the span's window counts),
 so a span answered here is answered as the minute-by-minute fold answers it.
+
+Symmetrically, a span every bucket **maximum** of which is under the threshold (and its
+recent readings too) has every point under: its runs end only at holes, so
+:func:`idle_runs` reads only where its points fall — the gaps between its buckets counted by
+size (the cadence is their upper median) and the few gaps over two steps where they are —
+instead of the fold's values, run edges and pairing.
 """
 
 from __future__ import annotations
@@ -17,47 +23,70 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import connection
 
 from telemetry.models import Entity, MetricDefinition
+from telemetry.read.local.series import FINER, utc_at
+from telemetry.read.local.under_runs import SpanRuns, UnderRun
 
 COARSE = 900
 
-# Per span: any 15-minute bucket reaching its window with a reading under the threshold, any
-# later reading (minute rollup or raw sample) under it, and any later reading after its start.
-_BUSY = """
+# Per span: whether a 15-minute bucket reaching its window, or a later reading (minute rollup
+# or raw sample), has a reading under the threshold (its minimum) or one at or over it (its
+# maximum), and whether a later reading falls after its start.
+_CLASSES = """
 WITH spans AS (
     SELECT * FROM unnest(%s::int[], %s::bigint[], %s::float8[], %s::float8[])
         AS s(i, entity_id, lo, since)
 ), coarse AS (
-    SELECT entity_id, date_part('epoch', bucket) AS t, min AS v
+    SELECT entity_id, date_part('epoch', bucket) AS t, min AS lo_v, max AS hi_v
     FROM monitoring_rollup
     WHERE metric_id = %s AND entity_id = ANY(%s) AND resolution = {coarse}
           AND bucket >= %s AND bucket < %s
 ), tail AS (
     {tail}
 ), flags AS (
-    SELECT s.i, bool_or(c.v < %s) AS under
+    SELECT s.i, bool_or(c.lo_v < %s) AS under, bool_or(c.hi_v >= %s) AS over, FALSE AS recent
     FROM spans s JOIN coarse c ON c.entity_id = s.entity_id AND c.t + {coarse} > s.lo
     GROUP BY s.i
     UNION ALL
-    SELECT s.i, bool_or(t.v < %s AND t.t + t.width > s.lo) OR NOT bool_or(t.t >= s.since)
-    FROM spans s LEFT JOIN tail t ON t.entity_id = s.entity_id
+    SELECT s.i, bool_or(t.lo_v < %s AND t.t + t.width > s.lo),
+           bool_or(t.hi_v >= %s AND t.t + t.width > s.lo), bool_or(t.t >= s.since)
+    FROM spans s JOIN tail t ON t.entity_id = s.entity_id
     GROUP BY s.i
 )
-SELECT i FROM flags GROUP BY i HAVING NOT bool_or(under IS NOT FALSE)"""
+SELECT i, NOT bool_or(under), NOT bool_or(over) FROM flags GROUP BY i HAVING bool_or(recent)"""
 _TAIL_MINUTES = """
-SELECT entity_id, date_part('epoch', bucket) AS t, min AS v, 60.0 AS width
+SELECT entity_id, date_part('epoch', bucket) AS t, min AS lo_v, max AS hi_v, 60.0 AS width
 FROM monitoring_rollup
 WHERE metric_id = %s AND entity_id = ANY(%s) AND resolution = 60 AND bucket >= %s
       AND bucket < %s"""
 _TAIL_RAW = """
-SELECT entity_id, date_part('epoch', ts) AS t, value AS v, 0.0 AS width
+SELECT entity_id, date_part('epoch', ts) AS t, value AS lo_v, value AS hi_v, 0.0 AS width
 FROM monitoring_sample
 WHERE metric_id = %s AND entity_id = ANY(%s) AND ts >= %s AND ts < %s"""
 
 
-def busy_throughout(
+def tier_ranges(
+    start: datetime, end: datetime, resolution: int, marks: dict[int, datetime]
+) -> list[tuple[int, datetime, datetime]]:
+    """The tier walk of ``fold_grouped_tiers``: ``(resolution, from, until)`` — rollups up to
+    their watermark, then the next finer source for the rest of the range (0: raw)."""
+    ranges: list[tuple[int, datetime, datetime]] = []
+    while start < end:
+        if resolution == 0:
+            ranges.append((0, start, end))
+            break
+        complete = marks.get(resolution)
+        upto = min(end, complete) if complete else start
+        if upto > start:
+            ranges.append((resolution, start, upto))
+        start, resolution = max(start, upto), FINER[resolution]
+    return ranges
+
+
+def span_classes(
     *,
     metric: MetricDefinition,
     spans: Sequence[tuple[Entity, datetime]],
@@ -67,13 +96,14 @@ def busy_throughout(
     resolution: int,
     step: int,
     marks: dict[int, datetime],
-) -> set[int]:
-    """Indices of the ``spans`` (entity, from) that are busy throughout and measured, for a
-    read of ``[first, end)`` at ``resolution`` (0: raw, or 60) and ``step``; an empty set
-    when there is no 15-minute watermark (nothing compacted yet: every span is folded)."""
+) -> tuple[set[int], set[int]]:
+    """Indices of the ``spans`` (entity, from) busy throughout and idle throughout (every
+    reading under the threshold), each with a recent reading after its start, for a read of
+    ``[first, end)`` at ``resolution`` (0: raw, or 60) and ``step``; two empty sets when
+    there is no 15-minute watermark (nothing compacted yet: every span is folded)."""
     coarse_until = marks.get(COARSE)
     if not spans or coarse_until is None or resolution >= COARSE:
-        return set()
+        return set(), set()
     # The 15-minute tier is built from the minute tier: never trust it past the minutes'.
     coarse_until = min(coarse_until, marks.get(60, coarse_until), end)
     ids = sorted({e.pk for e, _since in spans})
@@ -81,15 +111,10 @@ def busy_throughout(
     # proof of a recent reading), from the tiers the span's own read uses.
     tail_from = min(coarse_until, end - timedelta(seconds=COARSE))
     tails: list[tuple[str, list]] = []
-    minutes_until = marks.get(60) if resolution == 60 else None
-    raw_from = tail_from
-    if minutes_until is not None and minutes_until > tail_from:
-        upto = min(minutes_until, end)
-        tails.append((_TAIL_MINUTES, [metric.pk, ids, tail_from, upto]))
-        raw_from = upto
-    if raw_from < end:
-        tails.append((_TAIL_RAW, [metric.pk, ids, raw_from, end]))
-    sql = _BUSY.format(coarse=COARSE, tail=" UNION ALL ".join(f"({s})" for s, _p in tails))
+    for tier, lo, hi in tier_ranges(tail_from, end, 60 if resolution == 60 else 0, marks):
+        tails.append((_TAIL_RAW, [metric.pk, ids, lo, hi]) if tier == 0
+                     else (_TAIL_MINUTES, [metric.pk, ids, lo, hi]))  # fmt: skip
+    sql = _CLASSES.format(coarse=COARSE, tail=" UNION ALL ".join(f"({s})" for s, _p in tails))
     params: list = [
         list(range(len(spans))),
         [e.pk for e, _since in spans],
@@ -102,7 +127,106 @@ def busy_throughout(
     ]
     for _sql, part in tails:
         params.extend(part)
-    params += [threshold, threshold]
+    params += [threshold] * 4
+    busy, idle = set(), set()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return {row[0] for row in cursor.fetchall()}
+        for i, is_busy, is_idle in cursor.fetchall():
+            if is_busy:
+                busy.add(i)
+            elif is_idle:
+                idle.add(i)
+    return busy, idle
+
+
+_K_RAW = """
+SELECT entity_id, floor(date_part('epoch', ts) / %s) * %s AS k FROM monitoring_sample
+WHERE metric_id = %s AND entity_id = ANY(%s) AND ts >= %s AND ts < %s"""
+_K_ROLLUP = """
+SELECT entity_id, floor(date_part('epoch', bucket) / %s) * %s AS k FROM monitoring_rollup
+WHERE metric_id = %s AND entity_id = ANY(%s) AND resolution = %s AND bucket >= %s
+      AND bucket < %s"""
+# Every reading of these spans is under: only the points' buckets matter. Per span, the gaps
+# between its distinct buckets counted by size, and each gap over two steps where it ends
+# (the holes a run may break at: the cadence is at least the step).
+_IDLE = """
+WITH spans AS (
+    SELECT * FROM unnest(%s::int[], %s::bigint[], %s::float8[]) AS s(i, entity_id, lo)
+), pts AS (
+    {points}
+), g AS MATERIALIZED (
+    SELECT s.i, p.k, p.k - lag(p.k) OVER (PARTITION BY s.i ORDER BY p.k) AS gap
+    FROM spans s JOIN pts p ON p.entity_id = s.entity_id AND p.k > s.lo
+)
+SELECT i, gap, count(*), min(k), max(k) FROM g
+WHERE gap IS DISTINCT FROM 0 AND (gap IS NULL OR gap <= 2 * %s) GROUP BY i, gap
+UNION ALL
+SELECT i, gap, 1, k, k FROM g WHERE gap > 2 * %s"""
+
+
+def idle_runs(
+    *,
+    metric: MetricDefinition,
+    spans: Sequence[tuple[Entity, datetime]],
+    first: datetime,
+    end: datetime,
+    resolution: int,
+    step: int,
+    marks: dict[int, datetime],
+) -> list[SpanRuns]:
+    """The runs of spans every reading of which is under the threshold (``span_classes``'
+    idle ones): the fold's rule with nothing but holes to end a run — the same points (the
+    same tiers and buckets), the same cadence (upper median of the gaps, at least the step),
+    a hole of more than two cadences ends a run, a run covers one cadence past its last."""
+    if not spans:
+        return []
+    ids = sorted({e.pk for e, _since in spans})
+    parts = [
+        (_K_RAW, [step, step, metric.pk, ids, lo, hi]) if tier == 0
+        else (_K_ROLLUP, [step, step, metric.pk, ids, tier, lo, hi])
+        for tier, lo, hi in tier_ranges(first, end, resolution, marks)
+    ]  # fmt: skip
+    sql = _IDLE.format(points=" UNION ALL ".join(f"({s})" for s, _p in parts))
+    params: list = [
+        list(range(len(spans))),
+        [e.pk for e, _since in spans],
+        [since.timestamp() - step for _e, since in spans],
+    ]
+    for _sql, part in parts:
+        params.extend(part)
+    params += [step, step]
+    gaps: dict[int, dict[float, int]] = {}
+    holes: dict[int, list[tuple[float, float]]] = {}
+    edges: dict[int, list[float]] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for i, gap, count, low, high in cursor.fetchall():
+            edge = edges.setdefault(i, [low, high])
+            edge[0], edge[1] = min(edge[0], low), max(edge[1], high)
+            if gap is None:
+                continue
+            sizes = gaps.setdefault(i, {})
+            sizes[gap] = sizes.get(gap, 0) + count
+            if gap > 2 * step:
+                holes.setdefault(i, []).append((low, gap))
+    found = [SpanRuns(measured=False) for _ in spans]
+    for i, (low, high) in edges.items():
+        sizes = sorted(gaps.get(i, {}).items())
+        total = sum(n for _gap, n in sizes)
+        spacing = float(settings.TELEMETRY_INTERVAL_SECONDS)
+        seen = 0
+        for gap, n in sizes:  # sorted(gaps)[total // 2], from the counts
+            seen += n
+            if seen > total // 2:
+                spacing = gap
+                break
+        cadence = max(float(step), float(spacing), 1.0)
+        width = timedelta(seconds=cadence)
+        runs, begin = [], low
+        for k, gap in sorted(holes.get(i, [])):
+            if gap > 2 * cadence:
+                runs.append(UnderRun(utc_at(int(begin)), utc_at(int(k - gap)) + width, False))
+                begin = k
+        runs.append(UnderRun(utc_at(int(begin)), utc_at(int(high)) + width, True))
+        found[i] = SpanRuns(measured=True, runs=runs)
+    return found
