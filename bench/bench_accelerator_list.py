@@ -66,7 +66,7 @@ def build(cards: int, scrapes: int) -> None:
     from django.db import connection, transaction
 
     from inventory.models import Cluster
-    from telemetry.ingest.registry import DeviceRef, devices_register, metrics_register_unmapped
+    from telemetry.catalogue.registry import DeviceRef, devices_register, metrics_register_unmapped
     from telemetry.models import MetricDefinition
 
     cluster = Cluster.objects.create(name="exporters", kind=Cluster.Kind.LEGACY)

@@ -256,7 +256,7 @@ def main() -> None:
 
         from accounts.services.tokens import token_create
         from inventory.models import Cluster
-        from telemetry.ingest.twin import catalogue_sync
+        from telemetry.receivers.twin import catalogue_sync
 
         with connection.cursor() as cursor:  # start empty (the database is reused)
             cursor.execute(

@@ -42,7 +42,7 @@ sys.path.insert(0, sys.argv[1])
 sys.path.insert(1, sys.argv[2])
 from tests.remote_write_bombs import bomb
 try:  # this checkout's layout (telemetry/ingest/), else a revision from before the regroup
-    from telemetry.ingest.remote_write import decode
+    from telemetry.receivers.remote_write import decode
 except ImportError:
     from telemetry.remote_write import decode
 total, per = int(sys.argv[3]), 1000

@@ -137,7 +137,7 @@ def build(hours: float, every: int, now: float) -> None:
         scheduler_account_mapping_create,
         scheduler_source_create,
     )
-    from telemetry.ingest.registry import DeviceRef, devices_register
+    from telemetry.catalogue.registry import DeviceRef, devices_register
     from telemetry.models import MetricDefinition
 
     started = time.perf_counter()

@@ -96,7 +96,7 @@ def measure(cluster, source, *, repeat: int) -> dict:
     from accounts.services.tokens import token_create
     from telemetry import read
     from telemetry.models import Entity
-    from telemetry.services.promql_sync import promql_source_sync
+    from telemetry.receivers.promql_sync import promql_source_sync
 
     out: dict = {}
     started = time.perf_counter()
@@ -163,8 +163,8 @@ def main() -> None:
         from django.conf import settings
 
         from inventory.models import Cluster
-        from telemetry.ingest.twin import catalogue_sync
         from telemetry.models import PromQLDataSource
+        from telemetry.receivers.twin import catalogue_sync
 
         settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
         settings.DASHBOARD_CACHE_SECONDS = 0

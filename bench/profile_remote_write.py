@@ -43,7 +43,7 @@ def main() -> None:
 
         from accounts.services.tokens import token_create
         from inventory.models import Cluster
-        from telemetry.ingest.twin import catalogue_sync
+        from telemetry.receivers.twin import catalogue_sync
         from tests.telemetry.remote_write_helpers import write_request
 
         with connection.cursor() as cursor:

@@ -2,7 +2,7 @@
 
 Periodic tasks live in one place, :mod:`cluster_portal.schedule`. Beat records its own
 heartbeat each time it publishes a task, so the status page can tell a dead beat from a dead
-worker (see :mod:`telemetry.services.heartbeats`).
+worker (see :mod:`telemetry.catalogue.heartbeats`).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def _worker_ready(sender: object = None, **_: object) -> None:
 
 
 def _record(kind: str, name: str) -> None:
-    from telemetry.services.heartbeats import heartbeat_record
+    from telemetry.catalogue.heartbeats import heartbeat_record
 
     try:
         heartbeat_record(kind=kind, name=name)

@@ -4,7 +4,8 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
-from telemetry.ingest.scrape import exporter_scrape
+from telemetry.catalogue.serving_bindings import serving_binding_create, serving_binding_delete
+from telemetry.catalogue.vouching import evidence_source_approve, evidence_source_authored
 from telemetry.models import (
     ExporterTarget,
     Heartbeat,
@@ -14,9 +15,8 @@ from telemetry.models import (
     ServingBinding,
 )
 from telemetry.read.promql.client import DataSourceUnavailable
-from telemetry.services.promql_sync import promql_source_sync
-from telemetry.services.serving_bindings import serving_binding_create, serving_binding_delete
-from telemetry.services.vouching import evidence_source_approve, evidence_source_authored
+from telemetry.receivers.promql_sync import promql_source_sync
+from telemetry.receivers.scrape import exporter_scrape
 
 
 class _VouchedAdmin(admin.ModelAdmin):

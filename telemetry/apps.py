@@ -13,13 +13,13 @@ class TelemetryConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from inventory.signals import nodes_placed
-        from telemetry.services.entities import entities_on_nodes_placed
+        from telemetry.catalogue.entities import entities_on_nodes_placed
 
         post_migrate.connect(_catalogue_after_migrate, sender=self)
         nodes_placed.connect(entities_on_nodes_placed, dispatch_uid="telemetry.entities_path_sync")
 
 
 def _catalogue_after_migrate(**_: object) -> None:
-    from telemetry.catalogue import catalogue_sync
+    from telemetry.catalogue.metrics import catalogue_sync
 
     catalogue_sync()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 class IngestionError(ValueError):
     """A batch was rejected; nothing of it was written. ``reason`` is the refusal it is
-    counted under (``telemetry.ingest.identity.Refusal``; ``invalid_body`` when not given)."""
+    counted under (``telemetry.families.identity.Refusal``; ``invalid_body`` when not given)."""
 
     status_code = 400
     code = "invalid"

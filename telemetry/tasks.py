@@ -11,17 +11,17 @@ import socket
 from celery import shared_task
 from django.utils import timezone
 
-from telemetry.ingest.scrape import (
+from telemetry.catalogue.heartbeats import heartbeat_record
+from telemetry.read.local.exporters import exporter_targets_due
+from telemetry.read.promql.client import DataSourceUnavailable
+from telemetry.read.promql.reads import sources
+from telemetry.receivers.promql_sync import promql_source_sync
+from telemetry.receivers.scrape import (
     SCRAPE_SOFT_TIME_LIMIT_SECONDS,
     SCRAPE_TIME_LIMIT_SECONDS,
     exporter_scrape,
     exporter_target_claim,
 )
-from telemetry.read.local.exporters import exporter_targets_due
-from telemetry.read.promql.client import DataSourceUnavailable
-from telemetry.read.promql.reads import sources
-from telemetry.services.heartbeats import heartbeat_record
-from telemetry.services.promql_sync import promql_source_sync
 from telemetry.store.compaction import rollups_compact
 from telemetry.store.frame_close import frames_rollups_close
 from telemetry.store.retention import RetentionPolicy, telemetry_prune

@@ -36,8 +36,8 @@ def pytest_runtest_teardown(item, nextitem):
     # DELETE, which the append-only audit triggers refuse unless lifted (rollout/db_guard.py).
     # PostgreSQL flushes with TRUNCATE and ignores this.
     from rollout.db_guard import audit_rows_unlocked
-    from telemetry.ingest.known import KNOWN
-    from telemetry.ingest.series_cache import SERIES
+    from telemetry.catalogue.known import KNOWN
+    from telemetry.families.series_cache import SERIES
     from telemetry.store.frame_memo import rollups_forget
     from telemetry.store.provenance import source_ids_forget
 

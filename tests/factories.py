@@ -1,6 +1,6 @@
 """factory_boy factories for the tests, built on the services the product uses.
 
-Entities go through :func:`telemetry.services.entities.entity_build` — the one place that
+Entities go through :func:`telemetry.catalogue.entities.entity_build` — the one place that
 fills in an entity's topology path and tenant — so a test entity is shaped exactly like one
 the twin or an exporter registers.
 """
@@ -12,8 +12,8 @@ from factory.django import DjangoModelFactory
 
 from accounts.models import Tenant
 from inventory.models import Cluster, Workload
+from telemetry.catalogue.entities import entity_build
 from telemetry.models import Entity, EntityKind
-from telemetry.services.entities import entity_build
 
 
 class TenantFactory(DjangoModelFactory):

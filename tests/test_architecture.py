@@ -5,6 +5,8 @@ Apps form a DAG: ``accounts`` at the bottom; ``inventory`` above it; ``telemetry
 on top of those; ``simulation`` at the very top. ``cluster_portal.web`` (shared web plumbing) may
 be used by every app and itself uses only ``accounts``. Relative imports are resolved and checked
 too. Only ``telemetry`` touches the store: ``Sample``, ``Frame``, ``Rollup`` and the frame dtypes.
+Inside ``telemetry`` the layers are floors (docs/architecture.md §2): every import runs down
+``TELEMETRY_FLOORS``, exporter families are pure Python, receivers write through ``ingest``.
 """
 
 from __future__ import annotations
@@ -207,6 +209,97 @@ def test_the_cycle_finder_sees_a_late_import(tmp_path):
         "def queue():\n    from simulation.tasks import task\n"
     )
     assert module_cycles(tmp_path) == [["simulation.services.work", "simulation.tasks"]]
+
+
+# Telemetry's floors, bottom to top (docs/architecture.md §2): a module may import its own
+# floor and the ones below it, never one above. The key is the first name under ``telemetry``.
+TELEMETRY_FLOORS: tuple[tuple[str, ...], ...] = (
+    ("errors", "models"),  # the rows and the errors every floor may raise
+    ("families",),  # exporter-family knowledge: pure Python (checked apart, below)
+    ("catalogue",),  # names -> ids, caps, refusals, heartbeats, bindings, vouching
+    ("store",),  # samples, frames, rollups, provenance
+    ("read",),  # the one read API (local store or PromQL); never ingest
+    ("ingest",),  # the one pipeline every receiver calls
+    ("receivers",),  # text, JSON, remote-write, scrape, twin, PromQL sync, scheduler
+    ("api", "tasks", "admin", "views", "urls", "apps", "management", ""),  # the doors
+)
+FLOOR_OF = {name: level for level, names in enumerate(TELEMETRY_FLOORS) for name in names}
+# Exporter families are pure: no Django, no rows, nothing of the project outside them.
+FAMILIES_MAY_IMPORT = ("telemetry.families", "telemetry.errors")
+# Receivers reach the store's writers only through the one ingest pipeline (telemetry.ingest).
+STORE_WRITERS = ("telemetry.store.samples", "telemetry.store.frames")
+
+
+def _telemetry_part(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "telemetry":
+        return None
+    return parts[1] if len(parts) > 1 else ""
+
+
+def floor_violations(root: Path | None = None) -> list[str]:
+    """Imports inside ``telemetry`` that run up a floor (function-local ones too), a module on
+    no floor, an exporter-family module that imports Django or anything but families, and a
+    receiver that calls the store's writers around the ingest pipeline."""
+    root = root or ROOT
+    found = []
+    for path in sorted((root / "telemetry").rglob("*.py")):
+        rel = path.relative_to(root)
+        if "migrations" in rel.parts:
+            continue
+        here = _telemetry_part(_module_of(path, root))
+        if here not in FLOOR_OF:
+            found.append(f"{rel} is on no floor (add telemetry/{here} to TELEMETRY_FLOORS)")
+            continue
+        for module, _names in imports_of(path, root):
+            there = _telemetry_part(module)
+            if here == "families" and not (
+                module.startswith(FAMILIES_MAY_IMPORT) or module.split(".")[0] not in PROJECT
+            ):
+                found.append(f"{rel} imports {module} (families are pure Python)")
+            elif there is not None and FLOOR_OF.get(there, len(TELEMETRY_FLOORS)) > FLOOR_OF[here]:
+                found.append(f"{rel} imports {module} (up from {here} to {there or 'telemetry'})")
+            elif here == "receivers" and module.startswith(STORE_WRITERS):
+                found.append(f"{rel} imports {module} (receivers write through telemetry.ingest)")
+    return found
+
+
+PROJECT = APPS | {"cluster_portal", "django", "rest_framework", "celery"}
+
+
+def test_telemetry_imports_only_down_its_floors():
+    assert floor_violations() == []
+
+
+def test_the_floor_checker_catches_a_back_arrow_and_an_impure_family(tmp_path):
+    for folder in ("read", "store", "families", "ingest", "receivers", "gadgets"):
+        (tmp_path / "telemetry" / folder).mkdir(parents=True)
+    (tmp_path / "telemetry" / "read" / "peek.py").write_text(
+        "def late():\n    from telemetry.ingest.pipeline import ingest_mapping_report\n"
+    )
+    (tmp_path / "telemetry" / "store" / "up.py").write_text("from ..read.local import series\n")
+    (tmp_path / "telemetry" / "store" / "down.py").write_text(
+        "from telemetry.models import Frame\nfrom ..catalogue import registry\n"
+    )
+    (tmp_path / "telemetry" / "families" / "impure.py").write_text(
+        "from django.conf import settings\nfrom telemetry.models import Entity\nimport math\n"
+    )
+    (tmp_path / "telemetry" / "ingest" / "ok.py").write_text(
+        "from telemetry.read import series\nfrom telemetry.families import parse\n"
+    )
+    (tmp_path / "telemetry" / "receivers" / "shortcut.py").write_text(
+        "from telemetry.ingest.rows import rows_store\nfrom ..store.samples import samples_write\n"
+    )
+    (tmp_path / "telemetry" / "gadgets" / "new.py").write_text("")
+    assert floor_violations(tmp_path) == [
+        "telemetry/families/impure.py imports django.conf (families are pure Python)",
+        "telemetry/families/impure.py imports telemetry.models (families are pure Python)",
+        "telemetry/gadgets/new.py is on no floor (add telemetry/gadgets to TELEMETRY_FLOORS)",
+        "telemetry/read/peek.py imports telemetry.ingest.pipeline (up from read to ingest)",
+        "telemetry/receivers/shortcut.py imports telemetry.store.samples"
+        " (receivers write through telemetry.ingest)",
+        "telemetry/store/up.py imports telemetry.read.local (up from store to read)",
+    ]
 
 
 INVENTORY_ROWS = {"Supernode", "Rack", "Node", "Accelerator", "Link"}

@@ -24,7 +24,7 @@ from inventory.models import Accelerator, Cluster, Node, Rack, Workload
 from rollout.models import MigrationPlan
 from simulation.models import TwinRun, WhatIfRun
 from simulation.tasks import run_whatif
-from telemetry.services.heartbeats import heartbeat_record
+from telemetry.catalogue.heartbeats import heartbeat_record
 
 # Words of the portal's English UI that must never reach a zh-hans reader. Units, product
 # and model names (TTFT, P99, GB, Ascend, Llama) are shared by both languages and absent.

@@ -15,9 +15,9 @@ from django.views.decorators.http import require_POST
 from accounts.access import operator_page
 from dashboards.selectors.workloads import workloads_visible_to
 from inventory.models import Workload
+from telemetry.catalogue.serving_bindings import serving_binding_create, serving_binding_delete
+from telemetry.catalogue.vouching import author_id_of
 from telemetry.models import ServingBinding
-from telemetry.services.serving_bindings import serving_binding_create, serving_binding_delete
-from telemetry.services.vouching import author_id_of
 
 
 class ServingBindingForm(forms.Form):

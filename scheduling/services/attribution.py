@@ -23,7 +23,7 @@ from django.utils.translation import gettext as _
 
 from inventory.models import Accelerator, Node
 from scheduling.models import SchedulerJob, SchedulerSource
-from telemetry.services.scheduler_attribution import (
+from telemetry.ingest.scheduler_attribution import (
     SchedulerAttributionResult,
     SchedulerHolding,
     scheduler_intervals_sync,

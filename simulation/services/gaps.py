@@ -16,7 +16,12 @@ from datetime import UTC, datetime
 from django.conf import settings
 
 from simulation.models import TwinGap, TwinRun
-from telemetry.ingest.twin import catalogue_sync, entities_resolve, metrics_by_name, samples_write
+from telemetry.receivers.twin import (
+    catalogue_sync,
+    entities_resolve,
+    metrics_by_name,
+    samples_write,
+)
 
 GAP_METRIC = (
     "twin_tick_gap_seconds",

@@ -8,7 +8,12 @@ from django.conf import settings
 from django.db import transaction
 
 from simulation.models import TwinRun
-from telemetry.ingest.twin import catalogue_sync, entities_resolve, metrics_by_name, samples_write
+from telemetry.receivers.twin import (
+    catalogue_sync,
+    entities_resolve,
+    metrics_by_name,
+    samples_write,
+)
 
 LAG_METRIC = (
     "twin_tick_lag_seconds",

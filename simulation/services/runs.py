@@ -23,10 +23,10 @@ from inventory.services import (
 from simulation.engine import HARDWARE, METRICS, Engine, Scenario
 from simulation.models import TwinRun
 from simulation.services.lag import tick_lag_record
-from telemetry.ingest.twin import catalogue_sync
+from telemetry.catalogue.entities import entities_save, entity_build
+from telemetry.catalogue.heartbeats import heartbeat_pause
 from telemetry.models import EntityKind
-from telemetry.services.entities import entities_save, entity_build
-from telemetry.services.heartbeats import heartbeat_pause
+from telemetry.receivers.twin import catalogue_sync
 
 
 def engine_catalogue_sync() -> None:

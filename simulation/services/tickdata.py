@@ -16,7 +16,7 @@ from inventory.models import Cluster
 from simulation.engine import METRICS, Engine
 from simulation.services.runs import engine_catalogue_sync
 from simulation.services.serving_export import serving_rows
-from telemetry.ingest.twin import (
+from telemetry.receivers.twin import (
     entities_resolve,
     frames_write_many,
     layout_for_keys,

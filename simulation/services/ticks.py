@@ -32,7 +32,7 @@ from simulation.services.resident import (
     engine_take,
 )
 from simulation.services.tickdata import Row, StepData, engine_steps, step_data_write
-from telemetry.services.heartbeats import heartbeat_record
+from telemetry.catalogue.heartbeats import heartbeat_record
 
 
 @dataclass(frozen=True)

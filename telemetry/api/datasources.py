@@ -16,9 +16,9 @@ from rest_framework.validators import UniqueValidator
 
 from accounts.api.scoping import OperatorSourceMixin
 from inventory.models import Cluster
+from telemetry.catalogue.vouching import author_id_of, evidence_source_authored
 from telemetry.models import PromQLDataSource
-from telemetry.services.promql_sync import promql_source_sync
-from telemetry.services.vouching import author_id_of, evidence_source_authored
+from telemetry.receivers.promql_sync import promql_source_sync
 
 _AUTHOR_FIELDS = ("created_by_id", "created_at", "approved_by_id", "approved_at")
 DUPLICATE = _("This cluster already has a PromQL data source; edit that one.")

@@ -1,5 +1,5 @@
 """Approving a writer as gate evidence (operators): the API beside the admin action, one
-service (``telemetry.services.vouching``). The four-eyes rule on evidence, issue 31 §4."""
+service (``telemetry.catalogue.vouching``). The four-eyes rule on evidence, issue 31 §4."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from rest_framework.views import APIView
 
 from accounts.api.permissions import HasRequiredScope
 from accounts.api.scoping import StaffOnlyMixin
+from telemetry.catalogue.vouching import author_id_of, evidence_source_approve
 from telemetry.models import ExporterTarget, PromQLDataSource, ServingBinding
-from telemetry.services.vouching import author_id_of, evidence_source_approve
 
 KINDS = {
     "exporter-targets": ExporterTarget,

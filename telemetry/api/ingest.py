@@ -22,11 +22,12 @@ from rest_framework.views import APIView
 from accounts.api.authentication import IntegrationPrincipal
 from accounts.api.permissions import HasRequiredScope
 from cluster_portal.web.bodies import read_limited, require_length
+from telemetry.catalogue.refusals import refusal_record_error, refusals_record_reply
 from telemetry.errors import IdempotencyConflict, IngestionError
-from telemetry.ingest.json_batch import ingest_json_batch, payload_digest, with_idempotency
-from telemetry.ingest.prometheus import ingest_prometheus_text
+from telemetry.ingest.idempotency import payload_digest, with_idempotency
 from telemetry.models import IngestRefusal, MetricDefinition
-from telemetry.services.refusals import refusal_record_error, refusals_record_reply
+from telemetry.receivers.json_batch import ingest_json_batch
+from telemetry.receivers.text import ingest_prometheus_text
 from telemetry.store.provenance import source_for_principal
 
 

@@ -21,7 +21,7 @@ from accounts.api.permissions import HasRequiredScope
 from cluster_portal.web.errors import error_body
 from cluster_portal.web.queue_time import queued_seconds
 from telemetry.errors import IngestionError
-from telemetry.ingest.remote_write.service import (
+from telemetry.receivers.remote_write.service import (
     ingest_remote_write,
     remote_write_cluster_known,
     remote_write_record,

@@ -18,9 +18,9 @@ from rest_framework.views import APIView
 from accounts.api.permissions import HasRequiredScope, principal_has_scope
 from accounts.api.scoping import TenantScopedMixin
 from inventory.models import Workload
+from telemetry.catalogue.serving_bindings import serving_binding_create, serving_binding_delete
+from telemetry.catalogue.vouching import author_id_of
 from telemetry.models import ServingBinding
-from telemetry.services.serving_bindings import serving_binding_create, serving_binding_delete
-from telemetry.services.vouching import author_id_of
 
 
 class ServingBindingSerializer(serializers.ModelSerializer):

@@ -1,8 +1,11 @@
-"""Telemetry's write path: everything that turns outside data into store rows.
+"""Telemetry's ingest floor: the one pipeline every receiver (``telemetry.receivers``) calls.
 
-Receivers (``json_batch``, ``prometheus``, ``remote_write``, ``scrape``) parse and validate a
-whole batch, ``exposition``/``parse``/``mapping`` turn exporter families into catalogue samples,
-``registry`` resolves metrics and entities, ``limits`` holds the caps every path shares, and
-``twin`` is the digital twin's writer. All of them end in ``telemetry.store``. See
-``docs/architecture.md`` for the layers and the write path end to end.
+``pipeline`` takes a mapped exporter report (text push, scrape, remote-write) and registers,
+checks and stores it in one transaction (``ingest_mapping_report``); ``rows`` stores catalogue
+rows that need no mapping (a JSON batch, the scraper's own gauges, the twin's rows and frames);
+``attribution`` keeps who held each card by the exporters' labels, ``scheduler_attribution`` by
+the workload scheduler's allocations; ``health`` copies a card's health onto its inventory row
+(the pipeline and the PromQL sync); ``idempotency`` runs a request once per ``Idempotency-Key``.
+Below it: read, store, catalogue and exporter families; above it only the receivers and the
+doors (api, tasks, admin). See ``docs/architecture.md`` §2 and §3.
 """

@@ -8,7 +8,7 @@ per sample row: one plain read per batch, and a lock (skipping rows another shar
 a write only for the cards whose interval changes — most batches of a scrape change none.
 
 Each process remembers what it last wrote per card (:class:`Recent`, in the ingestion memo
-``telemetry.ingest.known``): an observation of the same holder within
+``telemetry.catalogue.known``): an observation of the same holder within
 ``ATTRIBUTION_WRITE_SECONDS`` of the interval's written end touches no row — a remote-write
 receiver sees every card's ~20 series in several requests per scrape, and the plain read of
 ~500 intervals per request was 40 % of its time (BENCHMARKS.md). A change of holder, a card
@@ -34,11 +34,11 @@ from typing import NamedTuple
 from django.conf import settings
 from django.db import connection, transaction
 
-from telemetry.ingest.known import KNOWN
+from telemetry.catalogue.known import KNOWN
 from telemetry.models import AttributionInterval, AttributionKind
 
 # Labels only ever touch their own kind: the scheduler's intervals of the same card are the
-# scheduler sync's (telemetry.services.scheduler_attribution), never extended or ended here.
+# scheduler sync's (telemetry.ingest.scheduler_attribution), never extended or ended here.
 EXPORTER_INTERVALS = AttributionInterval.objects.filter(kind=AttributionKind.EXPORTER)
 HOLDER_FIELDS = ("namespace", "pod", "container", "hpc_job", "host")
 MAX_HOLDER_CHARS = 200

@@ -8,7 +8,7 @@ and holder while consecutive scrapes keep reporting the same holder — not as c
 sample. Workloads bind to intervals by label selector (``Workload.series_selector``) and the
 cost ledger bills the card-seconds they cover. See docs/architecture.md §3.
 
-A second kind, ``scheduler``, is written by the scheduler sync (``telemetry.services.
+A second kind, ``scheduler``, is written by the scheduler sync (``telemetry.ingest.
 scheduler_attribution``): a running Slurm job's ``gres_detail`` cards, one row per card and job,
 with the job id in ``hpc_job`` and the tenant its account maps to. Precedence (README
 "Who holds which card"): for *who holds a card* the scheduler's interval wins where one is

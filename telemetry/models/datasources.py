@@ -47,7 +47,7 @@ class PromQLDataSource(VouchedEvidence, ContactStatus):
     holds this cluster's exporter series. When enabled, the telemetry read API answers this
     cluster's series, window aggregates, latest values, top-N and heatmaps from it with
     ``/api/v1/query`` and ``/api/v1/query_range``; no samples are copied into the portal. Its
-    sync (``telemetry.services.promql_sync``, every ``PROMQL_SYNC_SECONDS`` and on demand)
+    sync (``telemetry.receivers.promql_sync``, every ``PROMQL_SYNC_SECONDS`` and on demand)
     registers the cards it reports and samples who holds them into attribution intervals."""
 
     cluster = models.OneToOneField(

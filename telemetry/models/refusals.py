@@ -13,7 +13,7 @@ class IngestRefusal(models.Model):
     naming no known cluster (the name they gave is in ``last_message``): a misspelled name must
     not grow the table or ``/metrics``' label values.
 
-    ``reason`` is one of ``telemetry.ingest.identity.Refusal``; ``unit`` says whether
+    ``reason`` is one of ``telemetry.families.identity.Refusal``; ``unit`` says whether
     ``count`` counts samples (a series refused, the rest stored) or requests (refused whole).
     """
 

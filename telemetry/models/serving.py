@@ -14,7 +14,7 @@ def _has_control(text: str) -> bool:
 
 
 class ServingBinding(VouchedEvidence):
-    """Binds serving-engine series (``telemetry.ingest.serving``) to an inference workload.
+    """Binds serving-engine series (``telemetry.families.serving``) to an inference workload.
 
     The workload is the endpoints on its cluster whose ``model_name`` is ``model_name`` and,
     when ``instance`` is set, whose instance (``host:port``) or pod (``namespace/pod``) is that

@@ -18,7 +18,7 @@ from django.utils.translation import gettext_lazy as _
 
 class VouchedEvidence(models.Model):
     """Abstract: ``created_by``/``created_at`` set once, ``approved_by``/``approved_at`` by the
-    approve action (``telemetry.services.vouching.evidence_source_approve``), never by the
+    approve action (``telemetry.catalogue.vouching.evidence_source_approve``), never by the
     creator."""
 
     created_by = models.ForeignKey(

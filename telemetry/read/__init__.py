@@ -67,8 +67,8 @@ from datetime import datetime, timedelta
 from django.db.models import QuerySet
 
 from cluster_portal.web.timerange import TimeRange
-from telemetry.ingest.registry import metrics_by_name
-from telemetry.ingest.serving import GATE_METRICS as SERVING_GATE_METRICS
+from telemetry.catalogue.registry import metrics_by_name
+from telemetry.families.serving import GATE_METRICS as SERVING_GATE_METRICS
 from telemetry.models import Entity, MetricDefinition
 from telemetry.read import allocated_idle as _allocated_idle
 from telemetry.read.allocated_idle import ALLOCATED_IDLE_METRIC, AllocatedIdle

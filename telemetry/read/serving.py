@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from inventory.models import Workload
-from telemetry.ingest.serving import SERVING_KIND
+from telemetry.families.serving import SERVING_KIND
 from telemetry.models import ServingBinding
 from telemetry.models.vouching import vouched_for
 from telemetry.read.local import serving as _serving

@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db import connection
 
 from inventory.models import Cluster
-from telemetry.ingest.registry import entities_resolve
+from telemetry.catalogue.registry import entities_resolve
 from telemetry.models import Frame, FrameLayout
 from telemetry.store.frame_codec import compression_enabled, frame_array, frame_bytes
 from telemetry.store.frame_memo import (

@@ -1,7 +1,7 @@
 """Provenance: which source wrote a batch, and which sources a gate's criterion trusts.
 
 **Write side.** Every ingestion path names its writer once per batch — the twin (through
-``telemetry.ingest.twin``), an exporter target (the scraper), or the token or signed-in user that
+``telemetry.receivers.twin``), an exporter target (the scraper), or the token or signed-in user that
 pushed JSON, exporter text or remote-write — as a :class:`~telemetry.models.SampleSource` id;
 the store puts that id on every row and raw frame of the batch in the insert itself.
 

@@ -69,7 +69,7 @@ def _dedupe(rows: Sequence[SampleRow]) -> list[SampleRow]:
 class StaleReference(Exception):
     """A batch written with ``check_now`` names a metric or entity that no longer exists
     (a memoised id whose row was deleted since): nothing of it is kept; the caller resolves
-    its ids again and retries (``telemetry.ingest.prometheus``)."""
+    its ids again and retries (``telemetry.ingest.pipeline``)."""
 
 
 def samples_write(
@@ -80,7 +80,7 @@ def samples_write(
     The sample table has no foreign-key constraints on ``metric`` and ``entity`` (a check and
     a key-share lock on the entity per inserted row more than doubled the insert's cost, and
     concurrent shards share those locks: BENCHMARKS.md); ids come from the registry in the
-    same transaction or, for ``check_now`` writers, from a memo (``telemetry.ingest.known``).
+    same transaction or, for ``check_now`` writers, from a memo (``telemetry.catalogue.known``).
     ``check_now`` makes the insert itself check that every row's metric and entity exist (an
     anti-join, no locks) and raise :class:`StaleReference` if any does not, so a memo holding
     a deleted id is caught and the caller can retry in its savepoint. Deleting an entity or

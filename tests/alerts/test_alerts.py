@@ -15,8 +15,8 @@ from alerts.evaluate import alerts_evaluate
 from alerts.models import Alert, AlertRule
 from alerts.services import alert_acknowledge
 from alerts.tasks import evaluate_alerts
-from telemetry.ingest.twin import layout_for_keys, samples_write
 from telemetry.models import Entity, MetricDefinition
+from telemetry.receivers.twin import layout_for_keys, samples_write
 from telemetry.store.compaction import rollups_compact
 from telemetry.store.frames import frames_write
 

@@ -14,8 +14,8 @@ from django.utils import timezone
 from alerts.defaults import alert_rules_ensure
 from alerts.evaluate import alerts_evaluate
 from alerts.models import Alert, AlertRule
-from telemetry.ingest.twin import samples_write
 from telemetry.models import MetricDefinition
+from telemetry.receivers.twin import samples_write
 from tests.scheduling.holdings import job, site, store
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from telemetry.services.heartbeats import heartbeat_record
+from telemetry.catalogue.heartbeats import heartbeat_record
 from tests.access import ApiAccessCases
 
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from django.db import transaction
 
 from inventory.models import Accelerator, Cluster, HardwareModel, Node, Workload
-from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity, EntityKind, MetricDefinition
+from telemetry.receivers.twin import samples_write
 
 CLUSTER_METRICS = (
     "cluster_power_watts",

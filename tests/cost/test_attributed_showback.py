@@ -11,7 +11,7 @@ from cost.allocation import Basis
 from cost.models import CostAssumptions
 from cost.selectors import cluster_cost, tenant_showback
 from inventory.models import Cluster, Workload
-from telemetry.ingest.prometheus import ingest_prometheus_text
+from telemetry.receivers.text import ingest_prometheus_text
 from tests.cost.cost_data import make_cluster, minutes_ago, write_cluster
 from tests.cost.test_cost_page import INPUTS
 

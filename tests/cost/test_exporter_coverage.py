@@ -11,7 +11,7 @@ import pytest
 from cost.models import CostAssumptions
 from cost.selectors import cluster_cost
 from inventory.models import Cluster, Workload
-from telemetry.ingest.prometheus import ingest_prometheus_text
+from telemetry.receivers.text import ingest_prometheus_text
 from tests.cost.cost_data import make_cluster
 from tests.cost.test_attributed_showback import H100
 from tests.cost.test_cost_page import INPUTS

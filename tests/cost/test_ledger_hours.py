@@ -19,8 +19,8 @@ from cost.models import CostAssumptions, LedgerHour, LedgerLine
 from cost.selectors import cluster_cost
 from cost.services import ledger_hours_close
 from inventory.models import Cluster, Workload
-from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity, EntityKind
+from telemetry.receivers.twin import samples_write
 from telemetry.store.compaction import rollups_compact
 from telemetry.store.retention import RetentionPolicy, telemetry_prune
 from tests.cost.cost_data import make_cluster, metric

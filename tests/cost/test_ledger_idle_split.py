@@ -15,7 +15,7 @@ from cost.selectors import cluster_cost
 from cost.services import ledger_hours_close
 from inventory.models import Accelerator, Cluster
 from scheduling.services.sources import scheduler_account_mapping_create, scheduler_source_create
-from telemetry.ingest.twin import samples_write
+from telemetry.receivers.twin import samples_write
 from tests.cost.cost_data import make_cluster, metric
 from tests.cost.test_cost_page import INPUTS
 from tests.cost.test_ledger_hours import CARDS, _now, _write, floor_hour

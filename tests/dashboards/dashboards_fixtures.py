@@ -73,7 +73,7 @@ def exporter_cluster(db, users) -> Cluster:
 
     from django.db import transaction
 
-    from telemetry.ingest.prometheus import ingest_prometheus_text
+    from telemetry.receivers.text import ingest_prometheus_text
     from tests.telemetry.prometheus_fixtures import DCGM_TEXT, NpuExporter
 
     cluster = Cluster.objects.create(name="real-a", kind=Cluster.Kind.LEGACY)

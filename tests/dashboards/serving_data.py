@@ -8,7 +8,7 @@ import math
 from django.db import transaction
 
 from simulation.engine.serving_histograms import STEP_HISTOGRAMS, bucket_name
-from telemetry.ingest.twin import samples_write
+from telemetry.receivers.twin import samples_write
 from tests.cost.cost_data import metric
 
 FIGURE = {

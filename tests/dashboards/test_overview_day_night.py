@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from accounts.models import Tenant
 from dashboards.selectors.day_night import job_class, scheduler_day_night
-from telemetry.ingest.twin import samples_write
 from telemetry.models import MetricDefinition
+from telemetry.receivers.twin import samples_write
 from tests.access import ApiAccessCases, PageAccessCases
 from tests.dashboards.dashboards_fixtures import twin_cluster  # noqa: F401
 from tests.scheduling.holdings import job, site, store

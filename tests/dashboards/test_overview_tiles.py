@@ -17,8 +17,8 @@ from alerts.defaults import alert_rules_ensure
 from alerts.evaluate import alerts_evaluate
 from alerts.models import Alert
 from inventory.models import Cluster, Workload
-from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity, EntityKind
+from telemetry.receivers.twin import samples_write
 from tests.cost.cost_data import metric
 
 SERVICES = {

@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from telemetry.catalogue.heartbeats import heartbeat_record
 from telemetry.models import Heartbeat
-from telemetry.services.heartbeats import heartbeat_record
 from tests.access import PageAccessCases
 
 

@@ -39,8 +39,8 @@ def merged_p99(figure: str, *steps: dict) -> float:
 def pair(db, tenants):
     from django.db import transaction
 
-    from telemetry.ingest.twin import samples_write
     from telemetry.models import Entity
+    from telemetry.receivers.twin import samples_write
 
     base = make_cluster("legacy", Cluster.Kind.LEGACY, cards=8)
     uni = make_cluster("uni", Cluster.Kind.UNIFIED, cards=16)

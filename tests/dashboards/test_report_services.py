@@ -28,7 +28,7 @@ def test_a_merged_percentile_is_not_the_mean_of_per_step_p99s(tenants):
 
     from django.db import transaction
 
-    from telemetry.ingest.twin import samples_write
+    from telemetry.receivers.twin import samples_write
 
     cluster = make_cluster("one", Cluster.Kind.UNIFIED, cards=8)
     w = add_workload(cluster, tenants["acme"], "chat", "inference", 1, None)

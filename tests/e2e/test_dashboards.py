@@ -13,8 +13,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from inventory.models import Cluster, Workload
-from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity, MetricDefinition
+from telemetry.receivers.twin import samples_write
 from tests.conftest import PASSWORD
 
 CHART_TRACES = """

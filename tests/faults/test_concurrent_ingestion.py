@@ -17,8 +17,8 @@ import requests
 
 from accounts.services.tokens import token_create
 from inventory.models import Cluster
-from telemetry.ingest.twin import catalogue_sync
 from telemetry.models import IngestionBatch, Sample
+from telemetry.receivers.twin import catalogue_sync
 from tests.servers import WebServer
 from tests.workers import database_url_for_subprocess
 

@@ -11,8 +11,8 @@ from django.core.management import CommandError, call_command
 from inventory.models import Accelerator, HardwareModel, Node, Rack, Supernode
 from inventory.services import InventoryImportError, inventory_import, nodes_ensure
 from inventory.services.topology import DeviceSpec, accelerators_ensure
+from telemetry.catalogue.entities import entities_save, entity_build
 from telemetry.models import Entity, EntityKind
-from telemetry.services.entities import entities_save, entity_build
 from tests.factories import ClusterFactory
 
 pytestmark = pytest.mark.django_db

@@ -11,8 +11,8 @@ from django.db import IntegrityError, transaction
 from inventory.models import Node, TopologyMapping
 from inventory.services import nodes_ensure, topology_mapping_apply
 from inventory.services.topology import Placement
-from telemetry.ingest.prometheus import ingest_prometheus_text
 from telemetry.models import Entity, EntityKind
+from telemetry.receivers.text import ingest_prometheus_text
 from tests.factories import ClusterFactory
 
 pytestmark = pytest.mark.django_db

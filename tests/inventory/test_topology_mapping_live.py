@@ -10,8 +10,8 @@ import pytest
 
 from accounts.services.tokens import token_create
 from inventory.models import Cluster, Node, TopologyMapping
-from telemetry.ingest.twin import catalogue_sync
 from telemetry.models import Entity
+from telemetry.receivers.twin import catalogue_sync
 from tests.servers import PrometheusServer, WebServer
 from tests.telemetry.prometheus_fixtures import remote_write_config
 from tests.workers import database_url_for_subprocess

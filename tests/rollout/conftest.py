@@ -12,8 +12,8 @@ from rollout.models import Criterion, PhaseKind
 from rollout.services.audit import Actor
 from rollout.services.criteria import criterion_save, phase_manual_gate_set
 from rollout.services.plans import phases_without_gate, plan_create
-from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity, EntityKind, MetricDefinition
+from telemetry.receivers.twin import samples_write
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 METRIC = "inference_latency_p99_seconds"

@@ -21,9 +21,9 @@ from rollout.services.analysis import analysis_run_step
 from rollout.services.audit import Actor
 from rollout.services.authoring import analysis_defaults
 from rollout.services.transitions import plan_start
-from telemetry.ingest.serving import bucket_metric
-from telemetry.ingest.twin import serving_catalogue_ensure
+from telemetry.families.serving import bucket_metric
 from telemetry.models import Entity, EntityKind, MetricDefinition
+from telemetry.receivers.twin import serving_catalogue_ensure
 from tests.rollout.conftest import write
 from tests.rollout.test_authoring import body
 

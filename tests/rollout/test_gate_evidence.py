@@ -56,7 +56,7 @@ def test_an_ignored_source_is_audited_once_per_run_and_counted_in_every_measurem
     entity = Entity.objects.get(cluster=clusters["unified"], key="acme-chat").pk
     for seconds in (5, 40):
         when = run.traffic_at + timedelta(seconds=seconds)
-        write(clusters["unified"], "acme-chat", when, 0.5)  # the twin (telemetry.ingest.twin)
+        write(clusters["unified"], "acme-chat", when, 0.5)  # the twin (telemetry.receivers.twin)
         samples_write([(metric, entity, when.timestamp() + 1, 0.0)], provenance=pusher)
     for seconds in (30, 60):
         analysis_run_step(run_id=run.pk, now=run.traffic_at + timedelta(seconds=seconds))
@@ -92,8 +92,8 @@ def test_values_under_a_source_id_with_no_row_read_unknown_on_the_gate_and_the_p
 def test_an_exporter_the_requester_added_is_ignored_by_their_gate_and_flagged_on_the_page(
     plan_factory, users, clusters, client_as
 ):
+    from telemetry.catalogue.vouching import evidence_source_authored
     from telemetry.models import ExporterTarget
-    from telemetry.services.vouching import evidence_source_authored
     from telemetry.store.provenance import source_exporter
 
     plan = plan_factory(criteria={PhaseKind.PILOT: [{"window_seconds": 300}]})

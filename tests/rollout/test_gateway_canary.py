@@ -10,7 +10,7 @@ whose gray workload is routed by that HAProxy.
   rollback sets the weight back, and the canary serves nothing afterwards.
 
 The slow canary's gate reads the backends' real histograms through the portal: both backends
-are exporter targets the portal scrapes (``telemetry.ingest.scrape``) and serving endpoints
+are exporter targets the portal scrapes (``telemetry.receivers.scrape``) and serving endpoints
 bound to acme-chat, so the criterion ``p99(serving_ttft_seconds)`` is measured by the one gate
 path (stored bucket increases over the step's window, ``histogram_quantile``'s way).
 """
@@ -31,9 +31,9 @@ from rollout.services.audit import Actor
 from rollout.services.commands import plan_command
 from rollout.services.router_dispatch import router_intents_sweep
 from rollout.services.transitions import plan_start
-from telemetry.ingest.scrape import exporter_scrape
 from telemetry.models import ExporterTarget, ServingBinding
 from telemetry.read import serving_window
+from telemetry.receivers.scrape import exporter_scrape
 from tests.inference_servers import (
     InferenceBackend,
     LatencyProfile,
@@ -326,8 +326,8 @@ def test_a_slow_canary_fails_on_the_histograms_prometheus_remote_wrote(
     second run reads the target as a PromQL source (the same Prometheus) and fails again."""
     from accounts.services.tokens import token_create
     from rollout.services.transitions import plan_retry
-    from telemetry.ingest.twin import catalogue_sync
     from telemetry.models import PromQLDataSource, Sample
+    from telemetry.receivers.twin import catalogue_sync
     from tests.servers import PrometheusServer, WebServer
     from tests.workers import database_url_for_subprocess
 

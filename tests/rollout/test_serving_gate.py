@@ -12,8 +12,8 @@ from rollout.models import AnalysisRun, PhaseKind, PlanState
 from rollout.services.analysis import analysis_run_step
 from rollout.services.audit import Actor
 from rollout.services.transitions import plan_start
-from telemetry.ingest.prometheus import ingest_prometheus_text
 from telemetry.models import ExporterTarget, ServingBinding
+from telemetry.receivers.text import ingest_prometheus_text
 from telemetry.store.provenance import source_exporter
 from tests.serving_exposition import EngineMetrics
 

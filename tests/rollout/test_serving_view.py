@@ -11,8 +11,8 @@ import pytest
 from django.utils import timezone
 
 from rollout.models import AnalysisRun, Gate
-from telemetry.ingest.prometheus import ingest_prometheus_text
 from telemetry.models import ExporterTarget, ServingBinding
+from telemetry.receivers.text import ingest_prometheus_text
 from telemetry.store.provenance import source_exporter
 from tests.rollout.test_router_flows import to_gray
 from tests.serving_exposition import EngineMetrics

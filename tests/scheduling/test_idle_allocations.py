@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from scheduling.models import SchedulerJob
 from scheduling.selectors.idle import idle_allocations
-from telemetry.ingest.twin import samples_write
 from telemetry.models import MetricDefinition
+from telemetry.receivers.twin import samples_write
 from tests.access import ApiAccessCases
 from tests.scheduling.holdings import job, site, store
 

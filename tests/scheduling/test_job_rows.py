@@ -23,7 +23,7 @@ JOB_COLUMNS = (
 
 def _force_bulk(monkeypatch) -> None:
     monkeypatch.setattr("scheduling.services.job_rows.copy_available", lambda: False)
-    monkeypatch.setattr("telemetry.services.scheduler_attribution.copy_available", lambda: False)
+    monkeypatch.setattr("telemetry.ingest.scheduler_attribution.copy_available", lambda: False)
 
 
 def _play(s) -> list[int]:

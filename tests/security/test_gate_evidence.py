@@ -22,8 +22,8 @@ from rollout.models import AnalysisRun, AuditEntry, GateState, Measurement, Phas
 from rollout.services.analysis import analysis_run_step
 from rollout.services.audit import Actor
 from rollout.services.transitions import plan_start
-from telemetry.ingest.twin import frames_write_many, layout_for_keys, metrics_by_name
 from telemetry.models import MetricDefinition
+from telemetry.receivers.twin import frames_write_many, layout_for_keys, metrics_by_name
 
 pytestmark = pytest.mark.django_db
 

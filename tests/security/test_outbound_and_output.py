@@ -19,8 +19,8 @@ from inventory.models import Cluster
 from rollout.models import AuditEntry, WebhookDelivery, WebhookSubscription
 from rollout.services.audit import Actor, audit_record
 from rollout.services.webhooks import webhook_deliver
-from telemetry.ingest.scrape import exporter_scrape
 from telemetry.models import ExporterTarget
+from telemetry.receivers.scrape import exporter_scrape
 
 ROOT = Path(__file__).resolve().parents[2]
 

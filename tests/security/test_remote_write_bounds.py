@@ -18,8 +18,8 @@ from rest_framework.test import APIClient
 
 from accounts.services.tokens import token_create
 from inventory.models import Accelerator
-from telemetry.ingest.remote_write import decode
 from telemetry.models import Sample
+from telemetry.receivers.remote_write import decode
 from tests.remote_write_bombs import bomb
 from tests.telemetry.remote_write_helpers import write_request
 

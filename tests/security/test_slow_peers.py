@@ -24,10 +24,10 @@ from django.utils import timezone
 from inventory.models import Cluster
 from rollout.models import WebhookDelivery, WebhookSubscription
 from rollout.services.webhooks import webhook_deliver
-from telemetry.ingest.scrape import exporter_scrape, exporter_target_claim
 from telemetry.models import ExporterTarget, PromQLDataSource
 from telemetry.read.local.exporters import exporter_targets_due
 from telemetry.read.promql.guard import states_clear
+from telemetry.receivers.scrape import exporter_scrape, exporter_target_claim
 from tests.servers import TricklingServer
 
 HARDWARE_API = "/api/v1/dashboards/hardware/"

@@ -13,7 +13,7 @@ import pytest
 
 from inventory.models import Cluster, Workload
 from simulation.engine.serving_histograms import TTFT_BOUNDS, bucket_name, step_increments
-from telemetry.ingest.serving import bucket_metric
+from telemetry.families.serving import bucket_metric
 from telemetry.models import Entity, MetricDefinition
 from telemetry.read import series_read, serving_window
 from telemetry.read.local.histograms import histogram_quantile

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import cramjam
 
-from telemetry.ingest.remote_write import remote_pb2
+from telemetry.receivers.remote_write import remote_pb2
 
 
 def write_request(series: list[tuple[dict[str, str], list[tuple[int, float]]]]) -> bytes:

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from telemetry.ingest.prometheus import ingest_prometheus_text
 from telemetry.models import AttributionInterval
 from telemetry.read import attribution_bound_intervals, attribution_held_by_hour
+from telemetry.receivers.text import ingest_prometheus_text
 
 T0 = 1_764_400_000.0  # on an hour boundary minus 400 s is fine: tests use spans, not hours
 H100 = 'modelName="NVIDIA H100 80GB HBM3",Hostname="dgx-01"'

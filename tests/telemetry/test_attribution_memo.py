@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from telemetry.ingest.known import KNOWN
+from telemetry.catalogue.known import KNOWN
 from telemetry.models import AttributionInterval, Entity
 from tests.telemetry.test_attribution import T0, at, dcgm, scrape
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from inventory.models import Accelerator, Node, Rack, Supernode
+from telemetry.catalogue.entities import entities_save, entity_build, workload_entity_ensure
 from telemetry.models import Entity, EntityKind
-from telemetry.services.entities import entities_save, entity_build, workload_entity_ensure
 from tests.factories import ClusterFactory, EntityFactory, WorkloadFactory
 
 pytestmark = pytest.mark.django_db

@@ -11,11 +11,11 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from telemetry.ingest.registry import entities_resolve
-from telemetry.ingest.twin import samples_write as twin_write
+from telemetry.catalogue.registry import entities_resolve
+from telemetry.catalogue.vouching import evidence_source_approve, evidence_source_authored
 from telemetry.models import ExporterTarget, MetricDefinition, PromQLDataSource, Sample
 from telemetry.read import window_aggregate
-from telemetry.services.vouching import evidence_source_approve, evidence_source_authored
+from telemetry.receivers.twin import samples_write as twin_write
 from telemetry.store.provenance import source_exporter, trust_resolve
 from telemetry.store.samples import samples_write
 from tests.access import ApiAccessCases

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from django.db import transaction
 
-from telemetry.ingest.twin import layout_for_keys
 from telemetry.models import Entity, Frame, FrameLayout, MetricDefinition
+from telemetry.receivers.twin import layout_for_keys
 from telemetry.store.frame_close import frames_rollups_close
 from telemetry.store.frame_codec import frame_array
 from telemetry.store.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, frames_write

@@ -11,7 +11,6 @@ from django.db import transaction
 from django.test import override_settings
 
 from cluster_portal.web.timerange import TimeRange
-from telemetry.ingest.twin import layout_for_keys
 from telemetry.models import Entity, Frame, FrameLayout, MetricDefinition
 from telemetry.read import (
     frame_means,
@@ -22,6 +21,7 @@ from telemetry.read import (
     top_entities,
 )
 from telemetry.read.local.entity_windows import window_raw_values
+from telemetry.receivers.twin import layout_for_keys
 from telemetry.store.frame_close import frames_rollups_close
 from telemetry.store.frame_codec import frame_array, frame_bytes, frame_value, is_compressed
 from telemetry.store.frame_memo import rollups_forget

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from django.db import transaction
 
-from telemetry.ingest.twin import layout_for_keys
 from telemetry.models import Entity, Frame, MetricDefinition
+from telemetry.receivers.twin import layout_for_keys
 from telemetry.store import frame_memo
 from telemetry.store.frame_codec import frame_array
 from telemetry.store.frames import COUNT_DTYPE, SUM_DTYPE, VALUE_DTYPE, frames_write

@@ -10,9 +10,9 @@ import pytest
 from django.db import transaction
 
 from inventory.models import Node, Rack, Supernode
-from telemetry.ingest.twin import layout_for_keys
 from telemetry.models import Entity, Frame, MetricDefinition
 from telemetry.read import aggregate_by, latest_values, series_read, top_entities
+from telemetry.receivers.twin import layout_for_keys
 from telemetry.store.frame_close import frames_rollups_close
 from telemetry.store.frame_codec import frame_array
 from telemetry.store.frames import COUNT_DTYPE, SUM_DTYPE, frames_write

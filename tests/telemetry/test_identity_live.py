@@ -17,8 +17,8 @@ from alerts.defaults import alert_rules_ensure
 from alerts.evaluate import alerts_evaluate
 from alerts.models import Alert
 from inventory.models import Accelerator, AcceleratorMove, Cluster
-from telemetry.ingest.twin import catalogue_sync
 from telemetry.models import Entity, IngestRefusal, Sample
+from telemetry.receivers.twin import catalogue_sync
 from tests.servers import ExporterFixture, PrometheusServer, WebServer
 from tests.telemetry.exporter_captures import A100, NpuExporterCard, dcgm_mig_text
 from tests.telemetry.prometheus_fixtures import remote_write_config

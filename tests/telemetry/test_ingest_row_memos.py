@@ -10,8 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from inventory.models import Accelerator
-from telemetry.ingest import json_batch
-from telemetry.ingest.prometheus import ingest_prometheus_text, last_seen_gap
+from telemetry.ingest import health
+from telemetry.ingest.pipeline import last_seen_gap
+from telemetry.receivers.text import ingest_prometheus_text
 
 T0 = 1_764_400_000.0
 
@@ -51,8 +52,8 @@ def test_a_health_changed_elsewhere_is_corrected_once_the_memo_is_stale(
     Accelerator.objects.filter(vendor_id="GPU-aaa").update(health=Accelerator.Health.UNHEALTHY)
     scrape(xid(0), T0 + 15, capture)  # trusted from the memo: not rewritten yet
     assert Accelerator.objects.get(vendor_id="GPU-aaa").health == Accelerator.Health.UNHEALTHY
-    later = time.monotonic() + json_batch.HEALTH_MEMO_SECONDS
-    monkeypatch.setattr(json_batch, "time", SimpleNamespace(monotonic=lambda: later))
+    later = time.monotonic() + health.HEALTH_MEMO_SECONDS
+    monkeypatch.setattr(health, "time", SimpleNamespace(monotonic=lambda: later))
     scrape(xid(0), T0 + 30, capture)
     assert Accelerator.objects.get(vendor_id="GPU-aaa").health == Accelerator.Health.HEALTHY
 

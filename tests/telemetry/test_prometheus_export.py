@@ -11,9 +11,9 @@ from rest_framework.test import APIClient
 
 from accounts.services.tokens import token_create
 from inventory.models import Accelerator, Node
-from telemetry.ingest.twin import samples_write
+from telemetry.catalogue.heartbeats import heartbeat_record
 from telemetry.models import Entity, MetricDefinition
-from telemetry.services.heartbeats import heartbeat_record
+from telemetry.receivers.twin import samples_write
 from tests.access import ApiAccessCases
 from tests.telemetry_fixtures import sample
 

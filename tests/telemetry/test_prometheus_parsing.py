@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from telemetry.ingest.exposition import (
+from telemetry.families.exposition import (
     MAPPED_METRICS,
     PrometheusMappingError,
     PrometheusParseError,

@@ -11,8 +11,8 @@ from django.db.models import Count
 
 from accounts.services.tokens import token_create
 from inventory.models import Accelerator, Cluster, Node
-from telemetry.ingest.twin import catalogue_sync
 from telemetry.models import RemoteWriteStatus, Sample
+from telemetry.receivers.twin import catalogue_sync
 from tests.servers import PrometheusServer, WebServer
 from tests.telemetry.prometheus_fixtures import remote_write_config, scrape_config
 from tests.workers import database_url_for_subprocess

@@ -15,10 +15,10 @@ from cost.allocation import Basis
 from cost.models import CostAssumptions
 from cost.selectors import cluster_cost
 from inventory.models import Cluster, Workload
-from telemetry.ingest.twin import catalogue_sync
 from telemetry.models import AttributionInterval, PromQLDataSource, Sample
 from telemetry.read.promql.client import DataSourceUnavailable, PromQLClient
-from telemetry.services.promql_sync import promql_source_sync
+from telemetry.receivers.promql_sync import promql_source_sync
+from telemetry.receivers.twin import catalogue_sync
 from telemetry.tasks import promql_sources_sync
 from tests.cost.test_cost_page import INPUTS
 from tests.servers import ExporterFixture, PrometheusServer, free_port

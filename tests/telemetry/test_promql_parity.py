@@ -12,11 +12,11 @@ from alerts.defaults import alert_rules_ensure
 from alerts.evaluate import alerts_evaluate
 from alerts.models import Alert
 from inventory.models import Accelerator, Cluster
-from telemetry.ingest.scrape import exporter_scrape
-from telemetry.ingest.twin import catalogue_sync
 from telemetry.models import ExporterTarget, PromQLDataSource
 from telemetry.read import accelerators_absent_q
-from telemetry.services.promql_sync import promql_source_sync
+from telemetry.receivers.promql_sync import promql_source_sync
+from telemetry.receivers.scrape import exporter_scrape
+from telemetry.receivers.twin import catalogue_sync
 from tests.servers import ExporterFixture, PrometheusServer
 from tests.telemetry.prometheus_fixtures import scrape_config
 from tests.telemetry.test_promql_attribution import _wait_for

@@ -17,10 +17,10 @@ from rest_framework.test import APIClient
 from accounts.services.tokens import token_create
 from inventory.models import Accelerator, Cluster
 from telemetry import read
-from telemetry.ingest.twin import catalogue_sync
 from telemetry.models import Entity, MetricDefinition, PromQLDataSource, Sample
 from telemetry.read.promql.client import PromQLClient
 from telemetry.read.promql.reads import promql_inventory_sync
+from telemetry.receivers.twin import catalogue_sync
 from tests.servers import (
     PrometheusServer,
     VictoriaMetricsServer,

@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 import pytest
 
 from inventory.models import Accelerator, Cluster
-from telemetry.ingest.twin import catalogue_sync
 from telemetry.models import AttributionInterval, PromQLDataSource
 from telemetry.read.promql.client import DataSourceUnavailable, PromQLClient
-from telemetry.services.promql_sync import promql_source_sync
+from telemetry.receivers.promql_sync import promql_source_sync
+from telemetry.receivers.twin import catalogue_sync
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 HOSTS, GPUS = 40, 8

@@ -11,11 +11,11 @@ from rest_framework.test import APIClient
 
 from accounts.services.tokens import token_create
 from inventory.models import Cluster
-from telemetry.ingest.registry import entities_resolve
-from telemetry.ingest.scrape import exporter_scrape
-from telemetry.ingest.twin import frames_write_many, layout_for_keys, samples_write
+from telemetry.catalogue.registry import entities_resolve
 from telemetry.models import ExporterTarget, Frame, MetricDefinition, Sample, SampleSource
 from telemetry.read import window_aggregate
+from telemetry.receivers.scrape import exporter_scrape
+from telemetry.receivers.twin import frames_write_many, layout_for_keys, samples_write
 from telemetry.store.provenance import (
     source_exporter,
     source_for_principal,

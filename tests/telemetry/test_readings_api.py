@@ -9,9 +9,9 @@ import pytest
 from django.db import transaction
 
 from inventory.models import Accelerator, Node
-from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity, MetricDefinition
 from telemetry.read.local.series import choose_source
+from telemetry.receivers.twin import samples_write
 from tests.access import ApiAccessCases
 
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 import cramjam
 import pytest
 
-from telemetry.ingest.exposition import PrometheusParseError, parse_text
-from telemetry.ingest.prometheus import parse_limits
-from telemetry.ingest.remote_write import remote_pb2
-from telemetry.ingest.remote_write.decode import (
+from telemetry.families.exposition import PrometheusParseError, parse_text
+from telemetry.ingest.pipeline import parse_limits
+from telemetry.receivers.remote_write import remote_pb2
+from telemetry.receivers.remote_write.decode import (
     DecodeLimits,
     RemoteWriteError,
     decode_write_request,
     write_request_counts,
 )
-from telemetry.ingest.remote_write.service import decode_limits
+from telemetry.receivers.remote_write.service import decode_limits
 from tests.remote_write_bombs import sample, series
 from tests.telemetry.remote_write_helpers import write_request
 

@@ -1,4 +1,4 @@
-"""The receiver's per-process memo of metric, card and node ids (``telemetry.ingest.known``):
+"""The receiver's per-process memo of metric, card and node ids (``telemetry.catalogue.known``):
 what it spares, and that it never stores a point twice, on a stale id or a resend."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from inventory.models import Accelerator, Node
-from telemetry.ingest.known import KNOWN
+from telemetry.catalogue.known import KNOWN
 from telemetry.models import Entity, RemoteWriteStatus, Sample
 from tests.telemetry.remote_write_helpers import write_request
 from tests.telemetry.test_remote_write import rw_client, send  # noqa: F401 - the fixture

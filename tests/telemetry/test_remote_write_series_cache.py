@@ -1,4 +1,4 @@
-"""The per-process memo of what a series' labels map to (``telemetry.ingest.series_cache``):
+"""The per-process memo of what a series' labels map to (``telemetry.families.series_cache``):
 a known series skips the mapping, and any change of its labels or of the cluster's host rules
 is mapped afresh — moves recorded, new MIG slices their own entities, nothing stored twice."""
 
@@ -9,7 +9,7 @@ import time
 import pytest
 
 from inventory.models import Accelerator, AcceleratorMove
-from telemetry.ingest.series_cache import SERIES, SeriesCache
+from telemetry.families.series_cache import SERIES, SeriesCache
 from telemetry.models import AttributionInterval, Entity, Sample
 from tests.telemetry.remote_write_helpers import write_request
 from tests.telemetry.test_remote_write import rw_client, send  # noqa: F401 - the fixture

@@ -8,8 +8,8 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity, MetricDefinition, Rollup, Sample
+from telemetry.receivers.twin import samples_write
 from telemetry.store.compaction import rollups_compact
 from telemetry.store.retention import RetentionPolicy, telemetry_prune
 

@@ -11,10 +11,10 @@ import pytest
 from django.db import transaction
 
 from cluster_portal.web.timerange import TimeRange
-from telemetry.ingest.twin import layout_for_keys
 from telemetry.models import Entity, Frame, MetricDefinition, Rollup, RollupWatermark
 from telemetry.read import kind_series, series_read
 from telemetry.read.local.series import choose_source
+from telemetry.receivers.twin import layout_for_keys
 from telemetry.store.compaction import rollups_compact
 from telemetry.store.frame_close import frames_rollups_close
 from telemetry.store.frame_codec import frame_array

@@ -13,10 +13,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from telemetry.ingest.twin import samples_write
 from telemetry.models import MetricDefinition
 from telemetry.read import runs_under, series_read_entities
 from telemetry.read.local.runs import runs_of_series
+from telemetry.receivers.twin import samples_write
 from telemetry.store.compaction import rollups_compact
 from tests.factories import EntityFactory
 

@@ -16,8 +16,8 @@ import pytest
 from django.db import connection
 
 from inventory.models import Accelerator, Node
-from telemetry.ingest.scrape import exporter_scrape, exporter_target_claim
 from telemetry.models import EntityKind, ExporterTarget, Sample
+from telemetry.receivers.scrape import exporter_scrape, exporter_target_claim
 from telemetry.tasks import scrape_due_targets, scrape_target
 from tests.access import PageAccessCases
 
@@ -395,8 +395,8 @@ def test_the_claim_lets_only_one_of_two_workers_scrape(cluster, exporters):
 def test_a_target_whose_scrape_is_still_in_flight_is_not_claimed_again(cluster, monkeypatch):
     from django.utils import timezone
 
-    from telemetry.ingest.scrape import SCRAPE_TIME_LIMIT_SECONDS
     from telemetry.read.local.exporters import exporter_targets_due
+    from telemetry.receivers.scrape import SCRAPE_TIME_LIMIT_SECONDS
 
     target = make_target(cluster, "http://127.0.0.1:9/stuck", interval_seconds=5)
     now = timezone.now()

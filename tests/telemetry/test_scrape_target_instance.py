@@ -12,9 +12,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from telemetry.ingest.scrape import exporter_scrape, target_instance
+from telemetry.catalogue.serving_bindings import serving_binding_create
 from telemetry.models import Entity, ExporterTarget, Sample, ServingBinding
-from telemetry.services.serving_bindings import serving_binding_create
+from telemetry.receivers.scrape import exporter_scrape, target_instance
 from tests.serving_exposition import EngineMetrics
 
 NOW = 1_780_000_000.0

@@ -10,9 +10,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from telemetry.ingest.twin import samples_write
 from telemetry.models import MetricDefinition
 from telemetry.read import series_read, series_read_entities
+from telemetry.receivers.twin import samples_write
 from tests.factories import EntityFactory
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ import pytest
 from django.urls import reverse
 
 from inventory.models import Workload
+from telemetry.catalogue.entities import workload_entity_ensure
 from telemetry.models import ServingBinding
-from telemetry.services.entities import workload_entity_ensure
 from tests.access import ApiAccessCases, PageAccessCases
 from tests.inventory.test_inventory_api_access import workload_of
 

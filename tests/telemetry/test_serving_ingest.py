@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from telemetry.ingest.parse import iter_text
-from telemetry.ingest.prometheus import ingest_prometheus_text
-from telemetry.ingest.remote_write.service import ingest_remote_write
+from telemetry.families.parse import iter_text
 from telemetry.models import Entity, MetricDefinition, Sample
 from telemetry.read import serving_window
 from telemetry.read.local.histograms import histogram_quantile
+from telemetry.receivers.remote_write.service import ingest_remote_write
+from telemetry.receivers.text import ingest_prometheus_text
 from tests.serving_exposition import EngineMetrics
 from tests.telemetry.remote_write_helpers import write_request
 

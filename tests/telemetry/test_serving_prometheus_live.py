@@ -14,9 +14,9 @@ import pytest
 
 from accounts.services.tokens import token_create
 from inventory.models import Cluster
-from telemetry.ingest.twin import catalogue_sync
 from telemetry.models import Entity, PromQLDataSource, Sample
 from telemetry.read import serving_window
+from telemetry.receivers.twin import catalogue_sync
 from tests.servers import ExporterFixture, PrometheusServer, WebServer
 from tests.serving_exposition import EngineMetrics
 from tests.telemetry.prometheus_fixtures import remote_write_config

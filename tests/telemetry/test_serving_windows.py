@@ -10,11 +10,11 @@ import pytest
 from django.db import transaction
 
 from inventory.models import Cluster
-from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity
 from telemetry.read import serving_window, serving_windows, window_aggregate
 from telemetry.read.local.histograms import counter_increase, histogram_quantile
 from telemetry.read.local.serving_many import _serving_metrics, increases
+from telemetry.receivers.twin import samples_write
 from tests.cost.cost_data import add_workload, make_cluster, metric, minutes_ago
 from tests.dashboards.serving_data import buckets_of, write_requests
 

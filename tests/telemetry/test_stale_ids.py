@@ -10,7 +10,7 @@ import pytest
 from django.db import transaction
 from django.urls import reverse
 
-from telemetry.ingest.known import KNOWN
+from telemetry.catalogue.known import KNOWN
 from telemetry.models import Entity, MetricDefinition, Sample, SampleSource
 from telemetry.store import provenance
 from tests.telemetry.remote_write_helpers import write_request

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 from django.db import transaction
 
-from telemetry.ingest.twin import samples_write
 from telemetry.models import Entity, MetricDefinition, Rollup, RollupWatermark, Sample
 from telemetry.read import series_read
+from telemetry.receivers.twin import samples_write
 from telemetry.store.compaction import rollups_compact
 from telemetry.store.samples import ROLLUP_RESOLUTIONS
 

@@ -18,7 +18,7 @@ from django.db.models import Case, Count, F, FloatField, Func, Max, Q, QuerySet,
 
 from cluster_portal.web.rows import plain_rows
 from cluster_portal.web.timerange import TimeRange
-from telemetry.ingest.registry import metrics_by_name
+from telemetry.catalogue.registry import metrics_by_name
 from telemetry.models import Entity, Frame, FrameLayout, MetricDefinition, Sample
 from telemetry.read.local.frames import (
     frame_segments,

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from inventory.label_selectors import SelectorError, parse_selector, selector_matches
 from inventory.models import Workload
-from telemetry.ingest.serving import HISTOGRAMS, SERVING_KIND, bucket_le, bucket_prefix
+from telemetry.families.serving import HISTOGRAMS, SERVING_KIND, bucket_le, bucket_prefix
 from telemetry.models import Entity, EntityKind, MetricDefinition, Sample, ServingBinding
 from telemetry.models.vouching import vouched_for
 from telemetry.read.local.histograms import counter_increase, histogram_quantile

@@ -25,7 +25,7 @@ from django.db import connection
 from django.db.models import Q
 
 from inventory.models import Workload
-from telemetry.ingest.serving import HISTOGRAMS, SERVING_KIND
+from telemetry.families.serving import HISTOGRAMS, SERVING_KIND
 from telemetry.models import Entity, EntityKind, MetricDefinition, Sample
 from telemetry.read.local.serving import (
     _COUNTERS,

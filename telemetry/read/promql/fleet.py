@@ -23,11 +23,11 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from datetime import datetime
 
-from telemetry.ingest.exposition import MappedSample
-from telemetry.ingest.mapping import DCGM_BLANK_SENTINEL
-from telemetry.ingest.mapping_pass import FB_FREE, FB_USED, MIB
-from telemetry.ingest.mapping_rules import RULES
-from telemetry.ingest.nvidia import (
+from telemetry.families.exposition import MappedSample
+from telemetry.families.mapping import DCGM_BLANK_SENTINEL
+from telemetry.families.mapping_pass import FB_FREE, FB_USED, MIB
+from telemetry.families.mapping_rules import RULES
+from telemetry.families.nvidia import (
     CRITICAL_XIDS,
     DEV_UTIL,
     FAILURE_FIELDS,

@@ -20,8 +20,8 @@ import numpy as np
 from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
-from telemetry.ingest.exposition import MappedSample
-from telemetry.ingest.registry import DeviceRef, devices_register
+from telemetry.catalogue.registry import DeviceRef, devices_register
+from telemetry.families.exposition import MappedSample
 from telemetry.models import Entity, MetricDefinition, PromQLDataSource
 from telemetry.read.local.entity_windows import WindowAggregate, aggregate
 from telemetry.read.local.latest import KindSnapshot

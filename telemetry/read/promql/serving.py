@@ -14,7 +14,7 @@ import math
 from datetime import datetime
 
 from inventory.label_selectors import parse_selector
-from telemetry.ingest.serving import source_families
+from telemetry.families.serving import source_families
 from telemetry.models import PromQLDataSource, ServingBinding
 from telemetry.read.local.serving import QUANTILES, ServingWindow
 from telemetry.read.promql.reads import _Reader, _window

@@ -13,10 +13,10 @@ import re
 import time
 from collections.abc import Iterable
 
-from telemetry.ingest.exposition import MappedSample, ParsedSample, map_samples
-from telemetry.ingest.identity import DEFAULT_HOST_LABELS
-from telemetry.ingest.mapping import source_families
-from telemetry.ingest.registry import DeviceRef
+from telemetry.catalogue.registry import DeviceRef
+from telemetry.families.exposition import MappedSample, ParsedSample, map_samples
+from telemetry.families.identity import DEFAULT_HOST_LABELS
+from telemetry.families.mapping import source_families
 from telemetry.read.promql.client import ResultSeries
 
 HOST_LABELS = DEFAULT_HOST_LABELS  # what ingestion uses when a cluster sets none

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import cramjam
 from google.protobuf.message import DecodeError
 
-from telemetry.ingest.parse import ParsedSample, control_character_in
-from telemetry.ingest.remote_write import remote_pb2
+from telemetry.families.parse import ParsedSample, control_character_in
+from telemetry.receivers.remote_write import remote_pb2
 
 __all__ = [
     "DecodeLimits",

@@ -1,13 +1,13 @@
 """The catalogue metrics dcgm- and npu-exporter fields map onto, and how (unit factors).
 
-Pure data for :mod:`telemetry.ingest.mapping` (docs/architecture.md §5).
+Pure data for :mod:`telemetry.families.mapping` (docs/architecture.md §5).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from telemetry.ingest.mapping_pass import MIB
+from telemetry.families.mapping_pass import MIB
 
 __all__ = ["MAPPED_METRICS", "RULES", "Rule"]
 

@@ -14,19 +14,19 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from telemetry.ingest import nvidia, serving
-from telemetry.ingest.identity import (
+from telemetry.families import nvidia, serving
+from telemetry.families.identity import (
     DEFAULT_HOST_LABELS,
     Refusal,
     chip_id,
     host_of,
 )
-from telemetry.ingest.mapping_pass import FB_FREE, FB_USED, UNSAFE, ExpositionPass
-from telemetry.ingest.mapping_rules import MAPPED_METRICS
-from telemetry.ingest.mapping_rules import RULES as _RULES
-from telemetry.ingest.mapping_rules import Rule as _Rule
-from telemetry.ingest.parse import NO_LIMITS, ParsedSample, ParseLimits, iter_text
-from telemetry.ingest.series_cache import SERIES
+from telemetry.families.mapping_pass import FB_FREE, FB_USED, UNSAFE, ExpositionPass
+from telemetry.families.mapping_rules import MAPPED_METRICS
+from telemetry.families.mapping_rules import RULES as _RULES
+from telemetry.families.mapping_rules import Rule as _Rule
+from telemetry.families.parse import NO_LIMITS, ParsedSample, ParseLimits, iter_text
+from telemetry.families.series_cache import SERIES
 
 __all__ = [
     "MAPPED_METRICS",
@@ -141,7 +141,7 @@ class MappingReport:
 
     Drop reasons: ``nan_value``, ``infinite_value``, ``dcgm_blank_sentinel``,
     ``npu_collection_failed`` (-1 from npu-exporter) — readings that mean "no value" — and the
-    refusals of :class:`telemetry.ingest.identity.Refusal`: ``no_host``, ``no_entity`` (a chip
+    refusals of :class:`telemetry.families.identity.Refusal`: ``no_host``, ``no_entity`` (a chip
     metric without ``UUID``/``gpu`` or ``id``/``vdie_id``) and ``ambiguous_chip`` (one
     index-plus-host chip reported by two Prometheus targets: two physical chips that cannot be
     told apart, so neither is stored rather than interleaved).
@@ -261,7 +261,7 @@ def map_samples(
         reason = reason or _drop_reason(sample, kind)
         if reason is None:
             # What the labels map to is a pure function of them and of this call's host
-            # rules: memoised per process across requests (telemetry.ingest.series_cache).
+            # rules: memoised per process across requests (telemetry.families.series_cache).
             key = (kind, _name_class(sample.name, kind), context, tuple(sample.labels.items()))
             found = SERIES.get(key)
             if found is None:
@@ -307,7 +307,7 @@ def _serving_add(
     scrape_time: float,
     report: MappingReport,
 ) -> bool:
-    """Take a serving-engine sample (``telemetry.ingest.serving``); False if it is not one."""
+    """Take a serving-engine sample (``telemetry.families.serving``); False if it is not one."""
     name = serving.serving_name(sample.name, sample.labels)
     if name is None:
         return False

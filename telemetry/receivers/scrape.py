@@ -29,15 +29,15 @@ from cluster_portal.web.outbound import (
     ResponseTooLarge,
     outbound_request,
 )
-from telemetry.catalogue import CORE_METRICS, catalogue_sync
+from telemetry.catalogue.metrics import CORE_METRICS, catalogue_sync
+from telemetry.catalogue.refusals import refusal_record_error, refusals_record_reply
+from telemetry.catalogue.registry import entities_resolve, metrics_by_name
 from telemetry.errors import IngestionError
-from telemetry.ingest.prometheus import MAX_BODY_BYTES, ingest_prometheus_text
-from telemetry.ingest.registry import entities_resolve, metrics_by_name
+from telemetry.ingest.rows import rows_store
 from telemetry.models import EntityKind, ExporterTarget, IngestRefusal, MetricDefinition
 from telemetry.read.local.exporters import due_before
-from telemetry.services.refusals import refusal_record_error, refusals_record_reply
+from telemetry.receivers.text import MAX_BODY_BYTES, ingest_prometheus_text
 from telemetry.store.provenance import source_exporter
-from telemetry.store.samples import samples_write
 
 logger = logging.getLogger(__name__)
 
@@ -246,7 +246,7 @@ def _record(
         (EntityKind.EXPORTER, target.name)
     ]
     seconds = at.timestamp()
-    samples_write(
+    rows_store(
         [
             (metrics[UP_METRIC].id, entity_id, seconds, 1.0 if ok else 0.0),
             (metrics[DURATION_METRIC].id, entity_id, seconds, round(duration, 6)),

@@ -1,7 +1,7 @@
 """Sync a PromQL data source: register the cards its server reports and record who holds them.
 
 A cluster read through a PromQL source stores no samples, so the store path's attribution
-(``telemetry.ingest.prometheus`` feeding ``ingest.attribution``) never sees its exporters'
+(``telemetry.ingest.pipeline`` feeding ``ingest.attribution``) never sees its exporters'
 ``pod`` / ``namespace`` / ``container`` / ``hpc_job`` labels. This sync asks the server for
 the cards' current series with one instant query per card metric family
 (``read.promql.reads.accelerators_reported``: the same queries and ingestion mapping card
@@ -25,10 +25,10 @@ from datetime import UTC, datetime
 
 from django.db import transaction
 
+from telemetry.catalogue.registry import accelerators_seen_by_entity, devices_register
+from telemetry.families.exposition import MappedSample
 from telemetry.ingest.attribution import Holder, Observation, attribution_record
-from telemetry.ingest.exposition import MappedSample
-from telemetry.ingest.json_batch import accelerator_health_apply
-from telemetry.ingest.registry import accelerators_seen_by_entity, devices_register
+from telemetry.ingest.health import accelerator_health_apply
 from telemetry.models import PromQLDataSource
 from telemetry.read.promql.reads import (
     accelerators_health_reported,

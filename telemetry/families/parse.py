@@ -22,7 +22,7 @@ __all__ = [
 
 # NUL and the other C0/C1 controls, bidirectional overrides and invisible format characters,
 # and lone surrogates: nothing a name, key or label needs, and NUL is refused by PostgreSQL.
-# The one definition every ingestion path checks against (``telemetry.ingest.limits``).
+# The one definition every ingestion path checks against (``telemetry.catalogue.limits``).
 _CONTROL = re.compile(
     "[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\ud800-\udfff]"
 )

@@ -21,10 +21,10 @@ from inventory.services import (
     accelerators_seen,
     nodes_ensure,
 )
-from telemetry.ingest.known import KNOWN
-from telemetry.ingest.limits import check_count
+from telemetry.catalogue.entities import entities_save, entity_build
+from telemetry.catalogue.known import KNOWN
+from telemetry.catalogue.limits import check_count
 from telemetry.models import Entity, EntityKind, MetricDefinition
-from telemetry.services.entities import entities_save, entity_build
 
 
 def metrics_by_name(names: Iterable[str]) -> dict[str, MetricDefinition]:
@@ -206,7 +206,7 @@ def devices_register(
         cluster=cluster, devices=specs, nodes=nodes, seen_at=seen_at or timezone.now()
     )
     if moved:
-        KNOWN.clear()  # memo entries name the chip under its old host (telemetry.ingest.known)
+        KNOWN.clear()  # memo entries name the chip under its old host (telemetry.catalogue.known)
     for card in moved:  # the entity's topology path follows its card
         node = card.node
         Entity.objects.filter(cluster=cluster, accelerator_id=card.pk).update(

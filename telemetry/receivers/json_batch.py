@@ -1,27 +1,24 @@
-"""Ingestion services: a JSON batch or a Prometheus exposition, atomically, at most once.
+"""The JSON batch receiver: a batch of catalogue samples, atomically, at most once.
 
 Validation reads the whole batch before anything is written, so one bad row rejects the
-batch with an error naming the row and field. ``Idempotency-Key`` replays return the first
-answer and write nothing; the same key with another payload is refused with 422.
+batch with an error naming the row and field. ``Idempotency-Key`` replays
+(:mod:`telemetry.ingest.idempotency`, shared with the text receiver) return the first answer
+and write nothing; the same key with another payload is refused with 422.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import time
-from collections.abc import Callable
 from datetime import datetime
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
 from accounts.models import Tenant
-from inventory.models import Accelerator, Cluster, Workload
-from telemetry.errors import IdempotencyConflict, IngestionError
-from telemetry.ingest.known import KNOWN
-from telemetry.ingest.limits import (
+from inventory.models import Cluster, Workload
+from telemetry.catalogue.entities import workload_entity_ensure
+from telemetry.catalogue.limits import (
+    MAX_BATCH_SAMPLES,
     MAX_CLUSTER_CHARS,
     MAX_ENTITY_KEY_CHARS,
     MAX_METRIC_CHARS,
@@ -30,14 +27,11 @@ from telemetry.ingest.limits import (
     check_value,
     time_window,
 )
-from telemetry.ingest.registry import entities_check_new, entities_resolve, metrics_by_name
-from telemetry.models import EntityKind, IngestionBatch
-from telemetry.services.entities import workload_entity_ensure
-from telemetry.store.counters import INGESTION_BATCHES, counter_add
-from telemetry.store.samples import SampleRow, samples_write
+from telemetry.catalogue.registry import entities_check_new, entities_resolve, metrics_by_name
+from telemetry.errors import IngestionError
+from telemetry.ingest.rows import SampleRow, rows_store
+from telemetry.models import EntityKind
 
-HEALTH_MEMO_SECONDS = 30.0  # accelerator_health_apply: how long a written health is trusted
-MAX_BATCH_SAMPLES = 100_000  # the documented cap (reachable: bodies up to INGEST_MAX_BODY_BYTES)
 ENTITY_KINDS = set(EntityKind.values)
 
 
@@ -46,7 +40,7 @@ class ForbiddenForToken(IngestionError):
 
 
 def parse_timestamp(value: object, *, row: int, window: tuple[float, float]) -> float:
-    """Unix seconds or ISO 8601 with a zone, inside the accepted window (``ingest.limits``)."""
+    """Unix seconds or ISO 8601 with a zone, inside the accepted window (``catalogue.limits``)."""
     if isinstance(value, bool):
         raise IngestionError(
             "ts must be a number (unix seconds) or an ISO 8601 string", row=row, field="ts"
@@ -180,7 +174,7 @@ def ingest_json_batch(
             ids.update({(name, kind, key): eid for (kind, key), eid in resolved.items()})
         for metric, cluster, kind, key, seconds, value in parsed:
             rows.append((metrics[metric].id, ids[(cluster, kind, key)], seconds, value))
-        result = samples_write(rows, provenance=provenance)
+        result = rows_store(rows, provenance=provenance)
     return {
         "accepted": result.received,
         "inserted": result.inserted,
@@ -224,81 +218,3 @@ def _link_workload_entities(workloads: list[Workload]) -> None:
     """Workload entities carry their workload and tenant so tenant scoping can find them."""
     for workload in workloads:
         workload_entity_ensure(workload)
-
-
-def accelerator_health_apply(updates: dict[int, int], *, slices: set[int] = frozenset()) -> None:
-    """Copy the latest health sample per accelerator entity onto the inventory row (only
-    rows whose health changes are written). A MIG slice's health (``slices``: the entity ids
-    that are slices) is its GPU's too: XIDs and ECC are device faults, so the GPU shows the
-    worst health its reporting slices show."""
-    # Most batches repeat the health their cards already have: a card this process wrote (or
-    # found) at the same value less than HEALTH_MEMO_SECONDS ago costs no query. A change is
-    # always written; what another process changed since is corrected within that time.
-    now = time.monotonic()
-    applied = KNOWN.get_many("health", updates)
-    updates = {
-        entity_id: health
-        for entity_id, health in updates.items()
-        if (entry := applied.get(entity_id)) is None
-        or entry[0] != health
-        or now - entry[1] >= HEALTH_MEMO_SECONDS
-    }
-    if not updates:
-        return
-    written = {entity_id: (health, now) for entity_id, health in updates.items()}
-    transaction.on_commit(lambda: KNOWN.put_many("health", written))
-    by_value: dict[int, list[int]] = {}
-    for entity_id, health in updates.items():
-        by_value.setdefault(health, []).append(entity_id)
-    for health, entity_ids in by_value.items():
-        Accelerator.objects.filter(entity__id__in=entity_ids).exclude(health=health).update(
-            health=health
-        )
-    for health in (Accelerator.Health.HEALTHY, Accelerator.Health.UNHEALTHY):  # worst last
-        reported = [e for e in by_value.get(health, ()) if e in slices]
-        if reported:
-            Accelerator.objects.filter(slices__entity__id__in=reported).exclude(
-                health=health
-            ).update(health=health)
-
-
-def payload_digest(body: bytes, extra: str = "") -> str:
-    return hashlib.sha256(extra.encode() + b"\0" + body).hexdigest()
-
-
-def with_idempotency(
-    *, key: str | None, principal: str, digest: str, work: Callable[[], dict]
-) -> tuple[dict, bool]:
-    """Run ``work`` once per ``(principal, key)``; returns ``(response, replayed)``.
-
-    The key row is inserted in the same transaction as the samples, so a crash leaves neither
-    and a concurrent duplicate waits on the unique index, then replays the committed answer.
-    """
-    if not key:
-        return work(), False
-    if len(key) > 200:
-        raise IngestionError(
-            "Idempotency-Key is longer than 200 characters", field="Idempotency-Key"
-        )
-    for _attempt in range(2):
-        previous = IngestionBatch.objects.filter(principal=principal, key=key).first()
-        if previous is not None:
-            if previous.payload_sha256 != digest:
-                raise IdempotencyConflict(
-                    "this Idempotency-Key was already used with a different payload",
-                    field="Idempotency-Key",
-                )
-            return previous.response, True
-        try:
-            with transaction.atomic():
-                batch = IngestionBatch.objects.create(
-                    principal=principal, key=key, payload_sha256=digest, response={}
-                )
-                counter_add(INGESTION_BATCHES, 1)  # in the batch's own transaction
-                response = work()
-                batch.response = json.loads(json.dumps(response))
-                batch.save(update_fields=["response"])
-                return response, False
-        except IntegrityError:
-            continue  # another request with this key committed first: replay its answer
-    raise IngestionError("could not record the Idempotency-Key; retry", field="Idempotency-Key")

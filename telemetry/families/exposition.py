@@ -6,7 +6,7 @@ and ``prometheus_map`` (catalogue mapping). Pure Python: no Django, no database.
 
 from __future__ import annotations
 
-from telemetry.ingest.mapping import (
+from telemetry.families.mapping import (
     MAPPED_METRICS,
     EntityRef,
     MappedSample,
@@ -15,7 +15,7 @@ from telemetry.ingest.mapping import (
     map_exposition,
     map_samples,
 )
-from telemetry.ingest.parse import (
+from telemetry.families.parse import (
     ParsedSample,
     ParseLimits,
     PrometheusParseError,

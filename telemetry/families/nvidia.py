@@ -1,7 +1,7 @@
 """dcgm-exporter specifics: which utilisation field wins, and NVIDIA health from XID and DCGM
 health fields. The mapping is documented in docs/architecture.md §5 and the README.
 
-Pure Python, used by :mod:`telemetry.ingest.mapping` once per exposition.
+Pure Python, used by :mod:`telemetry.families.mapping` once per exposition.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Serving-engine families (vLLM, SGLang, MindIE) → the serving catalogue, bucket-aware.
 
-Called by :func:`telemetry.ingest.mapping.map_samples` for every sample before the exporter
+Called by :func:`telemetry.families.mapping.map_samples` for every sample before the exporter
 families, so the text push, the scrape, remote-write and PromQL answers map serving series
 the same way. Pure Python, no Django.
 

@@ -9,7 +9,7 @@ attributes), so a card that moves host, changes model or appears for the first t
 the memo and goes through registration (where moves and new cards are recorded).
 
 Two namespaces hold what this process last *wrote* for a card rather than an id, so a repeat
-costs no query: ``health`` (value and when, ``ingest.json_batch``) and ``attribution`` (the
+costs no query: ``health`` (value and when, ``ingest.health``) and ``attribution`` (the
 card's open interval, ``ingest.attribution``); both are filled only after a commit.
 
 Entries are filled **only after the writing transaction commits**
@@ -21,7 +21,7 @@ Invalidation (docs/architecture.md §3):
 
 - ids are never reused (sequences), so a stale entry can only point at a deleted row; the
   store's insert then finds it missing (``StaleReference``) and the writer clears the memo and
-  retries once (:func:`telemetry.ingest.prometheus.ingest_mapping_report`);
+  retries once (:func:`telemetry.ingest.pipeline.ingest_mapping_report`);
 - deleting an entity, metric or cluster in this process clears the memo at once (signals in
   ``telemetry.apps``);
 - the memo is bounded (:data:`MAX_ENTRIES`): past it, it starts again empty.

@@ -1,15 +1,15 @@
 """Serving endpoints and serving catalogue rows, registered on first sight by ingestion.
 
-The mapping (``telemetry.ingest.serving``) is pure; this is its registry side, called by the
-ingestion service (``telemetry.ingest.prometheus``) inside its transaction.
+The mapping (``telemetry.families.serving``) is pure; this is its registry side, called by the
+ingestion service (``telemetry.ingest.pipeline``) inside its transaction.
 """
 
 from __future__ import annotations
 
 from inventory.models import Cluster
-from telemetry.ingest.serving import SERVING_KIND, catalogue_rows
+from telemetry.catalogue.entities import entities_save, entity_build
+from telemetry.families.serving import SERVING_KIND, catalogue_rows
 from telemetry.models import Entity, MetricDefinition
-from telemetry.services.entities import entities_save, entity_build
 
 
 def serving_catalogue_ensure(names: set[str]) -> None:

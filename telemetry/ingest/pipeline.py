@@ -1,8 +1,12 @@
-"""Ingesting a Prometheus exposition (dcgm-exporter / npu-exporter) into the store.
+"""The ingest pipeline: a mapped exporter report (dcgm-exporter / npu-exporter / serving
+engines) into the store, whatever wire it came by.
 
-The pure mapping lives in :mod:`telemetry.ingest.exposition`; this service registers the
-nodes and accelerators it names under the cluster, keeps unmapped exporter metrics under their
-own names, and writes everything in one transaction.
+The text receiver (push and scrape, ``telemetry.receivers.text``) and remote-write
+(``telemetry.receivers.remote_write``) map their samples with :mod:`telemetry.families.exposition`
+and hand the report to :func:`ingest_mapping_report`, which checks it under the shared caps,
+registers the nodes, cards and serving endpoints it names under the cluster, keeps unmapped
+exporter metrics under their own names, records attribution and health, and writes everything in
+one transaction. Rows that need no mapping take ``telemetry.ingest.rows``.
 """
 
 from __future__ import annotations
@@ -14,20 +18,9 @@ from django.db import transaction
 
 from inventory.models import Cluster
 from inventory.services import nodes_ensure
-from telemetry.errors import IngestionError
-from telemetry.ingest.attribution import Holder, Observation, attribution_record
-from telemetry.ingest.exposition import (
-    MAPPED_METRICS,
-    MappingReport,
-    ParseLimits,
-    PrometheusMappingError,
-    PrometheusParseError,
-    map_exposition,
-)
-from telemetry.ingest.identity import host_labels_parse, refused
-from telemetry.ingest.json_batch import accelerator_health_apply
-from telemetry.ingest.known import KNOWN
-from telemetry.ingest.limits import (
+from telemetry.catalogue.entities import entities_save, entity_build
+from telemetry.catalogue.known import KNOWN
+from telemetry.catalogue.limits import (
     MAX_CLUSTER_CHARS,
     MAX_ENTITY_KEY_CHARS,
     check_text,
@@ -35,7 +28,7 @@ from telemetry.ingest.limits import (
     check_value,
     time_window,
 )
-from telemetry.ingest.registry import (
+from telemetry.catalogue.registry import (
     DeviceRef,
     accelerators_seen_by_entity,
     devices_register,
@@ -43,15 +36,21 @@ from telemetry.ingest.registry import (
     metrics_by_name,
     metrics_register_unmapped,
 )
-from telemetry.ingest.serving import SERVING_KIND
-from telemetry.ingest.serving_registry import endpoints_register, serving_catalogue_ensure
+from telemetry.catalogue.serving_registry import endpoints_register, serving_catalogue_ensure
+from telemetry.errors import IngestionError
+from telemetry.families.exposition import (
+    MAPPED_METRICS,
+    MappingReport,
+    ParseLimits,
+)
+from telemetry.families.identity import host_labels_parse, refused
+from telemetry.families.serving import SERVING_KIND
+from telemetry.ingest.attribution import Holder, Observation, attribution_record
+from telemetry.ingest.health import accelerator_health_apply
 from telemetry.models import Entity, EntityKind, MetricDefinition
-from telemetry.services.entities import entities_save, entity_build
 from telemetry.store.samples import StaleReference, StoreResult, samples_write
 
 SOURCES = ("auto", "dcgm", "npu")
-# What the scraper reads at most from one exporter (the same as a push may send).
-MAX_BODY_BYTES = settings.INGEST_MAX_BODY_BYTES
 
 
 def parse_limits() -> ParseLimits:
@@ -82,46 +81,6 @@ def _catalogue_ensure_mapped() -> None:
         ],
         ignore_conflicts=True,
     )
-
-
-def ingest_prometheus_text(
-    *,
-    text: str,
-    cluster_name: str,
-    node: str | None,
-    source: str,
-    scrape_time: float,
-    provenance: int | None = None,
-    instance: str | None = None,
-) -> dict:
-    """Parse, map and store one exposition; returns accepted/mapped/dropped counts.
-
-    Everything is checked before anything is registered or written: the parse caps, names,
-    labels, the sample times and values (``telemetry.ingest.limits``, the same as JSON batches) and
-    the registry caps. A refused push registers no metric, node, card or entity.
-    ``source`` is the exporter flavour; ``provenance`` who sent it (a ``SampleSource`` id);
-    ``instance`` the scraped target's ``host:port``, the ``instance`` label of samples that
-    carry none (as Prometheus sets it).
-    """
-    if source not in SOURCES:
-        raise IngestionError(f"source must be one of {', '.join(SOURCES)}", field="source")
-    if node is not None:
-        check_text(node, field="node", max_chars=200)
-    cluster = cluster_for_ingest(cluster_name)
-    try:
-        report = map_exposition(
-            text,
-            source=source,
-            default_host=node,
-            scrape_time=scrape_time,
-            limits=parse_limits(),
-            host_chain=host_chain(cluster),
-            target_labels={"instance": instance} if instance else None,
-        )
-    except (PrometheusParseError, PrometheusMappingError) as exc:
-        reason = "no_host" if isinstance(exc, PrometheusMappingError) else "invalid_body"
-        raise IngestionError(exc.message, row=exc.line, field="body", reason=reason) from exc
-    return ingest_mapping_report(report, cluster=cluster, provenance=provenance)
 
 
 def host_chain(cluster: Cluster) -> tuple[str, ...]:
@@ -172,7 +131,7 @@ def mapping_report_check(report: MappingReport, *, max_samples: int | None = Non
             field="body",
             reason="too_many_samples",
         )
-    # The same time-window, value and text checks as JSON batches (``telemetry.ingest.limits``).
+    # The same time-window, value and text checks as JSON batches (``telemetry.catalogue.limits``).
     window = time_window()
     seen: set[tuple[str, str | None]] = set()
     for sample in report.samples:
@@ -201,7 +160,7 @@ def ingest_mapping_report(
     refuse (remote-write's ``report_screen``), so only the sample cap is checked again.
 
     Metric, card and node ids already resolved by this process come from the memo
-    (``telemetry.ingest.known``); only what it does not know is looked up or registered. A
+    (``telemetry.catalogue.known``); only what it does not know is looked up or registered. A
     memo entry pointing at a row deleted since fails the insert's reference check
     (``StaleReference``): the memo is cleared and the batch written again from the database,
     once."""
@@ -214,7 +173,7 @@ def ingest_mapping_report(
         )
     devices: dict[tuple, DeviceRef] = {}
     hosts: set[str] = set()
-    endpoints: set[str] = set()  # serving endpoints (telemetry.ingest.serving)
+    endpoints: set[str] = set()  # serving endpoints (telemetry.families.serving)
     # The labels a host's series carry, for the cluster's topology mapping (a ``rack`` label
     # Prometheus relabels onto every series of a target): a host's first series is enough.
     host_labels: dict[str, dict[str, str]] = {}

@@ -7,7 +7,7 @@ result by everything it depends on — the exporter flavour, the class of the me
 (node metric / chip family / other), the call's ``source``, ``node=`` and host-label chain,
 and the series' labels themselves — so it never needs invalidating: a card moved to another
 host, a new MIG slice, a relabelled series or a cluster's new host labels are a *different
-key* and are mapped afresh, and the registration downstream (``telemetry.ingest.known``)
+key* and are mapped afresh, and the registration downstream (``telemetry.catalogue.known``)
 still sees the full description and records moves and new cards. Values (NaN, blanks) are
 checked per sample, never cached.
 

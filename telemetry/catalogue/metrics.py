@@ -1,6 +1,6 @@
 """The portal's own metric catalogue: the metrics every source must map onto.
 
-Exporter mappings (``telemetry.ingest.exposition``) and the digital twin register their
+Exporter mappings (``telemetry.families.exposition``) and the digital twin register their
 metrics here too; this list holds the ones dashboards and gates rely on by name.
 """
 
@@ -26,7 +26,7 @@ CORE_METRICS: tuple[tuple[str, str, str, str, str], ...] = (
         "gauge",
         "1 healthy, 0 unhealthy, -1 unknown.",
     ),
-    # Serving endpoints (telemetry.ingest.serving): histograms stored per bucket, read as
+    # Serving endpoints (telemetry.families.serving): histograms stored per bucket, read as
     # quantiles over a window; the derived figures are computed, never stored.
     (
         "serving_ttft_seconds",
@@ -56,7 +56,7 @@ CORE_METRICS: tuple[tuple[str, str, str, str, str], ...] = (
         "gauge",
         "Finished requests per second over a window.",
     ),
-    # Written by scrape mode (telemetry.ingest.scrape) once per scrape of a target, so
+    # Written by scrape mode (telemetry.receivers.scrape) once per scrape of a target, so
     # alert rules and dashboards can see a failing exporter like any other metric.
     (
         "exporter_scrape_up",

@@ -1,8 +1,8 @@
 """The decisions a mapping takes over a whole exposition, not per sample: dcgm's total memory
 (``FB_USED + FB_FREE`` of one scrape), the utilisation field that wins (PROF over DEV), NVIDIA
-health from XID and DCGM health fields (:mod:`telemetry.ingest.nvidia`), and index-plus-host
+health from XID and DCGM health fields (:mod:`telemetry.families.nvidia`), and index-plus-host
 chips that two Prometheus targets report (refused as ``ambiguous_chip``). Pure Python, used
-by :func:`telemetry.ingest.mapping.map_samples`; docs/architecture.md §5.
+by :func:`telemetry.families.mapping.map_samples`; docs/architecture.md §5.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from telemetry.ingest import nvidia
-from telemetry.ingest.identity import TARGET_LABELS
-from telemetry.ingest.parse import ParsedSample
+from telemetry.families import nvidia
+from telemetry.families.identity import TARGET_LABELS
+from telemetry.families.parse import ParsedSample
 
-# ``telemetry.ingest.mapping.MappedSample`` (not imported: mapping imports this module).
+# ``telemetry.families.mapping.MappedSample`` (not imported: mapping imports this module).
 MappedSample = Any
 
 MIB = 2**20

@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.db import transaction
 
 from inventory.models import Workload
+from telemetry.catalogue.vouching import evidence_source_authored
 from telemetry.models import ServingBinding
-from telemetry.services.vouching import evidence_source_authored
 
 
 @transaction.atomic

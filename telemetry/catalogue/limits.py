@@ -13,12 +13,13 @@ import time
 from django.conf import settings
 
 from telemetry.errors import IngestionError
-from telemetry.ingest.parse import control_character_in
+from telemetry.families.parse import control_character_in
 
 # Longest names the store keeps (model max_length): metric names, entity keys, clusters.
 MAX_METRIC_CHARS = 200
 MAX_ENTITY_KEY_CHARS = 300
 MAX_CLUSTER_CHARS = 60
+MAX_BATCH_SAMPLES = 100_000  # the documented cap (reachable: bodies up to INGEST_MAX_BODY_BYTES)
 
 
 def limit(name: str) -> int | float:

@@ -11,7 +11,7 @@ label quirks, host/UUID/vdie_id and health behave alike. Prometheus retries a 5x
   5xx that would make Prometheus resend it forever;
 - **bounded before decoding**: the body and its snappy-declared uncompressed size are capped
   (``INGEST_REMOTE_WRITE_MAX_BYTES``, 8 MiB) and the series and samples counted on the wire
-  before anything is built (:mod:`telemetry.ingest.remote_write.decode`);
+  before anything is built (:mod:`telemetry.receivers.remote_write.decode`);
 - a series or sample that cannot be attributed, is out of the accepted time window, has too
   many labels (``INGEST_MAX_LABELS``, as for text), a label or name too long or holding a
   control character, a value out of range, or names a new card beyond the new-entity caps is
@@ -28,27 +28,32 @@ from django.db.models import F
 from django.utils import timezone
 
 from inventory.models import Cluster
+from telemetry.catalogue.known import KNOWN
+from telemetry.catalogue.limits import (
+    MAX_BATCH_SAMPLES,
+    MAX_ENTITY_KEY_CHARS,
+    limit,
+    text_problem,
+    time_window,
+)
+from telemetry.catalogue.refusals import refusals_record, refusals_record_reply
+from telemetry.catalogue.registry import entities_new_allowed
 from telemetry.errors import IngestionError
-from telemetry.ingest.exposition import EntityRef, MappingReport, map_samples
-from telemetry.ingest.identity import Refusal
-from telemetry.ingest.json_batch import MAX_BATCH_SAMPLES
-from telemetry.ingest.known import KNOWN
-from telemetry.ingest.limits import MAX_ENTITY_KEY_CHARS, limit, text_problem, time_window
-from telemetry.ingest.parse import ParsedSample
-from telemetry.ingest.prometheus import (
+from telemetry.families.exposition import EntityRef, MappingReport, map_samples
+from telemetry.families.identity import Refusal
+from telemetry.families.parse import ParsedSample
+from telemetry.ingest.pipeline import (
     SOURCES,
     cluster_for_ingest,
     host_chain,
     ingest_mapping_report,
 )
-from telemetry.ingest.registry import entities_new_allowed
-from telemetry.ingest.remote_write.decode import (
+from telemetry.models import EntityKind, IngestRefusal, RemoteWriteStatus
+from telemetry.receivers.remote_write.decode import (
     DecodeLimits,
     RemoteWriteError,
     decode_write_request,
 )
-from telemetry.models import EntityKind, IngestRefusal, RemoteWriteStatus
-from telemetry.services.refusals import refusals_record, refusals_record_reply
 
 MAX_SAMPLES = MAX_BATCH_SAMPLES
 
@@ -75,7 +80,7 @@ class RemoteWriteRejected(IngestionError):
 
 
 def _in_window(samples: list[ParsedSample], now: float) -> tuple[list[ParsedSample], int]:
-    """Samples inside the window every ingestion path accepts (``telemetry.ingest.limits``)."""
+    """Samples inside the window every ingestion path accepts (``telemetry.catalogue.limits``)."""
     earliest, latest = time_window(now)
     low, high = earliest * 1000, latest * 1000
     kept = [s for s in samples if s.timestamp_ms is not None and low <= s.timestamp_ms <= high]
@@ -233,7 +238,7 @@ def remote_write_record(
 ) -> None:
     """Add one request to the cluster's receive counters (after the samples committed, so
     concurrent shards do not serialise on this row while writing) and its refusals to the
-    per-reason counters (``telemetry.services.refusals``; an unknown cluster's too; a
+    per-reason counters (``telemetry.catalogue.refusals``; an unknown cluster's too; a
     request that refused nothing costs no query there)."""
     path = IngestRefusal.Path.REMOTE_WRITE
     if error is not None:

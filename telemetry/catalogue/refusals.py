@@ -12,9 +12,9 @@ from django.db import connection
 from django.utils import timezone
 
 from inventory.models import Cluster
+from telemetry.catalogue.limits import text_problem
 from telemetry.errors import IngestionError
-from telemetry.ingest.identity import refusal_of
-from telemetry.ingest.limits import text_problem
+from telemetry.families.identity import refusal_of
 from telemetry.models import IngestRefusal
 
 
