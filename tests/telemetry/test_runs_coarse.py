@@ -15,12 +15,12 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from telemetry.ingest.twin import samples_write
 from telemetry.models import MetricDefinition
 from telemetry.read import runs_under
 from telemetry.read.local.runs import runs_under_grouped
 from telemetry.read.local.runs_coarse import span_classes
 from telemetry.read.local.series import choose_source
+from telemetry.receivers.twin import samples_write
 from telemetry.store.compaction import rollups_compact
 from telemetry.store.samples import watermarks
 from tests.factories import EntityFactory
