@@ -11,8 +11,8 @@ import pytest
 from inventory.models import Accelerator, AcceleratorMove
 from telemetry.families.series_cache import SERIES, SeriesCache
 from telemetry.models import AttributionInterval, Entity, Sample
+from tests.telemetry.receivers.test_remote_write import rw_client, send  # noqa: F401 - the fixture
 from tests.telemetry.remote_write_helpers import write_request
-from tests.telemetry.test_remote_write import rw_client, send  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
 

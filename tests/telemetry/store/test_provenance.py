@@ -23,7 +23,7 @@ from telemetry.store.provenance import (
     trust_selector_problems,
 )
 from telemetry.store.samples import samples_write as store_samples_write
-from tests.telemetry.test_scrape import NOW, exporters, loopback_allowed, make_target
+from tests.telemetry.receivers.test_scrape import NOW, exporters, loopback_allowed, make_target
 from tests.telemetry_fixtures import sample
 
 __all__ = ["exporters", "loopback_allowed"]  # fixtures shared with test_scrape

@@ -12,8 +12,8 @@ from django.test.utils import CaptureQueriesContext
 from inventory.models import Accelerator, Node
 from telemetry.catalogue.known import KNOWN
 from telemetry.models import Entity, RemoteWriteStatus, Sample
+from tests.telemetry.receivers.test_remote_write import rw_client, send  # noqa: F401 - the fixture
 from tests.telemetry.remote_write_helpers import write_request
-from tests.telemetry.test_remote_write import rw_client, send  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
 

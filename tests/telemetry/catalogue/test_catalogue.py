@@ -5,7 +5,7 @@ from __future__ import annotations
 import gettext
 from pathlib import Path
 
-LOCALE = Path(__file__).resolve().parents[2] / "locale" / "zh_Hans" / "LC_MESSAGES"
+LOCALE = Path(__file__).resolve().parents[3] / "locale" / "zh_Hans" / "LC_MESSAGES"
 
 
 def po_entries() -> list[tuple[str, str]]:

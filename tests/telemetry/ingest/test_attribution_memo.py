@@ -7,7 +7,7 @@ import pytest
 
 from telemetry.catalogue.known import KNOWN
 from telemetry.models import AttributionInterval, Entity
-from tests.telemetry.test_attribution import T0, at, dcgm, scrape
+from tests.telemetry.ingest.test_attribution import T0, at, dcgm, scrape
 
 HELD = dcgm(("GPU-a", "acme-bank", "llama-70b-0"))
 

@@ -10,8 +10,8 @@ import pytest
 
 from cluster_portal.web import queue_time
 from telemetry.models import RemoteWriteStatus, Sample
+from tests.telemetry.receivers.test_remote_write import rw_client, send  # noqa: F401 - the fixture
 from tests.telemetry.remote_write_helpers import write_request
-from tests.telemetry.test_remote_write import rw_client, send  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from django.urls import reverse
 from telemetry.catalogue.known import KNOWN
 from telemetry.models import Entity, MetricDefinition, Sample, SampleSource
 from telemetry.store import provenance
+from tests.telemetry.receivers.test_remote_write import rw_client, send  # noqa: F401 - the fixture
 from tests.telemetry.remote_write_helpers import write_request
-from tests.telemetry.test_remote_write import rw_client, send  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
 
