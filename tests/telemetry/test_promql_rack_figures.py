@@ -21,7 +21,7 @@ from telemetry.read.promql.client import PromQLClient
 from telemetry.read.promql.fleet import _fold_per_card
 from telemetry.read.promql.reads import _Reader, promql_inventory_sync
 from telemetry.read.racks import SOURCE_PROMQL, rack_card_figures
-from telemetry.services.promql_sync import promql_source_sync
+from telemetry.receivers.promql_sync import promql_source_sync
 from tests.telemetry.test_promql_fleet_aggregation import _capture_rows, _load
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
