@@ -161,11 +161,19 @@ def hour_bill(
 
 
 def hours_with_data(cluster: Cluster, start: datetime, end: datetime) -> list[datetime]:
-    """Hours of ``[start, end)`` in which the cluster reported anything (any tier)."""
+    """Hours of ``[start, end)`` in which the cluster reported at least one value (any tier).
+
+    Values, not covered seconds: a sparse source's coverage stretches a point's span up to a
+    few *typical* intervals, and what is typical depends on the window read — the demo's
+    source cluster (one point per seeded plan start, hours apart) covered 2,340 s of an hour
+    it never reported in when read over 24 h, and nothing when the close task read that hour
+    alone. The close found it empty, the 24 h window found it "unclosed", and once its minute
+    data aged out the cost page refused the window. Counting the hour's own values gives one
+    answer for every window."""
     if end <= start:
         return []
     found = covered_by_hour(cluster, start, end)
-    return [datetime.fromtimestamp(h, tz=UTC) for h, (s, n) in found.items() if s > 0 or n > 0]
+    return [datetime.fromtimestamp(h, tz=UTC) for h, (_s, n) in found.items() if n > 0]
 
 
 def _stored(cluster: Cluster, start: datetime, end: datetime) -> dict[float, HourBill]:

@@ -113,7 +113,10 @@ class Command(BaseCommand):
             raise CommandError("Run seed_demo and seed_twin first.") from exc
         self.runs = list(TwinRun.objects.filter(cluster__in=[self.target, self.source]))
         self.defaults = analysis_defaults()
-        self.clock = SeedClock(timezone.now() - HISTORY)
+        # The history's start, fixed once: seeding a full-size demo takes many minutes, and
+        # "now − HISTORY" read again at the end would skip the history's first hours.
+        started = timezone.now() - HISTORY
+        self.clock = SeedClock(started)
         # One engine step per seeded tick: the gates' defaults expect one value per telemetry
         # interval, and the demo's ten steps per tick made seeding ten times the work.
         speeds = {run.pk: run.steps_per_tick for run in self.runs}
@@ -126,7 +129,7 @@ class Command(BaseCommand):
         finally:
             for pk, steps in speeds.items():
                 twin_run_control(run_id=pk, action="speed", steps_per_tick=steps)
-        self._close_seeded_hours(since=timezone.now() - HISTORY)
+        self._close_seeded_hours(since=started)
 
     def _close_seeded_hours(self, *, since: datetime) -> None:
         """Close the seeded history's hours into the cost ledger as a running portal would,
