@@ -118,6 +118,18 @@ class ClusterCost:
         return cm.cost_per_million_tokens(cost, self.tokens.mean) if cost else None
 
     @property
+    def tokens_per_inference_card(self) -> float | None:
+        """Tokens/s per card the inference workloads held on average (the load a cost per 1M
+        tokens is measured at: a fleet serving at a few per cent of its cards' capacity pays
+        for the idle rest in every token, so the figure is shown with it)."""
+        if self.tokens is None:
+            return None
+        cards = sum(
+            w.cards_held_mean or 0.0 for w in self.workloads if w.kind == Workload.Kind.INFERENCE
+        )
+        return self.tokens.mean / cards if cards > 0 else None
+
+    @property
     def cost_per_thousand_samples(self) -> float | None:
         if self.allocation is None or self.samples is None:
             return None

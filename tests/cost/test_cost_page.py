@@ -99,6 +99,9 @@ def test_cluster_cost_api_computes_every_figure_from_the_store(priced, client_as
     # Unit costs absorb idle: inference's share of the billed cost, of the whole cluster.
     assert uni["cost_per_1m_tokens"] == pytest.approx(UNIFIED_PER_HOUR * 30 / 40 / 3.6)
     assert uni["cost_per_1k_samples"] == pytest.approx(UNIFIED_PER_HOUR * 10 / 40 / 7.2)
+    # ... at the load it was measured at: 1,000 tokens/s on the 30 cards chat held.
+    assert uni["tokens_per_second_per_inference_card"] == pytest.approx(1000.0 / 30)
+    assert legacy["tokens_per_second_per_inference_card"] is None
     # no power telemetry: 50 cards × 500 W TDP × 0.8 load factor
     assert legacy["asset"]["energy_source"] == "tdp_x_load_factor"
     assert legacy["asset"]["it_power_watts"] == pytest.approx(20_000.0)
@@ -132,6 +135,7 @@ def test_operator_page_shows_sources_inputs_and_both_ledgers(priced, client_as):
     assert "measured: cluster_power_watts, mean 50000 W of 2 samples" in page
     assert "estimated: TDP 500 W × load factor 0.8 = 20000 W" in page
     assert "(assumed prices)" in page
+    assert "at 33.3 tokens/s per inference card, as measured" in page
     assert "Payback of the migration" in page and "Budget left" in page
     assert 'data-figure="cost-figure"' in page and "plotly/plotly.min.js" in page
 
