@@ -200,7 +200,13 @@ class Engine:
         lam = w.demand(t0 + dt / 2, st.services.share) * noise
         backlog = st.services.backlog
         w.svc.pending = backlog  # autoscaling sees the queue left by the previous step
-        schedule(w, st, lam, w.hour_of_day(t0))
+        # The autoscaler reacts to what it has observed (an HPA's metric window: the previous
+        # step's arrival rate and the backlog it left), never to the arrivals still to come: a
+        # surge is served by the fleet of the step before it (issue 35 item 3; sizing on the
+        # step's own arrivals let a replay's heavier, steeper load meet its replicas early).
+        prev = st.services.last_latency
+        seen = lam if prev is None else prev["lam"]
+        schedule(w, st, seen, w.hour_of_day(t0))
         st.t = t0 + dt
         st.steps += 1
         st.faults.step(dt, st.t, st.np_rng)

@@ -197,3 +197,32 @@ def test_a_run_reports_its_tails_after_the_warm_up_beside_the_whole_run(tmp_path
     whole = pooled_quantile(eng.state.summary, "ttft", 0.99) * 1e3
     assert run["ttft_p99_ms"] == pytest.approx(whole)
     assert "after 20 min" in compare_table({"split": run, "unified": run})
+
+
+def test_the_autoscaler_meets_a_surge_with_the_fleet_it_had_and_scales_on_what_it_saw(tmp_path):
+    # A trace quiet for 10 min, then 8x as busy: the autoscaler sizes on the arrivals it has
+    # observed (the step before), so the first busy step runs on the quiet fleet and queues;
+    # the replicas follow one step later (sizing on the step's own, future arrivals let a
+    # heavier, steeper load meet its replicas before it arrived).
+    rng = np.random.default_rng(5)
+    t, rows = datetime(2023, 11, 16, 18), ["TIMESTAMP,ContextTokens,GeneratedTokens"]
+    for rate, span in ((0.5, 600.0), (4.0, 600.0)):
+        end = t + timedelta(seconds=span)
+        while t < end:
+            t += timedelta(seconds=float(rng.exponential(1.0 / rate)))
+            rows.append(f"{t:%Y-%m-%d %H:%M:%S}.{t.microsecond:06d}0,2048,28")
+    path = tmp_path / "surge.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    scen = default_scenario(512, seed=3, n_services=5, training_demand="legacy")
+    rep, _ = apply_replay(scen, "azure", path, horizon_s=1200.0, model="llama-2-70b")
+    eng = Engine(rep)
+    dt, tp = rep.step_seconds, eng.world.svc.tp[0]
+    reps, p99 = [], []
+    while eng.t < 1200.0 - 1e-6:
+        eng.step()
+        reps.append(int(eng.state.services.card_counts()[0] // tp))
+        p99.append(float(eng.last_latency["ttft_p99"][0]))
+    first = int(600.0 // dt)  # the first step of the busy half
+    assert reps[first] == reps[first - 1], reps
+    assert reps[first + 1] > reps[first], reps
+    assert p99[first] > p99[first + 2], p99
