@@ -18,6 +18,7 @@ order and the snapshot is a pure read of the result.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections import OrderedDict
@@ -276,8 +277,9 @@ class Engine:
         """Rebuild an engine from :meth:`save_state` bytes; continues bit-identically.
 
         The static side (scenario, world, request model) is a pure function of the scenario's
-        JSON text and read-only once built, so the last few built in this process are reused
-        for a state of the same scenario (a worker reloading its run pays only the state).
+        JSON text, so the last few built in this process are reused for a state of the same
+        scenario (a worker reloading its run pays only the state); each engine gets a fork of
+        the world whose per-step scratch is its own (:meth:`.world.World.fork`).
         """
         scen, st = state_mod.load(data)
         if not isinstance(scen, str):  # formats 1-3 carry the scenario as a dict
@@ -292,7 +294,10 @@ class Engine:
                 _STATIC.popitem(last=False)
         else:
             _STATIC.move_to_end(scen)
-        eng = cls(static[0], _state=st, _static=static[1:])
+        # The cached world is never stepped itself: each engine gets a fork (own per-step
+        # scratch) and its own request model object (its per-step hit counters).
+        scenario, world, requests = static
+        eng = cls(scenario, _state=st, _static=(world.fork(), copy.copy(requests)))
         eng._scenario_json = scen
         return eng
 

@@ -6,6 +6,8 @@ a pure function of the scenario. The demand curve lives here too (time -> reques
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from .catalog import get_hardware
@@ -39,6 +41,26 @@ class World:
             c = np.asarray(curve, dtype=float)
             self.curve = c / c.mean() if c.mean() > 0 else c
         self.infer_pool = self._split_pool()
+
+    def fork(self) -> World:
+        """A world for one more engine: the static tables shared, the per-step scratch its own.
+
+        The engine writes a few service-table fields every step (the autoscaler's backlog
+        hint ``svc.pending``; a trace replay's mean lengths ``prompt``/``output``/``context``,
+        in place) and the table memoises per-dtype parts and decode tables as a run goes: the
+        fork gets copies of those arrays as built from the scenario and empty memos, so
+        engines sharing one world (``Engine.load_state`` reuses them) cannot see each other's
+        step. Everything else here is read-only once built.
+        """
+        w = copy.copy(self)
+        svc = copy.copy(self.svc)
+        for memo in type(svc).MEMO_FIELDS:
+            svc.__dict__.pop(memo, None)
+        svc.pending = np.zeros_like(self.svc.pending)
+        svc.prompt, svc.output = self.svc.prompt.copy(), self.svc.output.copy()
+        svc.context = self.svc.context.copy()
+        w.svc = svc
+        return w
 
     def _split_pool(self) -> np.ndarray:
         """Boolean mask of the inference partition (used by ``split`` only)."""

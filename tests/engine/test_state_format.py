@@ -114,3 +114,18 @@ def test_jobs_that_hold_no_cards_load_back_with_empty_card_arrays(small_scenario
     before, after = engine.state.jobs.cards, resumed.state.jobs.cards
     assert [c.tolist() for c in before] == [c.tolist() for c in after]
     assert {c.dtype for c in before} == {c.dtype for c in after}
+
+
+def test_engines_loaded_from_one_scenario_share_static_tables_but_not_their_step(small_scenario):
+    ref = _run(small_scenario)
+    blob = ref.save_state()
+    a, b = Engine.load_state(blob), Engine.load_state(blob)
+    assert a.world.idx is b.world.idx  # the static world is built once per process
+    assert a.world.svc.pending is not b.world.svc.pending
+    assert a.world.svc.prompt is not b.world.svc.prompt
+    b.step()  # b runs one step ahead: a must not see b's backlog hint or counters
+    for _ in range(4):
+        want = list(ref.step().rows())
+        assert list(a.step().rows()) == want
+        b.step()
+    assert a.summary() == ref.summary()
