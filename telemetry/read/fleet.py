@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 UTIL = "accelerator_utilization_ratio"
 POWER = "accelerator_power_watts"
 TEMPERATURE = "accelerator_temperature_celsius"
@@ -120,4 +122,14 @@ def combine(names, buckets: CardBuckets) -> dict[str, list[tuple[int, float]]]:
             value = value_of(DERIVED[name], buckets[at])
             if value is not None:
                 out[name].append((at, value))
+    return out
+
+
+def snapshot_aggs(snapshot) -> dict[str, CardAgg]:
+    """Per metric, the sum and count (and ones) of a ``KindSnapshot``'s newest card values."""
+    out: dict[str, CardAgg] = {}
+    for name, array in snapshot.values.items():
+        have = array[~np.isnan(array)]
+        if have.size:
+            out[name] = CardAgg(int(have.size), float(have.sum()), int((have >= 0.999999).sum()))
     return out

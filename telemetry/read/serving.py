@@ -1,4 +1,4 @@
-"""``telemetry.read``'s serving functions: the store or the cluster's PromQL server.
+"""``telemetry.read``'s serving functions, answered by the cluster's ``ReadBackend``.
 
 See :mod:`telemetry.read` (the "serving endpoints" paragraph) for what each returns.
 """
@@ -11,15 +11,10 @@ from datetime import datetime
 
 from inventory.models import Workload
 from telemetry.families.serving import SERVING_KIND
-from telemetry.models import ServingBinding
-from telemetry.models.vouching import vouched_for
-from telemetry.read.local import serving as _serving
+from telemetry.read.choice import backend_for
 from telemetry.read.local import serving_many as _serving_many
 from telemetry.read.local.entity_windows import MeasurementError, WindowAggregate
 from telemetry.read.local.serving import ServingWindow
-from telemetry.read.promql import reads as promql
-from telemetry.read.promql import serving as _promql_serving
-from telemetry.store.provenance import DATASOURCE_LABEL, trust_resolve
 
 _HISTOGRAM_FIGURES = ("p50", "p95", "p99", "mean")
 
@@ -40,49 +35,14 @@ def serving_window(
         every value, for pages); ``requester_id`` (a plan's requester) drops the bindings,
     targets and data source only they vouched for. Raises ``DataSourceUnavailable`` when a
     PromQL server fails."""
-    source = promql.source_for(cluster_id)
-    if source is not None:
-        bindings = (
-            list(ServingBinding.objects.filter(vouched_for(requester_id), workload_id=workload_id))
-            if workload_id
-            else []
-        )
-        for key in endpoint_keys or ():
-            model, _, where = key.partition("@")
-            bindings.append(ServingBinding(model_name=model, instance=where))
-        if not bindings:
-            return ServingWindow(start, end, (), {}, {}, 0.0, 0.0, 0)
-        result = _promql_serving.serving_window(source, bindings=bindings, start=start, end=end)
-        if (
-            trusted is not None
-            and not trust_resolve(
-                cluster_id=cluster_id, selectors=trusted, requester_id=requester_id
-            ).datasource
-        ):
-            return ServingWindow(
-                start,
-                end,
-                result.endpoints,
-                {},
-                {},
-                0.0,
-                0.0,
-                0,
-                ignored={DATASOURCE_LABEL: result.scrapes} if result.scrapes else {},
-            )
-        return result
-    trust = (
-        None
-        if trusted is None
-        else trust_resolve(cluster_id=cluster_id, selectors=trusted, requester_id=requester_id)
-    )
-    entities = _serving.bound_entities(
-        cluster_id=cluster_id,
+    return backend_for(cluster_id).serving_window(
+        start=start,
+        end=end,
         workload_id=workload_id,
-        endpoint_keys=list(endpoint_keys or ()),
+        endpoint_keys=endpoint_keys,
+        trusted=trusted,
         requester_id=requester_id,
     )
-    return _serving.serving_window(entities=entities, start=start, end=end, trust=trust)
 
 
 def serving_windows(
@@ -92,22 +52,7 @@ def serving_windows(
     of them (percentiles of every request of every workload: merged histograms), every
     stored value counted (pages and the report). On a PromQL cluster each workload is one
     query set and the pooled one sums every binding's buckets on the server."""
-    source = promql.source_for(cluster_id)
-    if source is None:
-        return _serving_many.serving_windows(
-            cluster_id=cluster_id, workload_ids=list(workload_ids), start=start, end=end
-        )
-    by_workload = {
-        pk: serving_window(cluster_id=cluster_id, workload_id=pk, start=start, end=end)
-        for pk in workload_ids
-    }
-    bindings = list(ServingBinding.objects.filter(workload_id__in=list(workload_ids)))
-    pooled = (
-        _promql_serving.serving_window(source, bindings=bindings, start=start, end=end)
-        if bindings
-        else ServingWindow(start, end, (), {}, {}, 0.0, 0.0, 0)
-    )
-    return _serving_many.ServingWindows(by_workload=by_workload, pooled=pooled)
+    return backend_for(cluster_id).serving_windows(workload_ids=workload_ids, start=start, end=end)
 
 
 @dataclass(frozen=True)
@@ -158,7 +103,7 @@ def serving_window_aggregate(
     trusted: Sequence[str] | None = None,
     requester_id: int | None = None,
 ) -> WindowAggregate:
-    """A gate's value of a serving figure (``telemetry.ingest.serving.GATE_METRICS``) for a
+    """A gate's value of a serving figure (``telemetry.families.serving.GATE_METRICS``) for a
     workload (by name) or a serving endpoint (by key); ``samples`` counts the histograms'
     scrapes in the window, ``None`` when no request finished in it."""
     if entity_kind == "workload":

@@ -4,11 +4,16 @@ that run Debian's real ``prometheus`` binary."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 
 import pytest
 
+from telemetry.read.promql.client import PromQLClient
 from tests.servers import (
     ExporterFixture,
+    PrometheusServer,
     VictoriaMetricsServer,
     prometheus_binary,
     victoria_metrics_binary,
@@ -134,3 +139,48 @@ def victoria_metrics(tmp_path, settings):
         yield server
     finally:
         server.stop()
+
+
+@contextmanager
+def query_engine(kind: str, tmp_path, exporters: ExporterFixture) -> Iterator:
+    """The query engine a cluster's PromQL source points at, holding ``exporters``' scrapes:
+    Prometheus itself (``kind="prometheus"``), or a VictoriaMetrics that Prometheus
+    remote-writes its scrapes into (``"victoria-metrics"``; Debian's packages both). Yields
+    the engine once it answers every card's utilisation; stops both by PID."""
+    engine = None
+    config = scrape_config(exporters)
+    if kind == "victoria-metrics":
+        if victoria_metrics_binary() is None:
+            pytest.skip(
+                "victoria-metrics is not installed (Debian package `victoria-metrics`; "
+                "`make test` installs it when run as root with apt)"
+            )
+        engine = VictoriaMetricsServer(tmp_path / "victoria-metrics").start()
+        config += remote_write_config(f"{engine.url}/api/v1/write", "unused")
+    server = PrometheusServer(tmp_path / "prometheus", config).start()
+    try:
+        # VictoriaMetrics computes a range query's point at t from the samples in (t - step, t]
+        # (Prometheus looks back 5 min), so a 5-minute read at a 15 s step shows points only
+        # once the data spans a step: wait for 20 s of scrapes there.
+        yield _scraped(engine or server, server, points=20 if engine else 4)
+    finally:
+        server.stop()
+        if engine is not None:
+            engine.stop()
+
+
+def _scraped(engine, prometheus, *, points: int):
+    """``engine`` once it answers ``points`` points of every card's utilisation."""
+    client = PromQLClient(cluster="x", url=engine.url)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        now = datetime.now(tz=UTC)
+        got = client.query('count_over_time({__name__=~"DCGM_FI_DEV_GPU_UTIL"}[1m])', at=now)
+        if len(got) >= 2 and min(p[1] for s in got for p in s.points) >= points:
+            break
+        time.sleep(0.5)
+    else:
+        raise AssertionError(
+            f"{engine.url} never had the scrapes: {prometheus.log.read_text()[-2000:]}"
+        )
+    return engine

@@ -205,3 +205,22 @@ def bound_intervals(
         )
     found.sort(key=lambda item: item.last_seen_at, reverse=True)
     return found[:limit], len(found)
+
+
+class RecordedAttribution:
+    """The attribution reads of a :class:`telemetry.read.backend.ReadBackend` whose cards'
+    holders are recorded as intervals — by the store path and by the PromQL sync alike."""
+
+    cluster_id: int | None
+
+    def attribution_held_by_hour(
+        self, *, bindings: Sequence[tuple[Hashable, str]], start: datetime, end: datetime
+    ) -> HeldByHour:
+        return held_by_hour(cluster_id=self.cluster_id, bindings=bindings, start=start, end=end)
+
+    def attribution_bound_intervals(
+        self, *, selector: str, start: datetime, end: datetime, limit: int
+    ) -> tuple[list[BoundInterval], int]:
+        return bound_intervals(
+            cluster_id=self.cluster_id, selector=selector, start=start, end=end, limit=limit
+        )

@@ -199,9 +199,11 @@ def runs_under(
     spans: Sequence[tuple[Entity, datetime]],
     end: datetime,
     threshold: float,
+    read_from: datetime | None = None,
 ) -> list[SpanRuns]:
     """Runs of every span from the store: in one statement on PostgreSQL for stored rows;
-    entities with dense frames (the twin) and other databases through their series."""
+    entities with dense frames (the twin) and other databases through their series.
+    ``read_from``: where the one read window starts (default: the earliest span's start)."""
     framed = set(
         FrameLayout.objects.filter(
             cluster_id__in={e.cluster_id for e, _s in spans}, kind__in={e.kind for e, _s in spans}
@@ -217,7 +219,7 @@ def runs_under(
     if not spans:
         return found
     # One read window for all spans, so every span is bucketed alike whichever path reads it.
-    first = min(since for _e, since in spans)
+    first = read_from or min(since for _e, since in spans)
     # Spans busy throughout by their 15-minute rollups need no minute detail (runs_coarse).
     _source, resolution, step = choose_source(first, end)
     marks = watermarks()

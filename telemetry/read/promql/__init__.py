@@ -4,5 +4,6 @@
 ``client`` is the one place that makes outbound HTTP requests (``outbound_get``);
 ``translate`` turns catalogue metrics into exporter-family selectors and result series back
 into catalogue samples through the ingestion mapping; ``reads`` implements the read API's
-functions for a data source. :mod:`telemetry.read` dispatches to it per cluster.
+functions for a data source; ``backend`` is the ``ReadBackend`` :mod:`telemetry.read` chooses
+for a cluster with an enabled source.
 """
