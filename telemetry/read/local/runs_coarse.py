@@ -24,13 +24,14 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
 from telemetry.models import Entity, MetricDefinition
 from telemetry.read.local.series import FINER, utc_at
 from telemetry.read.local.under_runs import SpanRuns, UnderRun
 
 COARSE = 900
+WORK_MEM = "128MB"  # as runs.RUNS_WORK_MEM
 
 # Per span: whether a 15-minute bucket reaching its window, or a later reading (minute rollup
 # or raw sample), has a reading under the threshold (its minimum) or one at or over it (its
@@ -140,28 +141,43 @@ def span_classes(
 
 
 _K_RAW = """
-SELECT entity_id, floor(date_part('epoch', ts) / %s) * %s AS k FROM monitoring_sample
-WHERE metric_id = %s AND entity_id = ANY(%s) AND ts >= %s AND ts < %s"""
+SELECT ts AS t, floor(date_part('epoch', ts) / %s) * %s AS k FROM monitoring_sample
+WHERE metric_id = %s AND entity_id = s.entity_id AND ts >= %s AND ts < %s"""
 _K_ROLLUP = """
-SELECT entity_id, floor(date_part('epoch', bucket) / %s) * %s AS k FROM monitoring_rollup
-WHERE metric_id = %s AND entity_id = ANY(%s) AND resolution = %s AND bucket >= %s
+SELECT bucket AS t, floor(date_part('epoch', bucket) / %s) * %s AS k FROM monitoring_rollup
+WHERE metric_id = %s AND entity_id = s.entity_id AND resolution = %s AND bucket >= %s
       AND bucket < %s"""
-# Every reading of these spans is under: only the points' buckets matter. Per span, the gaps
-# between its distinct buckets counted by size, and each gap over two steps where it ends
-# (the holes a run may break at: the cadence is at least the step).
+# Every reading of these spans is under: only the points' buckets matter. Per span, its
+# first and last bucket, the cadence (the upper median of the gaps between its distinct
+# buckets, from their counts by size), and each hole of more than two cadences where it
+# ends. Each span's readings are walked in the index's time order (a bucket never decreases
+# with time), so no sort of the readings.
 _IDLE = """
 WITH spans AS (
     SELECT * FROM unnest(%s::int[], %s::bigint[], %s::float8[]) AS s(i, entity_id, lo)
-), pts AS (
-    {points}
 ), g AS MATERIALIZED (
-    SELECT s.i, p.k, p.k - lag(p.k) OVER (PARTITION BY s.i ORDER BY p.k) AS gap
-    FROM spans s JOIN pts p ON p.entity_id = s.entity_id AND p.k > s.lo
+    SELECT s.i, x.k, x.gap
+    FROM spans s CROSS JOIN LATERAL (
+        SELECT p.k, p.k - lag(p.k) OVER (ORDER BY p.t) AS gap
+        FROM ({points}) p WHERE p.k > s.lo
+    ) x
+), h AS (
+    SELECT i, gap, count(*) AS n FROM g WHERE gap > 0 GROUP BY i, gap
+), m AS (
+    SELECT i, gap, sum(n) OVER (PARTITION BY i ORDER BY gap) AS upto,
+           sum(n) OVER (PARTITION BY i) AS total
+    FROM h
+), c AS (
+    SELECT i, greatest(%s, min(gap) FILTER (WHERE upto > floor(total / 2)), 1.0) AS cadence
+    FROM m GROUP BY i
+), e AS (
+    SELECT g.i, min(g.k) AS first_k, max(g.k) AS last_k,
+           coalesce(max(c.cadence), greatest(%s, %s, 1.0)) AS cadence
+    FROM g LEFT JOIN c ON c.i = g.i GROUP BY g.i
 )
-SELECT i, gap, count(*), min(k), max(k) FROM g
-WHERE gap IS DISTINCT FROM 0 AND (gap IS NULL OR gap <= 2 * %s) GROUP BY i, gap
+SELECT i, first_k, last_k, cadence, NULL::float8, NULL::float8 FROM e
 UNION ALL
-SELECT i, gap, 1, k, k FROM g WHERE gap > 2 * %s"""
+SELECT g.i, NULL, NULL, NULL, g.k, g.gap FROM g JOIN e ON e.i = g.i WHERE g.gap > 2 * e.cadence"""
 
 
 def idle_runs(
@@ -180,10 +196,9 @@ def idle_runs(
     a hole of more than two cadences ends a run, a run covers one cadence past its last."""
     if not spans:
         return []
-    ids = sorted({e.pk for e, _since in spans})
     parts = [
-        (_K_RAW, [step, step, metric.pk, ids, lo, hi]) if tier == 0
-        else (_K_ROLLUP, [step, step, metric.pk, ids, tier, lo, hi])
+        (_K_RAW, [step, step, metric.pk, lo, hi]) if tier == 0
+        else (_K_ROLLUP, [step, step, metric.pk, tier, lo, hi])
         for tier, lo, hi in tier_ranges(first, end, resolution, marks)
     ]  # fmt: skip
     sql = _IDLE.format(points=" UNION ALL ".join(f"({s})" for s, _p in parts))
@@ -194,39 +209,31 @@ def idle_runs(
     ]
     for _sql, part in parts:
         params.extend(part)
-    params += [step, step]
-    gaps: dict[int, dict[float, int]] = {}
+    params += [float(step), float(step), float(settings.TELEMETRY_INTERVAL_SECONDS)]
+    edges: dict[int, tuple[float, float, float]] = {}
     holes: dict[int, list[tuple[float, float]]] = {}
-    edges: dict[int, list[float]] = {}
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        # The buckets of every idle card: in memory, not on disk (as runs_under_grouped).
+        cursor.execute(
+            "SELECT current_setting('work_mem'), set_config('work_mem', %s, true)",
+            [WORK_MEM],
+        )
+        previous = cursor.fetchone()[0]
         cursor.execute(sql, params)
-        for i, gap, count, low, high in cursor.fetchall():
-            edge = edges.setdefault(i, [low, high])
-            edge[0], edge[1] = min(edge[0], low), max(edge[1], high)
-            if gap is None:
-                continue
-            sizes = gaps.setdefault(i, {})
-            sizes[gap] = sizes.get(gap, 0) + count
-            if gap > 2 * step:
-                holes.setdefault(i, []).append((low, gap))
+        rows = cursor.fetchall()
+        cursor.execute("SELECT set_config('work_mem', %s, true)", [previous])
+    for i, first_k, last_k, cadence, k, gap in rows:
+        if first_k is not None:
+            edges[i] = (first_k, last_k, float(cadence))
+        else:
+            holes.setdefault(i, []).append((k, gap))
     found = [SpanRuns(measured=False) for _ in spans]
-    for i, (low, high) in edges.items():
-        sizes = sorted(gaps.get(i, {}).items())
-        total = sum(n for _gap, n in sizes)
-        spacing = float(settings.TELEMETRY_INTERVAL_SECONDS)
-        seen = 0
-        for gap, n in sizes:  # sorted(gaps)[total // 2], from the counts
-            seen += n
-            if seen > total // 2:
-                spacing = gap
-                break
-        cadence = max(float(step), float(spacing), 1.0)
+    for i, (low, high, cadence) in edges.items():
         width = timedelta(seconds=cadence)
         runs, begin = [], low
         for k, gap in sorted(holes.get(i, [])):
-            if gap > 2 * cadence:
-                runs.append(UnderRun(utc_at(int(begin)), utc_at(int(k - gap)) + width, False))
-                begin = k
+            runs.append(UnderRun(utc_at(int(begin)), utc_at(int(k - gap)) + width, False))
+            begin = k
         runs.append(UnderRun(utc_at(int(begin)), utc_at(int(high)) + width, True))
         found[i] = SpanRuns(measured=True, runs=runs)
     return found
