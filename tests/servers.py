@@ -389,8 +389,11 @@ class VictoriaMetricsServer:
 
         def ready() -> bool:
             query = urllib.parse.urlencode({"query": f"count({expr})"})
-            with urllib.request.urlopen(f"{self.url}/api/v1/query?{query}", timeout=5) as r:
-                result = json.load(r)["data"]["result"]
+            try:
+                with urllib.request.urlopen(f"{self.url}/api/v1/query?{query}", timeout=30) as r:
+                    result = json.load(r)["data"]["result"]
+            except OSError:  # a count over 100k fresh series can take a loaded engine long
+                return False
             return bool(result) and int(float(result[0]["value"][1])) == count
 
         _wait(ready, timeout, f"{count} series of {expr}")
