@@ -16,9 +16,15 @@ from dashboards.selectors.common import finite, metric_defs
 from dashboards.selectors.hotspots import TOP_N, CardHotspots, card_hotspots
 from inventory.models import Accelerator, Cluster, Node, Rack
 from telemetry.models import Entity
-from telemetry.read import Points, series_points_many
+from telemetry.read import (
+    Points,
+    RackCardFigures,
+    cards_latest,
+    health_counts,
+    rack_card_figures,
+    series_points_many,
+)
 from telemetry.read.fleet import HBM_TOTAL, HBM_USED, HEALTH, TEMPERATURE, UTIL, CardAgg
-from telemetry.read.racks import RackCardFigures, cards_latest, health_counts, rack_card_figures
 
 CARD_METRICS = (
     "accelerator_utilization_ratio",
@@ -84,7 +90,7 @@ def _rack_figures(cluster: Cluster) -> RackCardFigures:
     return shared_read(
         "rack-card-figures",
         (cluster.pk,),
-        lambda: rack_card_figures(cluster, CARD_METRICS, hot_n=TOP_N),
+        lambda: rack_card_figures(cluster.pk, CARD_METRICS, hot_n=TOP_N),
     )
 
 

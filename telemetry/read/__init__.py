@@ -122,13 +122,16 @@ from telemetry.read.local.windows import (
 )
 from telemetry.read.promql.backend import PromQLBackend
 from telemetry.read.promql.client import DataSourceUnavailable
+from telemetry.read.racks import RackCardFigures, health_counts
 from telemetry.read.reads import (
     allocated_idle_values,
     attribution_bound_intervals,
     attribution_held_by_hour,
+    cards_latest,
     latest_kind,
     latest_scalars,
     latest_values,
+    rack_card_figures,
     runs_under,
     series_points,
     series_points_many,
@@ -150,6 +153,10 @@ from telemetry.store.retention import RetentionPolicy
 
 __all__ = [
     "FigureUnavailable",
+    "RackCardFigures",
+    "cards_latest",
+    "health_counts",
+    "rack_card_figures",
     "ReadBackend",
     "backend_for",
     "EvidenceWriter",

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from telemetry.read.local.serving import ServingWindow
     from telemetry.read.local.serving_many import ServingWindows
     from telemetry.read.local.windows import WindowStat
+    from telemetry.read.racks import RackCardFigures
 
 
 class FigureUnavailable(DataSourceUnavailable):
@@ -204,6 +205,19 @@ class ReadBackend(ABC):
         self, *, metric: MetricDefinition, since: datetime, limit: int
     ) -> list[tuple[str, float]]:
         """The ``limit`` entity keys with the highest mean since ``since``."""
+
+    @abstractmethod
+    def rack_card_figures(self, *, names: list[str], hot_n: int) -> RackCardFigures:
+        """Rack heatmaps and hotspots: per rack the sum and count of each card metric's
+        newest values, and the cards a top-``hot_n`` table may show (never one answer per
+        card from a server)."""
+
+    @abstractmethod
+    def cards_latest(
+        self, *, entity_ids: Sequence[int], names: list[str]
+    ) -> dict[int, dict[str, float]]:
+        """``{entity id: {metric: newest value}}`` for a few cards of this cluster (a rack's
+        or a node's page)."""
 
     # -- fleet curves: stored cluster scalars, and card buckets to derive them from ---------
 

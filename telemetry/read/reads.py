@@ -23,6 +23,7 @@ from telemetry.read.local.latest import KindSnapshot, Points
 from telemetry.read.local.runs import SpanRuns
 from telemetry.read.local.series import Series
 from telemetry.read.promql.client import DataSourceUnavailable
+from telemetry.read.racks import RackCardFigures
 from telemetry.read.serving import serving_window_aggregate
 
 logger = logging.getLogger(__name__)
@@ -191,6 +192,21 @@ def latest_scalars(entity: Entity | None, names: Iterable[str]) -> dict[str, flo
 def latest_kind(cluster_id: int, kind: str, names: Iterable[str]) -> KindSnapshot:
     """Heatmaps: the newest value of each metric for every entity of a kind."""
     return backend_for(cluster_id).latest_kind(kind=kind, names=list(names))
+
+
+def rack_card_figures(cluster_id: int, names: Iterable[str], *, hot_n: int) -> RackCardFigures:
+    """Rack heatmaps and hotspot candidates (``ReadBackend.rack_card_figures``)."""
+    names = list(dict.fromkeys(names))
+    return backend_for(cluster_id).rack_card_figures(names=names, hot_n=hot_n)
+
+
+def cards_latest(
+    cluster_id: int, entity_ids: Iterable[int], names: Iterable[str]
+) -> dict[int, dict[str, float]]:
+    """The newest values of a few cards of one cluster (``ReadBackend.cards_latest``)."""
+    return backend_for(cluster_id).cards_latest(
+        entity_ids=list(entity_ids), names=list(dict.fromkeys(names))
+    )
 
 
 def latest_values(

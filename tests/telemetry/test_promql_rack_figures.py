@@ -15,12 +15,13 @@ from dashboards.selectors.hardware import hardware, node_detail, rack_detail
 from inventory.models import Cluster, Node, Rack
 from inventory.services.topology import Placement, nodes_ensure
 from telemetry.models import PromQLDataSource
+from telemetry.read import rack_card_figures
 from telemetry.read.fleet import CARD_METRICS, HEALTH
 from telemetry.read.promql import hosts as promql_hosts
 from telemetry.read.promql.client import PromQLClient
 from telemetry.read.promql.fleet import _fold_per_card
 from telemetry.read.promql.reads import _Reader, promql_inventory_sync
-from telemetry.read.racks import SOURCE_PROMQL, rack_card_figures
+from telemetry.read.racks import SOURCE_PROMQL
 from telemetry.receivers.promql_sync import promql_source_sync
 from tests.telemetry.test_promql_fleet_aggregation import _capture_rows, _load
 
@@ -75,7 +76,7 @@ def test_the_hardware_page_reads_racks_health_and_hotspots_from_the_server(engin
     placements = {host: Placement("sn0", f"sn0/{host}-rack") for host in ("dgx-01", "atlas-07")}
     nodes_ensure(cluster=cluster, hosts=placements, placements=placements)
 
-    figures = rack_card_figures(cluster, CARD_METRICS, hot_n=5)
+    figures = rack_card_figures(cluster.pk, CARD_METRICS, hot_n=5)
     assert figures.source == SOURCE_PROMQL
     data = hardware(cluster)
     cells = {cell.rack: cell for cell in data.racks}
@@ -127,7 +128,7 @@ def test_the_per_host_answers_grow_with_the_hosts_not_the_cards(engine, monkeypa
         return result
 
     monkeypatch.setattr(PromQLClient, "query", counting)
-    figures = rack_card_figures(cluster, CARD_METRICS, hot_n=5)
+    figures = rack_card_figures(cluster.pk, CARD_METRICS, hot_n=5)
     cards = sum(m["accelerator_utilization_ratio"].cards for m in figures.racks.values())
     assert cards == hosts * 8
     # Per host: total, cards and ones of each of 40 hosts; top-5 answers; the hot chips' values.

@@ -15,6 +15,7 @@ from telemetry.read.local import entity_windows as _entity_windows
 from telemetry.read.local import fleet as _fleet
 from telemetry.read.local import kind_windows as _kind_windows
 from telemetry.read.local import latest as _latest
+from telemetry.read.local import racks as _racks
 from telemetry.read.local import runs as _runs
 from telemetry.read.local import series as _series
 from telemetry.read.local import series_entities as _series_entities
@@ -30,6 +31,7 @@ from telemetry.read.local.series import Series
 from telemetry.read.local.serving import ServingWindow
 from telemetry.read.local.serving_many import ServingWindows
 from telemetry.read.local.windows import WindowStat
+from telemetry.read.racks import RackCardFigures
 from telemetry.store.provenance import trust_resolve
 
 
@@ -153,6 +155,14 @@ class LocalBackend(RecordedAttribution, ReadBackend):
         return _fleet.card_buckets(
             cluster_id=self.cluster_id, names=names, start=start, end=end, hour_aligned=hour_aligned
         )
+
+    def rack_card_figures(self, *, names: list[str], hot_n: int) -> RackCardFigures:
+        return _racks.rack_card_figures(self.cluster_id, names)  # every card is a candidate
+
+    def cards_latest(
+        self, *, entity_ids: Sequence[int], names: list[str]
+    ) -> dict[int, dict[str, float]]:
+        return _racks.cards_latest(self.cluster_id, entity_ids, names)
 
     def fleet_latest(self, *, names: list[str]) -> dict[str, CardAgg]:
         return snapshot_aggs(_latest.latest_kind(self.cluster_id, "accelerator", names))

@@ -30,9 +30,11 @@ from telemetry.read.local.serving import ServingWindow
 from telemetry.read.local.serving_many import ServingWindows
 from telemetry.read.local.windows import WindowStat
 from telemetry.read.promql import fleet as _fleet
+from telemetry.read.promql import hosts as _hosts
 from telemetry.read.promql import reads
 from telemetry.read.promql import serving as _serving
 from telemetry.read.promql.translate import entity_key as key_of
+from telemetry.read.racks import RackCardFigures
 from telemetry.store.provenance import DATASOURCE_LABEL, trust_resolve
 
 #: How far back the newest cluster figures of a PromQL source look (Prometheus' lookback).
@@ -236,6 +238,14 @@ class PromQLBackend(RecordedAttribution, ReadBackend):
         return _fleet.card_buckets(
             self.source, names=names, start=start, end=end, hour_aligned=hour_aligned
         )
+
+    def rack_card_figures(self, *, names: list[str], hot_n: int) -> RackCardFigures:
+        return _hosts.rack_card_figures(self.source, names=names, hot_n=hot_n)
+
+    def cards_latest(
+        self, *, entity_ids: Sequence[int], names: list[str]
+    ) -> dict[int, dict[str, float]]:
+        return _hosts.cards_latest(self.source, entity_ids=entity_ids, names=names)
 
     def fleet_latest(self, *, names: list[str]) -> dict[str, CardAgg]:
         # Summed and counted by the server (one answer per metric, whatever the fleet's size):

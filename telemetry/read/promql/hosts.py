@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Hashable, Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
 
-from telemetry.models import PromQLDataSource
+from inventory.models import Node
+from telemetry.models import Entity, PromQLDataSource
 from telemetry.read.fleet import HEALTH, TEMPERATURE, UTIL, CardAgg
 from telemetry.read.local.latest import KindSnapshot
 from telemetry.read.promql.fleet import (
@@ -42,6 +43,7 @@ from telemetry.read.promql.fleet import (
 from telemetry.read.promql.reads import _entity_ids, _Reader
 from telemetry.read.promql.translate import chip_label, families, quote, to_mapped
 from telemetry.read.promql.translate import entity_key as key_of
+from telemetry.read.racks import SOURCE_PROMQL, RackCardFigures, RackFigures
 
 #: Host labels a chip's series are grouped on (as the ingestion chain names hosts, less the
 #: address labels).
@@ -149,3 +151,38 @@ def chips_snapshot(
         values=values,
         ts=at if known else None,
     )
+
+
+def rack_card_figures(source: PromQLDataSource, *, names: list[str], hot_n: int) -> RackCardFigures:
+    """Per-rack sums and counts from the server's per-host answers, hosts placed by the
+    inventory; the hotspot candidates are the server's top chips and every failing one."""
+    at = datetime.now(tz=UTC)
+    per_host = host_figures(source, names=names, at=at)
+    rack_of_host = dict(
+        Node.objects.filter(cluster_id=source.cluster_id).values_list("hostname", "rack_id")
+    )
+    out: RackFigures = {}
+    for host, metrics in per_host.items():
+        rack = rack_of_host.get(host) if host is not None else None
+        for name, agg in metrics.items():
+            out.setdefault(rack, {}).setdefault(name, CardAgg()).add(agg.cards, agg.total, agg.ones)
+    chips = hot_chip_ids(source, n=hot_n, at=at)
+    hot = chips_snapshot(source, chip_ids=chips, names=names, at=at)
+    return RackCardFigures(ts=at if out else None, racks=out, hot=hot, source=SOURCE_PROMQL)
+
+
+def cards_latest(
+    source: PromQLDataSource, *, entity_ids: Iterable[int], names: list[str]
+) -> dict[int, dict[str, float]]:
+    """``{entity id: {metric: newest value}}`` for a few cards (a rack's or a node's), asked
+    for those chips only by their chip label (cards an exporter names by index and host, with
+    no chip label, are not found this way and show no values)."""
+    wanted = set(entity_ids)
+    vendor_ids = Entity.objects.filter(
+        cluster_id=source.cluster_id, pk__in=wanted, accelerator__isnull=False
+    ).values_list("accelerator__vendor_id", flat=True)
+    # A MIG slice's vendor id is its GPU's UUID and its instance: the chip label is the UUID.
+    chips = {vendor.split("/", 1)[0] for vendor in vendor_ids if vendor}
+    at = datetime.now(tz=UTC)
+    snap = chips_snapshot(source, chip_ids=dict.fromkeys(CHIP_LABELS, chips), names=names, at=at)
+    return {pk: values for pk, values in snap.by_entity().items() if pk in wanted}
