@@ -135,6 +135,7 @@ def test_operator_page_shows_sources_inputs_and_both_ledgers(priced, client_as):
     assert "measured: cluster_power_watts, mean 50000 W of 2 samples" in page
     assert "estimated: TDP 500 W × load factor 0.8 = 20000 W" in page
     assert "(assumed prices)" in page
+    assert "at 33.3 tokens/s per inference card, as measured" in page
     assert "Payback of the migration" in page and "Budget left" in page
     assert 'data-figure="cost-figure"' in page and "plotly/plotly.min.js" in page
 
