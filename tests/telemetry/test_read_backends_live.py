@@ -193,11 +193,18 @@ def test_fleet_figures_sums_groups_serving_and_attribution_on_every_backend(
     }
     assert {v for _, v in curves["cluster_cards_total"]} == {len(util)}
 
+    # Rack heatmaps (no racks here: every card in the "unassigned" row) and drill-down.
+    racks = read.rack_card_figures(cluster.pk, [UTIL], hot_n=5)
+    assert list(racks.racks) == [None] and racks.racks[None][UTIL].cards == len(util)
+    assert racks.racks[None][UTIL].total == pytest.approx(sum(util.values()))
+    keys = dict(Entity.objects.filter(cluster=cluster, kind="accelerator").values_list("id", "key"))
+    drill = read.cards_latest(cluster.pk, list(keys), [UTIL])
+    assert {keys[pk]: v[UTIL] for pk, v in drill.items()} == pytest.approx(util)
+
     # Window sums per card and means per group.
     sums = read.entity_sums(
         cluster=cluster, metric_name=UTIL, kind="accelerator", start=start, end=end
     )
-    keys = dict(Entity.objects.filter(cluster=cluster, kind="accelerator").values_list("id", "key"))
     assert set(sums) == set(keys)
     assert {keys[i]: total / n for i, (total, n) in sums.items()} == pytest.approx(util)
     metric = MetricDefinition.objects.get(name=UTIL)
