@@ -145,3 +145,27 @@ def test_the_aggregated_answers_do_not_grow_with_the_fleet(engine, monkeypatch):
     )
     assert max(agg["accelerator_utilization_ratio"].cards for agg in buckets.values()) == 320
     assert max(answered) <= 3, answered  # total, cards, ones; the UUID-less query is empty
+
+
+def test_the_newest_fleet_figures_are_one_instant_aggregate_equal_to_the_per_card_fold(engine):
+    now = time.time()
+    _load(engine, now=now)
+    cluster = Cluster.objects.create(name="vm-latest", kind=Cluster.Kind.UNIFIED)
+    source = PromQLDataSource.objects.create(cluster=cluster, url=engine.url)
+    at = datetime.fromtimestamp(now, tz=UTC)
+    latest = promql_fleet.card_latest(source, names=list(CARD_METRICS), at=at)
+    reader = _Reader(source)
+
+    def ask(expr):
+        return reader.client.query(expr, at=at)
+
+    grid = promql_fleet.Grid(ask=ask, key=lambda *_: 0, sample_key=lambda _s: 0)
+    for name in CARD_METRICS:
+        [expected] = promql_fleet._fold_per_card(reader, name, grid).values()
+        assert (latest[name].cards, latest[name].ones) == (expected.cards, expected.ones), name
+        assert latest[name].total == pytest.approx(expected.total, rel=1e-12), name
+    assert latest["accelerator_utilization_ratio"].cards == 5
+    assert (
+        latest["accelerator_health_status"].cards,
+        latest["accelerator_health_status"].ones,
+    ) == (5, 3)

@@ -37,9 +37,6 @@ from telemetry.read.promql.translate import entity_key as key_of
 from telemetry.read.racks import RackCardFigures
 from telemetry.store.provenance import DATASOURCE_LABEL, trust_resolve
 
-#: How far back the newest cluster figures of a PromQL source look (Prometheus' lookback).
-LATEST_LOOKBACK = timedelta(minutes=5)
-
 GROUP_FIELDS = {
     "rack": "rack__name",
     "supernode": "supernode__name",
@@ -248,16 +245,10 @@ class PromQLBackend(RecordedAttribution, ReadBackend):
         return _hosts.cards_latest(self.source, entity_ids=entity_ids, names=names)
 
     def fleet_latest(self, *, names: list[str]) -> dict[str, CardAgg]:
-        # Summed and counted by the server (one answer per metric, whatever the fleet's size):
-        # the newest bucket of the last few minutes, as an instant vector sees it.
-        now = datetime.now(tz=UTC)
-        _step, buckets = _fleet.card_buckets(
-            self.source, names=names, start=now - LATEST_LOOKBACK, end=now
-        )
-        out: dict[str, CardAgg] = {}
-        for at in sorted(buckets):  # each metric from its newest bucket
-            out.update(buckets[at])
-        return out
+        # Summed and counted by the server (one answer per metric, whatever the fleet's size),
+        # at one instant: a range over the lookback would make the server evaluate each query
+        # at every step only for the newest to be kept.
+        return _fleet.card_latest(self.source, names=names, at=datetime.now(tz=UTC))
 
     def stored_cluster_series(
         self,

@@ -107,7 +107,6 @@ class Grid:
     ask: Callable[[str], list[ResultSeries]]
     key: Callable[[dict[str, str], float], Hashable]
     sample_key: Callable[[MappedSample], Hashable]
-    ranged: bool
 
 
 def range_grid(reader: _Reader, *, start: datetime, end: datetime, step: int) -> Grid:
@@ -118,7 +117,6 @@ def range_grid(reader: _Reader, *, start: datetime, end: datetime, step: int) ->
         ask=ask,
         key=lambda _labels, ts: int(ts // step * step),
         sample_key=lambda sample: int(sample.timestamp // step * step),
-        ranged=True,
     )
 
 
@@ -315,3 +313,23 @@ def card_buckets(
         for at, agg in folded.items():
             buckets.setdefault(at, {})[name] = agg
     return step, buckets
+
+
+def card_latest(source: PromQLDataSource, *, names: list[str], at: datetime) -> dict[str, CardAgg]:
+    """Per card metric, the server's sum, count and count of ones of every chip's newest value
+    at ``at`` (an instant vector: one evaluation per query, Prometheus' 5-minute lookback)."""
+    reader = _Reader(source)
+
+    def ask(expr: str) -> list[ResultSeries]:
+        return reader._run(lambda: reader.client.query(expr, at=at))
+
+    grid = Grid(ask=ask, key=lambda _labels, _ts: 0, sample_key=lambda _sample: 0)
+    out: dict[str, CardAgg] = {}
+    for name in names:
+        groups = _groups(name)
+        folded = fold_aggregated(reader, name, groups, grid) if groups else None
+        if folded is None:
+            folded = _fold_per_card(reader, name, grid)
+        if 0 in folded:
+            out[name] = folded[0]
+    return out

@@ -67,7 +67,7 @@ def instant_grid(reader: _Reader, *, at: datetime) -> Grid:
     def host(series_labels: dict[str, str], _ts: float) -> Hashable:
         return next((series_labels[name] for name in labels if series_labels.get(name)), None)
 
-    return Grid(ask=ask, key=host, sample_key=lambda sample: sample.entity.host, ranged=False)
+    return Grid(ask=ask, key=host, sample_key=lambda sample: sample.entity.host)
 
 
 def host_figures(source: PromQLDataSource, *, names: Iterable[str], at: datetime) -> HostFigures:
