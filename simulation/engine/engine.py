@@ -184,6 +184,24 @@ class Engine:
         return out
 
     # -- stepping ---------------------------------------------------------------------
+    def _announced(self, prev: dict[str, np.ndarray], lam: np.ndarray) -> np.ndarray:
+        """The rate the autoscaler sizes on: the previous step's observed arrivals, except
+        where the platform changed a service's traffic share since then. A share change is an
+        announced load change, not a surprise: a rollout scales the target for the new weight
+        before shifting it (Argo Rollouts' ``setCanaryScale``), so the observed rate is
+        rescaled to the new share (a service that had none takes the model's rate)."""
+        seen = prev["lam"]
+        before = prev.get("share")
+        share = self.state.services.share
+        if before is None or before.shape != share.shape:
+            return seen
+        changed = share != before
+        if not changed.any():
+            return seen
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rescaled = np.where(before > 0, seen * share / np.where(before > 0, before, 1), lam)
+        return np.where(changed, rescaled, seen)
+
     def step(self) -> Snapshot:
         """Advance one step of ``scenario.step_seconds``; return the step's snapshot.
 
@@ -206,7 +224,7 @@ class Engine:
         # surge is served by the fleet of the step before it (issue 35 item 3; sizing on the
         # step's own arrivals let a replay's heavier, steeper load meet its replicas early).
         prev = st.services.last_latency
-        seen = lam if prev is None else prev["lam"]
+        seen = lam if prev is None else self._announced(prev, lam)
         schedule(w, st, seen, w.hour_of_day(t0))
         st.t = t0 + dt
         st.steps += 1

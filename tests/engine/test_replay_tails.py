@@ -226,3 +226,33 @@ def test_the_autoscaler_meets_a_surge_with_the_fleet_it_had_and_scales_on_what_i
     assert reps[first] == reps[first - 1], reps
     assert reps[first + 1] > reps[first], reps
     assert p99[first] > p99[first + 2], p99
+
+
+def test_a_traffic_share_the_platform_raises_is_scaled_for_before_it_arrives(tmp_path):
+    # A steady trace at half share, then the rollout raises the share to 1 (gray 50 -> 100 %):
+    # the share change is announced, so the first step at the new share already runs on the
+    # fleet sized for it (as a rollout scales the canary before shifting weight), while an
+    # unannounced surge (the test above) still meets the fleet it had.
+    rng = np.random.default_rng(7)
+    t, rows = datetime(2023, 11, 16, 18), ["TIMESTAMP,ContextTokens,GeneratedTokens"]
+    end = t + timedelta(seconds=1200.0)
+    while t < end:
+        t += timedelta(seconds=float(rng.exponential(1.0 / 4.0)))
+        rows.append(f"{t:%Y-%m-%d %H:%M:%S}.{t.microsecond:06d}0,2048,28")
+    path = tmp_path / "steady.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    scen = default_scenario(512, seed=3, n_services=5, training_demand="legacy")
+    rep, _ = apply_replay(scen, "azure", path, horizon_s=1200.0, model="llama-2-70b")
+    eng = Engine(rep)
+    eng.state.services.set_share(0, 0.5)
+    dt, tp = rep.step_seconds, eng.world.svc.tp[0]
+    reps, p99 = [], []
+    while eng.t < 1200.0 - 1e-6:
+        if abs(eng.t - 600.0) < dt / 2:
+            eng.state.services.set_share(0, 1.0)
+        eng.step()
+        reps.append(int(eng.state.services.card_counts()[0] // tp))
+        p99.append(float(eng.last_latency["ttft_p99"][0]))
+    first = int(round(600.0 / dt))  # the first step at the full share
+    assert reps[first] > reps[first - 1], reps
+    assert p99[first] < 2 * max(p99[first - 3 : first]), p99

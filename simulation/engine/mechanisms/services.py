@@ -104,7 +104,9 @@ class Services(Mechanism):
         self.counters["inference_requests"] += float((lam * dt).sum())
         self.counters["inference_timeouts"] += float(lat["timeouts"].sum())
         self.timeouts_total = self.timeouts_total + lat["timeouts"]
-        self.last_latency = lat
+        # The shares the step ran at, so the next step can tell an announced share change
+        # from a surprise (Engine.step's autoscaler input).
+        self.last_latency = {**lat, "share": self.share.copy()}
 
     def check(self) -> None:
         """Whole replicas only, exactly the cards the pool gives each service; shares in
