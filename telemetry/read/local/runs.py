@@ -24,10 +24,15 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 
 from telemetry.models import Entity, FrameLayout, MetricDefinition
-from telemetry.read.local.runs_coarse import idle_runs, span_classes, tier_ranges
+from telemetry.read.local.runs_coarse import (
+    fetch_with_work_mem,
+    idle_runs,
+    span_classes,
+    tier_ranges,
+)
 from telemetry.read.local.series import Series, SeriesPoint, choose_source, utc_at
 from telemetry.read.local.series_entities import series_read_entities
 from telemetry.read.local.under_runs import SpanRuns, UnderRun
@@ -162,25 +167,17 @@ def runs_under_grouped(
     params += [threshold] * 3
     params += [float(step), _UPPER_MEDIAN, float(settings.TELEMETRY_INTERVAL_SECONDS)]
     runs: dict[int, list[UnderRun]] = {}
-    with transaction.atomic(), connection.cursor() as cursor:
-        # The window sorts a million buckets at the 10,000-card size: in memory, not on disk
-        # (measured: two 46 MB external merges). Set for this statement only, then restored.
-        cursor.execute(
-            "SELECT current_setting('work_mem'), set_config('work_mem', %s, true)",
-            [RUNS_WORK_MEM],
-        )
-        previous = cursor.fetchone()[0]
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-        cursor.execute("SELECT set_config('work_mem', %s, true)", [previous])
-        for i, cadence, opened, closed, current in rows:
-            mine = runs.setdefault(i, [])
-            if opened is not None:
-                width = float(cadence)
-                mine.append(
-                    UnderRun(utc_at(int(opened)), utc_at(int(closed)) + timedelta(seconds=width),
-                             bool(current))
-                )  # fmt: skip
+    # The window sorts a million buckets at the 10,000-card size: in memory, not on disk
+    # (measured: two 46 MB external merges).
+    rows = fetch_with_work_mem(sql, params, RUNS_WORK_MEM)
+    for i, cadence, opened, closed, current in rows:
+        mine = runs.setdefault(i, [])
+        if opened is not None:
+            width = float(cadence)
+            mine.append(
+                UnderRun(utc_at(int(opened)), utc_at(int(closed)) + timedelta(seconds=width),
+                         bool(current))
+            )  # fmt: skip
     for i, mine in runs.items():
         found[i] = SpanRuns(measured=True, runs=mine)
     return found

@@ -30,6 +30,21 @@ from telemetry.models import Entity, MetricDefinition
 from telemetry.read.local.series import FINER, utc_at
 from telemetry.read.local.under_runs import SpanRuns, UnderRun
 
+
+def fetch_with_work_mem(sql: str, params: Sequence, work_mem: str) -> list[tuple]:
+    """``sql``'s rows with ``work_mem`` raised for this statement only (set inside a
+    transaction, then restored), so a large window sort stays in memory."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting('work_mem'), set_config('work_mem', %s, true)", [work_mem]
+        )
+        previous = cursor.fetchone()[0]
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+        cursor.execute("SELECT set_config('work_mem', %s, true)", [previous])
+    return rows
+
+
 COARSE = 900
 WORK_MEM = "128MB"  # as runs.RUNS_WORK_MEM
 
@@ -212,16 +227,8 @@ def idle_runs(
     params += [float(step), float(step), float(settings.TELEMETRY_INTERVAL_SECONDS)]
     edges: dict[int, tuple[float, float, float]] = {}
     holes: dict[int, list[tuple[float, float]]] = {}
-    with transaction.atomic(), connection.cursor() as cursor:
-        # The buckets of every idle card: in memory, not on disk (as runs_under_grouped).
-        cursor.execute(
-            "SELECT current_setting('work_mem'), set_config('work_mem', %s, true)",
-            [WORK_MEM],
-        )
-        previous = cursor.fetchone()[0]
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-        cursor.execute("SELECT set_config('work_mem', %s, true)", [previous])
+    # The buckets of every idle card: in memory, not on disk (as runs_under_grouped).
+    rows = fetch_with_work_mem(sql, params, WORK_MEM)
     for i, first_k, last_k, cadence, k, gap in rows:
         if first_k is not None:
             edges[i] = (first_k, last_k, float(cadence))
