@@ -154,3 +154,42 @@ def test_without_a_15_minute_watermark_every_span_is_folded(store):
     ) == (set(), set())  # fmt: skip
     (only,) = runs_under(metric=metric, spans=[(cards[0], since)], end=end, threshold=THRESHOLD)
     assert only.measured and only.runs == []
+
+
+@pytest.mark.parametrize("end_minute", [0, 7], ids=["on a 15-minute edge", "inside a bucket"])
+def test_a_closed_hour_the_rollups_cover_is_classified_from_its_buckets_alone(store, end_minute):
+    """The ledger's read: every reading of the hour is under the 15-minute watermark, so no
+    tail is read; a bucket that starts after a span's start but whose readings all fall after
+    the read's end does not make the span measured."""
+    metric, now, cards = store
+    hour_end = now - timedelta(hours=1, minutes=end_minute)
+    rows = []
+    for n, card in enumerate(cards):
+        for minute in range(300):
+            ts = now.timestamp() - 60 * minute - 17
+            value = _value(n, minute, 10_000)
+            if n == 7:  # readings only after the hour's end
+                value = 0.01 if ts >= hour_end.timestamp() + 60 else None
+            if value is not None:
+                rows.append((metric.pk, card.pk, ts, value))
+    samples_write(rows)
+    rollups_compact(now=now.timestamp())
+    marks = watermarks()
+    assert marks[900] >= hour_end
+    start = hour_end - timedelta(hours=1)
+    spans = [(card, start) for card in cards]
+    # Starts a minute before the hour's last (or straddling) 15-minute bucket.
+    spans.append((cards[7], hour_end - timedelta(minutes=16 if end_minute == 0 else 8)))
+    spans.append((cards[9], hour_end - timedelta(minutes=40)))  # a later holding, idle
+    _source, resolution, step = choose_source(start, hour_end)
+    busy, idle = span_classes(
+        metric=metric, spans=spans, first=start, end=hour_end, threshold=THRESHOLD,
+        resolution=resolution, step=step, marks=marks,
+    )  # fmt: skip
+    assert {0, 4} <= busy and {9, 14} <= idle and 13 not in busy | idle
+    found = runs_under(metric=metric, spans=spans, end=hour_end, threshold=THRESHOLD)
+    fold = runs_under_grouped(
+        metric=metric, spans=spans, end=hour_end, threshold=THRESHOLD, read_from=start
+    )
+    assert found == fold == _python(metric, spans, hour_end)
+    assert not found[13].measured and found[9].runs and found[14].runs

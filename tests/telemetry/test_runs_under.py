@@ -76,8 +76,9 @@ def test_runs_found_in_the_database_equal_the_python_rule(minutes, compacted):
     with CaptureQueriesContext(connection) as captured:
         found = runs_under(metric=metric, spans=spans, end=end, threshold=THRESHOLD)
     # Constant whatever the cards: sources, frames, marks, classes, idle and fold statements
-    # (each of the last two in a savepoint with its work_mem set and restored).
-    assert len(captured.captured_queries) <= 14
+    # (each of the last two in a savepoint with its work_mem set and restored), and the
+    # idle cards' second walk where some of them have holes.
+    assert len(captured.captured_queries) <= 15
     assert found == _python(metric, spans, end)
     idle, busy, broken, holed, lone, none, _walk, later = found
     assert len(idle.runs) == 1 and idle.runs[0].current

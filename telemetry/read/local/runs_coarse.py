@@ -3,19 +3,22 @@
 
 A 15-minute bucket whose **minimum** is at or over the threshold holds no reading under it,
 so no point read from inside it can be under. A span every one of whose 15-minute buckets
-is busy, and whose readings after the 15-minute watermark and in the last 15 minutes (from
-the minute rollups and raw samples its own read would use) are all at or over the threshold
-too, has no run — whatever its cadence or holes — and is *measured* when one of those recent
-readings falls after its start. Such spans need none of their minute detail; every other
-span (a reading under the threshold anywhere, or no recent reading) goes through the exact
-fold. The checks are conservative (a bucket that merely reaches the span's window counts),
-so a span answered here is answered as the minute-by-minute fold answers it.
+is busy, and whose readings after the 15-minute watermark (from the minute rollups and raw
+samples its own read would use) are all at or over the threshold too, has no run — whatever
+its cadence or holes — and is *measured* when a reading falls after its start (a 15-minute
+bucket that starts at or after it and ends by the read's end, or a later reading). A closed
+hour the 15-minute rollups cover (the ledger's) is so classified from its four buckets.
+Such spans need none of their minute detail; every other span (a reading under the
+threshold anywhere, or no reading after its start) goes through the exact fold. The
+checks are conservative (a bucket that merely reaches the span's window counts), so a span
+answered here is answered as the minute-by-minute fold answers it.
 
 Symmetrically, a span every bucket **maximum** of which is under the threshold (and its
 recent readings too) has every point under: its runs end only at holes, so
 :func:`idle_runs` reads only where its points fall — the gaps between its buckets counted by
-size (the cadence is their upper median) and the few gaps over two steps where they are —
-instead of the fold's values, run edges and pairing.
+size inside each card's index walk (the cadence is their upper median), and a second walk
+only of the cards whose widest gap is a hole, for where their holes are — instead of the
+fold's values, run edges and pairing.
 """
 
 from __future__ import annotations
@@ -50,7 +53,8 @@ WORK_MEM = "128MB"  # as runs.RUNS_WORK_MEM
 
 # Per span: whether a 15-minute bucket reaching its window, or a later reading (minute rollup
 # or raw sample), has a reading under the threshold (its minimum) or one at or over it (its
-# maximum), and whether a later reading falls after its start.
+# maximum), and whether a reading falls after its start (a bucket that starts at or after
+# it, or a later reading).
 _CLASSES = """
 WITH spans AS (
     SELECT * FROM unnest(%s::int[], %s::bigint[], %s::float8[], %s::float8[])
@@ -63,7 +67,8 @@ WITH spans AS (
 ), tail AS (
     {tail}
 ), flags AS (
-    SELECT s.i, bool_or(c.lo_v < %s) AS under, bool_or(c.hi_v >= %s) AS over, FALSE AS recent
+    SELECT s.i, bool_or(c.lo_v < %s) AS under, bool_or(c.hi_v >= %s) AS over,
+           bool_or(c.t >= s.since AND c.t + {coarse} <= %s) AS recent
     FROM spans s JOIN coarse c ON c.entity_id = s.entity_id AND c.t + {coarse} > s.lo
     GROUP BY s.i
     UNION ALL
@@ -78,6 +83,9 @@ SELECT entity_id, date_part('epoch', bucket) AS t, min AS lo_v, max AS hi_v, 60.
 FROM monitoring_rollup
 WHERE metric_id = %s AND entity_id = ANY(%s) AND resolution = 60 AND bucket >= %s
       AND bucket < %s"""
+_TAIL_NONE = """
+SELECT NULL::bigint AS entity_id, NULL::float8 AS t, NULL::float8 AS lo_v,
+       NULL::float8 AS hi_v, NULL::float8 AS width WHERE FALSE"""
 _TAIL_RAW = """
 SELECT entity_id, date_part('epoch', ts) AS t, value AS lo_v, value AS hi_v, 0.0 AS width
 FROM monitoring_sample
@@ -123,14 +131,14 @@ def span_classes(
     # The 15-minute tier is built from the minute tier: never trust it past the minutes'.
     coarse_until = min(coarse_until, marks.get(60, coarse_until), end)
     ids = sorted({e.pk for e, _since in spans})
-    # The readings after the 15-minute watermark, and at least the last 15 minutes (the
-    # proof of a recent reading), from the tiers the span's own read uses.
-    tail_from = min(coarse_until, end - timedelta(seconds=COARSE))
+    # The readings after the 15-minute watermark, from the tiers the span's own read uses
+    # (none for a closed hour the 15-minute rollups already cover: the ledger's read).
     tails: list[tuple[str, list]] = []
-    for tier, lo, hi in tier_ranges(tail_from, end, 60 if resolution == 60 else 0, marks):
+    for tier, lo, hi in tier_ranges(coarse_until, end, 60 if resolution == 60 else 0, marks):
         tails.append((_TAIL_RAW, [metric.pk, ids, lo, hi]) if tier == 0
                      else (_TAIL_MINUTES, [metric.pk, ids, lo, hi]))  # fmt: skip
-    sql = _CLASSES.format(coarse=COARSE, tail=" UNION ALL ".join(f"({s})" for s, _p in tails))
+    tail = " UNION ALL ".join(f"({s})" for s, _p in tails) or _TAIL_NONE
+    sql = _CLASSES.format(coarse=COARSE, tail=tail)
     params: list = [
         list(range(len(spans))),
         [e.pk for e, _since in spans],
@@ -143,7 +151,7 @@ def span_classes(
     ]
     for _sql, part in tails:
         params.extend(part)
-    params += [threshold] * 4
+    params += [threshold, threshold, end.timestamp(), threshold, threshold]
     busy, idle = set(), set()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -164,35 +172,43 @@ WHERE metric_id = %s AND entity_id = s.entity_id AND resolution = %s AND bucket 
       AND bucket < %s"""
 # Every reading of these spans is under: only the points' buckets matter. Per span, its
 # first and last bucket, the cadence (the upper median of the gaps between its distinct
-# buckets, from their counts by size), and each hole of more than two cadences where it
-# ends. Each span's readings are walked in the index's time order (a bucket never decreases
-# with time), so no sort of the readings.
+# buckets, from their counts by size) and its widest gap. Each span's readings are walked in
+# the index's time order (a bucket never decreases with time) and counted by gap inside the
+# walk, so neither a sort nor a materialised row per reading; spans whose widest gap is a
+# hole are walked a second time (_HOLES) for where their holes end.
 _IDLE = """
 WITH spans AS (
     SELECT * FROM unnest(%s::int[], %s::bigint[], %s::float8[]) AS s(i, entity_id, lo)
-), g AS MATERIALIZED (
-    SELECT s.i, x.k, x.gap
+), x AS MATERIALIZED (
+    SELECT s.i, y.gap, y.n, y.first_k, y.last_k
     FROM spans s CROSS JOIN LATERAL (
-        SELECT p.k, p.k - lag(p.k) OVER (ORDER BY p.t) AS gap
-        FROM ({points}) p WHERE p.k > s.lo
-    ) x
-), h AS (
-    SELECT i, gap, count(*) AS n FROM g WHERE gap > 0 GROUP BY i, gap
+        SELECT q.gap, count(*) AS n, min(q.k) AS first_k, max(q.k) AS last_k FROM (
+            SELECT p.k, p.k - lag(p.k) OVER (ORDER BY p.t) AS gap
+            FROM ({points}) p WHERE p.k > s.lo
+        ) q GROUP BY q.gap
+    ) y
 ), m AS (
     SELECT i, gap, sum(n) OVER (PARTITION BY i ORDER BY gap) AS upto,
            sum(n) OVER (PARTITION BY i) AS total
-    FROM h
+    FROM x WHERE gap > 0
 ), c AS (
     SELECT i, greatest(%s, min(gap) FILTER (WHERE upto > floor(total / 2)), 1.0) AS cadence
     FROM m GROUP BY i
-), e AS (
-    SELECT g.i, min(g.k) AS first_k, max(g.k) AS last_k,
-           coalesce(max(c.cadence), greatest(%s, %s, 1.0)) AS cadence
-    FROM g LEFT JOIN c ON c.i = g.i GROUP BY g.i
 )
-SELECT i, first_k, last_k, cadence, NULL::float8, NULL::float8 FROM e
-UNION ALL
-SELECT g.i, NULL, NULL, NULL, g.k, g.gap FROM g JOIN e ON e.i = g.i WHERE g.gap > 2 * e.cadence"""
+SELECT x.i, min(x.first_k), max(x.last_k),
+       coalesce(max(c.cadence), greatest(%s, %s, 1.0)), max(x.gap)
+FROM x LEFT JOIN c ON c.i = x.i GROUP BY x.i"""
+_HOLES = """
+WITH spans AS (
+    SELECT * FROM unnest(%s::int[], %s::bigint[], %s::float8[], %s::float8[])
+        AS s(i, entity_id, lo, wide)
+)
+SELECT s.i, q.k, q.gap
+FROM spans s CROSS JOIN LATERAL (
+    SELECT p.k, p.k - lag(p.k) OVER (ORDER BY p.t) AS gap
+    FROM ({points}) p WHERE p.k > s.lo
+) q
+WHERE q.gap > s.wide"""
 
 
 def idle_runs(
@@ -216,24 +232,39 @@ def idle_runs(
         else (_K_ROLLUP, [step, step, metric.pk, tier, lo, hi])
         for tier, lo, hi in tier_ranges(first, end, resolution, marks)
     ]  # fmt: skip
-    sql = _IDLE.format(points=" UNION ALL ".join(f"({s})" for s, _p in parts))
+    points = " UNION ALL ".join(f"({s})" for s, _p in parts)
+    tier_params: list = [value for _sql, part in parts for value in part]
     params: list = [
         list(range(len(spans))),
         [e.pk for e, _since in spans],
         [since.timestamp() - step for _e, since in spans],
+        *tier_params,
+        float(step),
+        float(step),
+        float(settings.TELEMETRY_INTERVAL_SECONDS),
     ]
-    for _sql, part in parts:
-        params.extend(part)
-    params += [float(step), float(step), float(settings.TELEMETRY_INTERVAL_SECONDS)]
     edges: dict[int, tuple[float, float, float]] = {}
+    holed: list[int] = []
+    # The counts by gap of every idle card: in memory, not on disk (as runs_under_grouped).
+    for i, first_k, last_k, cadence, widest in fetch_with_work_mem(
+        _IDLE.format(points=points), params, WORK_MEM
+    ):
+        edges[i] = (first_k, last_k, float(cadence))
+        if widest is not None and widest > 2 * float(cadence):
+            holed.append(i)
     holes: dict[int, list[tuple[float, float]]] = {}
-    # The buckets of every idle card: in memory, not on disk (as runs_under_grouped).
-    rows = fetch_with_work_mem(sql, params, WORK_MEM)
-    for i, first_k, last_k, cadence, k, gap in rows:
-        if first_k is not None:
-            edges[i] = (first_k, last_k, float(cadence))
-        else:
-            holes.setdefault(i, []).append((k, gap))
+    if holed:
+        params = [
+            holed,
+            [spans[i][0].pk for i in holed],
+            [spans[i][1].timestamp() - step for i in holed],
+            [2 * edges[i][2] for i in holed],
+            *tier_params,
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute(_HOLES.format(points=points), params)
+            for i, k, gap in cursor.fetchall():
+                holes.setdefault(i, []).append((k, gap))
     found = [SpanRuns(measured=False) for _ in spans]
     for i, (low, high, cadence) in edges.items():
         width = timedelta(seconds=cadence)
