@@ -20,8 +20,15 @@ from django.conf import settings
 
 from accounts.models import Tenant
 from inventory.models import Cluster
-from telemetry.models import AttributionKind, Entity
-from telemetry.read import card_holdings, metrics_by_name, runs_under
+from telemetry.models import AttributionKind
+from telemetry.read import (
+    LocalBackend,
+    backend_for,
+    card_holdings,
+    metrics_by_name,
+    runs_under,
+    span_entities,
+)
 
 UTILIZATION = "accelerator_utilization_ratio"
 
@@ -38,7 +45,9 @@ def idle_held_seconds(cluster: Cluster, start: datetime, end: datetime) -> dict[
     metric = metrics_by_name([UTILIZATION]).get(UTILIZATION)
     if not holdings or metric is None:
         return {}
-    entities = Entity.objects.in_bulk({h.entity_id for h in holdings})
+    # The held cards as plain values (no model rows), but for a PromQL-read cluster.
+    whole = () if isinstance(backend_for(cluster), LocalBackend) else (cluster.pk,)
+    entities = span_entities({h.entity_id for h in holdings}, whole)
     spans = runs_under(
         metric=metric,
         spans=[(entities[h.entity_id], h.start) for h in holdings],

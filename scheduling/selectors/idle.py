@@ -22,8 +22,15 @@ from django.utils import timezone
 
 from accounts.models import Tenant
 from scheduling.models import SchedulerJob
-from telemetry.models import AttributionKind, Entity
-from telemetry.read import card_holdings, metrics_by_name, runs_under
+from telemetry.models import AttributionKind
+from telemetry.read import (
+    LocalBackend,
+    backend_for,
+    card_holdings,
+    metrics_by_name,
+    runs_under,
+    span_entities,
+)
 
 LOOKBACK = timedelta(hours=6)
 UTILIZATION = "accelerator_utilization_ratio"
@@ -105,14 +112,19 @@ def idle_allocations(
     metric = metrics_by_name([UTILIZATION]).get(UTILIZATION)
     found: list[IdleJob] = []
     if running and metric is not None:
+        clusters = {cluster for cluster, _job in running}
         holdings = card_holdings(
             start=start,
             end=now,
-            cluster_ids={cluster for cluster, _job in running},
+            cluster_ids=clusters,
             kind=AttributionKind.SCHEDULER,
             jobs={job for _cluster, job in running},
         )
-        entities = Entity.objects.in_bulk({h.entity_id for h in holdings})
+        # The held cards as plain values (no model rows), but for PromQL-read clusters.
+        entities = span_entities(
+            {h.entity_id for h in holdings},
+            {c for c in clusters if not isinstance(backend_for(c), LocalBackend)},
+        )
         by_job = defaultdict(list)
         for holding in holdings:
             key = (entities[holding.entity_id].cluster_id, holding.job)

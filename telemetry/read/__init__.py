@@ -110,7 +110,7 @@ from telemetry.read.local.latest import (
     kind_series_many,
 )
 from telemetry.read.local.presence import ABSENCE_METRIC, absence_window, accelerators_absent_q
-from telemetry.read.local.runs import SpanRuns, UnderRun, runs_of_points
+from telemetry.read.local.runs import SpanEntity, SpanRuns, UnderRun, runs_of_points, span_entities
 from telemetry.read.local.scoping import entities_visible_to
 from telemetry.read.local.series import Series, SeriesPoint
 from telemetry.read.local.serving import ServingWindow, serving_counters_latest
@@ -231,6 +231,8 @@ __all__ = [
     "AllocatedIdle",
     "allocated_idle_values",
     "runs_of_points",
+    "span_entities",
+    "SpanEntity",
     "SpanRuns",
     "UnderRun",
     "series_read_many",

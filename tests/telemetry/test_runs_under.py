@@ -87,3 +87,33 @@ def test_runs_found_in_the_database_equal_the_python_rule(minutes, compacted):
     assert lone.measured and len(lone.runs) == 1
     assert not none.measured
     assert later.runs[0].start >= end - timedelta(minutes=31)
+
+
+@pytest.mark.parametrize("vendor", ["postgresql", "sqlite"], ids=["statements", "series path"])
+def test_spans_given_as_plain_values_answer_what_whole_rows_answer(monkeypatch, vendor):
+    """``span_entities``' records (no model rows) read the same runs as the entities
+    themselves, in the store's statements and on the other databases' series path (which
+    fetches the whole rows it needs)."""
+    from types import SimpleNamespace
+
+    from telemetry.read import SpanEntity, span_entities
+    from telemetry.read.local import runs
+
+    if connection.vendor != "postgresql" and vendor == "postgresql":
+        pytest.skip("the statements are PostgreSQL's")
+    metric = _metric()
+    end = timezone.now().replace(second=0, microsecond=0)
+    cards = _cards(metric, end, 400)
+    rollups_compact(now=end.timestamp() - 1200)
+    since = end - timedelta(minutes=390)
+    plain = span_entities(card.pk for card in cards)
+    assert all(isinstance(e, SpanEntity) for e in plain.values())
+    whole = span_entities((card.pk for card in cards), {cards[0].cluster_id})
+    assert whole[cards[0].pk] == cards[0]
+    monkeypatch.setattr(runs, "connection", SimpleNamespace(vendor=vendor))
+    given = runs_under(
+        metric=metric, spans=[(plain[c.pk], since) for c in cards], end=end, threshold=THRESHOLD
+    )
+    expected = _python(metric, [(card, since) for card in cards], end)
+    assert given == expected
+    assert given[0].runs and given[1].measured and not given[1].runs and not given[5].measured

@@ -20,7 +20,8 @@ as series).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -42,6 +43,38 @@ from telemetry.store.samples import watermarks
 # value whose cumulative share reaches the fraction, so just over a half picks index n // 2.
 _UPPER_MEDIAN = 0.5 + 1e-9
 RUNS_WORK_MEM = "128MB"
+
+
+@dataclass(frozen=True)
+class SpanEntity:
+    """What :func:`runs_under` needs of a card the store answers (id, cluster, kind, key):
+    read as plain values, so 10,000 held cards build no model rows; spans the store reads
+    through series (other databases, the twin's frames) fetch their whole rows themselves."""
+
+    pk: int
+    cluster_id: int | None
+    kind: str
+    key: str
+
+
+def span_entities(
+    ids: Iterable[int], whole_clusters: Collection[int] = ()
+) -> dict[int, Entity | SpanEntity]:
+    """``{id: entity}`` for :func:`telemetry.read.runs_under`'s spans: a :class:`SpanEntity`
+    each, or the whole row for entities of ``whole_clusters`` (those a PromQL server
+    answers, whose reads need every field)."""
+    ids = list(ids)
+    found: dict[int, Entity | SpanEntity] = {
+        pk: SpanEntity(pk, cluster_id, kind, key)
+        for pk, cluster_id, kind, key in Entity.objects.filter(pk__in=ids)
+        .exclude(cluster_id__in=list(whole_clusters))
+        .values_list("pk", "cluster_id", "kind", "key")
+    }
+    if whole_clusters:
+        found.update(
+            Entity.objects.filter(pk__in=ids, cluster_id__in=list(whole_clusters)).in_bulk()
+        )
+    return found
 
 
 def cadence_of(points: Sequence[SeriesPoint], step: float) -> float:
@@ -240,8 +273,10 @@ def runs_under(
     for i, runs in zip(fast, grouped, strict=True):
         found[i] = runs
     if slow:
+        # Spans given as SpanEntity records read their whole rows here (the series need them).
+        rows = Entity.objects.in_bulk({spans[i][0].pk for i in slow})
         read = series_read_entities(
-            metric=metric, entities=[spans[i][0] for i in slow], start=first, end=end
+            metric=metric, entities=[rows[spans[i][0].pk] for i in slow], start=first, end=end
         )
         for i in slow:
             entity, since = spans[i]
