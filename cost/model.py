@@ -179,6 +179,13 @@ def allocation_of(asset: AssetCost, workloads: list[WorkloadUse]) -> Allocation:
     )
 
 
+def kind_cost(allocation: Allocation, kind: str) -> float:
+    """What the cards a kind's workloads held cost per hour (mean cards held × cost per
+    card-hour), without any share of idle: the cost of the serving cards, which a cost per 1M
+    tokens divides by the tokens those cards served over the same covered time."""
+    return allocation.by_kind.get(kind, 0.0)
+
+
 def fully_loaded_kind_cost(allocation: Allocation, kind: str) -> float:
     """A kind's workload cost plus its pro-rata share of idle (so the asset is fully absorbed).
 

@@ -112,22 +112,33 @@ class ClusterCost:
 
     @property
     def cost_per_million_tokens(self) -> float | None:
+        """The serving cards' cost over the tokens they served: the mean cards the inference
+        workloads held × the cost per card-hour, over the cluster's output tokens/s × 3,600,
+        both over the same covered time. Idle cards are not in it (the ledger bills them as
+        idle); a fleet serving below its cards' capacity still pays for its own spare replicas,
+        so the figure is shown with :attr:`tokens_per_inference_card`."""
         if self.allocation is None or self.tokens is None:
             return None
-        cost = cm.fully_loaded_kind_cost(self.allocation, Workload.Kind.INFERENCE)
+        cost = cm.kind_cost(self.allocation, Workload.Kind.INFERENCE)
         return cm.cost_per_million_tokens(cost, self.tokens.mean) if cost else None
+
+    @property
+    def inference_cards_held(self) -> float | None:
+        """Mean cards the inference workloads held over the covered time (None: none seen)."""
+        cards = sum(
+            w.cards_held_mean or 0.0 for w in self.workloads if w.kind == Workload.Kind.INFERENCE
+        )
+        return cards if cards > 0 else None
 
     @property
     def tokens_per_inference_card(self) -> float | None:
         """Tokens/s per card the inference workloads held on average (the load a cost per 1M
-        tokens is measured at: a fleet serving at a few per cent of its cards' capacity pays
-        for the idle rest in every token, so the figure is shown with it)."""
-        if self.tokens is None:
+        tokens is measured at: replicas serving at a few per cent of their capacity pay for
+        the spare rest in every token, so the figure is shown with it)."""
+        cards = self.inference_cards_held
+        if self.tokens is None or cards is None:
             return None
-        cards = sum(
-            w.cards_held_mean or 0.0 for w in self.workloads if w.kind == Workload.Kind.INFERENCE
-        )
-        return self.tokens.mean / cards if cards > 0 else None
+        return self.tokens.mean / cards
 
     @property
     def cost_per_thousand_samples(self) -> float | None:

@@ -221,6 +221,8 @@ CLUSTER_COLUMNS = (
     "allocated_ratio_mean", "allocated_samples", "tokens_per_second_mean",
     "samples_per_second_mean", "cost_per_1m_tokens", "cost_per_1k_samples", "prices_assumed",
     "covered_hours", "ledger_cost", "ledger_billed", "ledger_idle",
+    # The load the cost per 1M tokens was measured at (the page's per-inference-card note).
+    "inference_cards_held_mean", "tokens_per_second_per_inference_card",
 )  # fmt: skip
 
 
@@ -272,6 +274,8 @@ def clusters_csv(costs: list[ClusterCost]) -> HttpResponse:
                     if (led := c.ledger)
                     else ["", "", ""]
                 ),
+                _num(c.inference_cards_held),
+                _num(c.tokens_per_inference_card),
             ]
         )
     return _csv("cost-clusters.csv", CLUSTER_COLUMNS, rows)

@@ -97,6 +97,7 @@ def cluster_cost_json(c: ClusterCost) -> dict:
         "ledger": ledger_json(c.ledger),
         "cost_per_1m_tokens": c.cost_per_million_tokens,
         "tokens_per_second_per_inference_card": c.tokens_per_inference_card,
+        "inference_cards_held_mean": c.inference_cards_held,
         "cost_per_1k_samples": c.cost_per_thousand_samples,
         "measurements": {
             "power": _stat(c.power),

@@ -204,6 +204,9 @@ def _csv(figure: str, decision: Decision) -> HttpResponse:
                 ("asset_per_hour", c.asset.per_hour if c.asset else None),
                 ("energy_source", _energy_source(c)),
                 ("cost_per_1m_tokens", c.cost_per_million_tokens),
+                # the load the cost per 1M tokens was measured at (as the page states it)
+                ("inference_cards_held_mean", c.inference_cards_held),
+                ("tokens_per_second_per_inference_card", c.tokens_per_inference_card),
                 ("cost_per_1k_samples", c.cost_per_thousand_samples),
             ):  # fmt: skip
                 writer.writerow((f.cluster.name, key, "" if value is None else value))

@@ -84,11 +84,14 @@ def test_without_telemetry_a_workload_holds_nothing_and_the_whole_cluster_is_idl
     assert allocation.idle_per_hour == pytest.approx(asset.per_hour)
 
 
-def test_cost_per_million_tokens_absorbs_the_idle_share():
+def test_cost_per_million_tokens_divides_the_serving_cards_cost_not_the_idle():
     asset = _asset()
     allocation = cm.allocation_of(asset, WORKLOADS)
-    inference = cm.fully_loaded_kind_cost(allocation, "inference")
-    assert inference == pytest.approx(asset.per_hour * 30 / 40)
+    inference = cm.kind_cost(allocation, "inference")
+    # The 30 cards inference held, at the cost per card-hour: none of the idle cards.
+    assert inference == pytest.approx(30 * asset.per_card_hour)
+    assert inference < cm.fully_loaded_kind_cost(allocation, "inference")
+    assert cm.kind_cost(allocation, "nothing-ran") == 0.0
     # 1,000 tokens/s = 3.6 M tokens per hour
     assert cm.cost_per_million_tokens(inference, 1000.0) == pytest.approx(inference / 3.6)
     assert cm.cost_per_thousand_samples(10.0, 2.0) == pytest.approx(10.0 / 7.2)

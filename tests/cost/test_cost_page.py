@@ -100,11 +100,14 @@ def test_cluster_cost_api_computes_every_figure_from_the_store(priced, client_as
     assert sum(h["cost_cents"] for h in ledger["hours"]) == ledger["cost_cents"]
     assert uni["workload_per_hour"] == pytest.approx(40 * PER_CARD_HOUR)
     assert uni["idle_per_hour"] == pytest.approx(60 * PER_CARD_HOUR)
-    # Unit costs absorb idle: inference's share of the billed cost, of the whole cluster.
-    assert uni["cost_per_1m_tokens"] == pytest.approx(UNIFIED_PER_HOUR * 30 / 40 / 3.6)
+    # A token pays for the cards that served it: the 30 cards chat held, over 1,000 tokens/s
+    # (3.6 M tokens an hour); the idle 60 cards are the ledger's idle, not in the token.
+    assert uni["cost_per_1m_tokens"] == pytest.approx(30 * PER_CARD_HOUR / 3.6)
+    # Samples still absorb idle: training's share of the billed cost, of the whole cluster.
     assert uni["cost_per_1k_samples"] == pytest.approx(UNIFIED_PER_HOUR * 10 / 40 / 7.2)
     # ... at the load it was measured at: 1,000 tokens/s on the 30 cards chat held.
-    assert uni["tokens_per_second_per_inference_card"] == pytest.approx(1000.0 / 30)
+    assert uni["tokens_per_second_per_inference_card"] == pytest.approx(1000.0 / 30, rel=1e-5)
+    assert uni["inference_cards_held_mean"] == pytest.approx(30.0)
     assert legacy["tokens_per_second_per_inference_card"] is None
     # no power telemetry: 50 cards × 500 W TDP × 0.8 load factor
     assert legacy["asset"]["energy_source"] == "tdp_x_load_factor"
@@ -178,6 +181,15 @@ def test_cluster_csv_has_one_row_per_cluster_with_the_window(priced, client_as):
     uni = rows[1]
     assert float(uni["asset_per_hour"]) == pytest.approx(UNIFIED_PER_HOUR, rel=1e-5)
     assert uni["energy_source"] == "measured" and uni["power_samples"] == "2"
+    # The load the cost per 1M tokens was measured at, as the page states it: 30 inference
+    # cards held, 1,000 tokens/s on them; none on the cluster with no inference.
+    assert float(uni["inference_cards_held_mean"]) == pytest.approx(30.0)
+    assert float(uni["tokens_per_second_per_inference_card"]) == pytest.approx(
+        1000.0 / 30, rel=1e-5
+    )
+    assert float(uni["cost_per_1m_tokens"]) == pytest.approx(30 * PER_CARD_HOUR / 3.6, rel=1e-5)
+    assert rows[0]["inference_cards_held_mean"] == ""
+    assert rows[0]["tokens_per_second_per_inference_card"] == ""
     comparison = client_as("operator").get("/cost/?format=csv&table=comparison").content.decode()
     assert "payback_months" in comparison and "split_cards_needed,150" in comparison
 

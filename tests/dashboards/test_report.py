@@ -213,3 +213,23 @@ def test_the_report_says_which_mechanism_contributed_what_from_the_ablation(pair
     url = f"/report/?baseline={pair['base'].pk}&unified={pair['uni'].pk}"
     page = client_as("operator").get(url).content.decode()
     assert "Which mechanism contributed what" in page and "+3.0" in page
+
+
+def test_report_cost_csv_states_the_load_each_cost_per_token_was_measured_at(pair, client_as):
+    write_cluster(pair["uni"], {"cluster_inference_tokens_per_second": [1000.0, 1000.0, 1000.0]})
+    url = (
+        f"/report/?baseline={pair['base'].pk}&unified={pair['uni'].pk}&range=6h"
+        "&format=csv&figure=cost"
+    )
+    rows = list(csv.DictReader(io.StringIO(client_as("approver").get(url).content.decode())))
+    uni = {r["figure"]: r["value"] for r in rows if r["cluster"] == "uni"}
+    legacy = {r["figure"]: r["value"] for r in rows if r["cluster"] == "legacy"}
+    held = float(uni["inference_cards_held_mean"])
+    assert 0 < held <= 4.0  # svc-a and svc-b hold 2 cards each where they report
+    assert float(uni["tokens_per_second_per_inference_card"]) == pytest.approx(1000.0 / held)
+    # The serving cards' cost over the tokens they served: held × cost per card-hour (16 cards).
+    per_card_hour = float(uni["asset_per_hour"]) / 16
+    assert float(uni["cost_per_1m_tokens"]) == pytest.approx(held * per_card_hour / 3.6)
+    # legacy served no tokens: no load, no per-token figure, not a made-up zero.
+    assert legacy["tokens_per_second_per_inference_card"] == ""
+    assert legacy["cost_per_1m_tokens"] == ""

@@ -63,3 +63,28 @@ def test_the_demo_pair_runs_the_same_workloads_on_the_same_cards_and_queues_a_wh
     whatif = WhatIfRun.objects.get()
     assert (whatif.cards, whatif.hardware, whatif.status) == (128, "ascend-950dt", "queued")
     assert "What-if run" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_the_demo_serves_on_replicas_loaded_at_the_autoscaler_target_not_idle_reservations():
+    """The demo's services are sized as an operator runs them: at the day's peak each fills
+    its replicas at the policy's target occupancy, so the cards serving them are busy, where
+    the engine's default fleet (public duty-cycle traces) keeps mostly idle reservations."""
+    from simulation.engine import default_scenario
+    from simulation.engine.catalog import get_hardware
+    from simulation.engine.scenario.inference_demand import fleet_statistics
+    from simulation.engine.scenario.types import Scenario
+
+    call_command("seed_twin", "--cards", "256", stdout=StringIO())
+    duty = {}
+    for run in TwinRun.objects.all():
+        scenario = Scenario.from_dict(run.scenario)
+        hw = get_hardware(scenario.topology.hardware)
+        assert all(s.reserved_replicas == 0 for s in scenario.services)  # nothing held idle
+        duty[run.name] = fleet_statistics(scenario.services, hw, scenario.policy, static=False)
+    idle_fleet = default_scenario(cards=256, seed=7, hardware="h100-sxm", policy="split")
+    hw = get_hardware("h100-sxm")
+    fleet = fleet_statistics(idle_fleet.services, hw, idle_fleet.policy)["duty_cycle_mean"]
+    for name, stats in duty.items():
+        # Busy most of the time they are held, against single digits for the idle fleet.
+        assert stats["duty_cycle_mean"] > 0.5 > 0.1 > fleet, name
