@@ -147,7 +147,9 @@ def demo(db, tmp_path, settings):
     settings.VAR_DIR = tmp_path
     out = StringIO()
     call_command("seed_demo", password="demo-pass-123", stdout=out)
-    call_command("seed_twin", cards=256, legacy_cards=128, stdout=out)
+    # The demo's shape (make demo): both clusters the same size, so they run the same jobs
+    # and the moved pilots are still running on the target when their gates measure.
+    call_command("seed_twin", cards=256, stdout=out)
     call_command("seed_migrations", stdout=out)
     whatif = WhatIfRun.objects.create(
         cards=64,
