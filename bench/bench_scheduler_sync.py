@@ -233,7 +233,7 @@ def one_sync(source, encoded: dict[str, bytes], now, *, not_modified: bool = Fal
         nodes = v0_0_38.nodes(json.loads(encoded["nodes"]))
         partitions = v0_0_38.partitions(json.loads(encoded["partitions"]))
         result = _store(source, "v0.0.38", int(now.timestamp()), jobs, refused, nodes,
-                        partitions, now)  # fmt: skip
+                        partitions, [], now)  # fmt: skip
     elapsed = time.perf_counter() - started
     return elapsed, writes, result
 

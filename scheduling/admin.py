@@ -2,7 +2,12 @@
 
 from django.contrib import admin
 
-from scheduling.models import SchedulerAccountMapping, SchedulerJob, SchedulerSource
+from scheduling.models import (
+    SchedulerAccountMapping,
+    SchedulerJob,
+    SchedulerQuota,
+    SchedulerSource,
+)
 from scheduling.models_calendar import CalendarApplication, CalendarAuditEntry, CalendarRevision
 from scheduling.services.sources import (
     scheduler_account_mapping_create,
@@ -74,3 +79,11 @@ class CalendarApplicationAdmin(_ReadOnly):
 class CalendarAuditEntryAdmin(_ReadOnly):
     list_display = ("at", "calendar", "revision", "actor_label", "action")
     list_filter = ("action",)
+
+
+@admin.register(SchedulerQuota)
+class SchedulerQuotaAdmin(_ReadOnly):
+    """Quotas are the scheduler's: they change there, and the next sync brings them here."""
+
+    list_display = ("source", "scope", "name", "partition", "origin", "gpus", "npus")
+    list_filter = ("scope", "origin")

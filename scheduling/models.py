@@ -13,6 +13,9 @@ from cluster_portal.web.outbound import validate_outbound_url
 
 # REST API versions the portal has a normaliser for, oldest first (scheduling/slurm/v0_*.py).
 KNOWN_SLURM_API_VERSIONS = ("v0.0.38",)
+# States in which a job's cards stay allocated to it (Slurm's names; Kubernetes phases are
+# mapped onto them).
+JOB_HOLDING_STATES = ("RUNNING", "SUSPENDED", "COMPLETING")
 
 env_name_validator = RegexValidator(
     r"^[A-Za-z_][A-Za-z0-9_]*$",
@@ -215,6 +218,56 @@ class SchedulerPartition(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class SchedulerQuota(models.Model):
+    """A card quota as the scheduler last reported it, beside which the portal shows use.
+
+    ``scope`` says what it limits: a *queue* (a Kueue ClusterQueue's ``nominalQuota`` summed
+    over its flavours, or a Volcano Queue's ``capability``) or an *account* (a Slurm
+    association's ``GrpTRES`` for ``gres/gpu`` / ``gres/npu``, read from slurmdb; ``partition``
+    is the association's partition, empty for all). A limit that is ``None`` is not set for
+    that card kind (no limit), which is not the same as 0. ``reported_*`` is the use the
+    scheduler itself counts against the quota (Kueue ``flavorsUsage``, Volcano
+    ``status.allocated``); Slurm's association answer carries none."""
+
+    class Scope(models.TextChoices):
+        QUEUE = "queue", _("queue")
+        ACCOUNT = "account", _("account")
+
+    class Origin(models.TextChoices):
+        KUEUE = "kueue", _("Kueue ClusterQueue nominal quota")
+        VOLCANO = "volcano", _("Volcano queue capability")
+        SLURM = "slurm", _("Slurm association GrpTRES")
+
+    source = models.ForeignKey(SchedulerSource, on_delete=models.CASCADE, related_name="quotas")
+    scope = models.CharField(_("scope"), max_length=10, choices=Scope.choices)
+    name = models.CharField(_("queue or account"), max_length=200)
+    partition = models.CharField(_("partition"), max_length=200, blank=True)
+    origin = models.CharField(_("from"), max_length=10, choices=Origin.choices)
+    gpus = models.PositiveIntegerField(_("GPU quota"), null=True, blank=True)
+    npus = models.PositiveIntegerField(_("NPU quota"), null=True, blank=True)
+    gpus_borrowing_limit = models.PositiveIntegerField(
+        _("GPUs it may borrow"), null=True, blank=True
+    )
+    npus_borrowing_limit = models.PositiveIntegerField(
+        _("NPUs it may borrow"), null=True, blank=True
+    )
+    reported_gpus = models.PositiveIntegerField(_("GPUs in use (scheduler)"), null=True, blank=True)
+    reported_npus = models.PositiveIntegerField(_("NPUs in use (scheduler)"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["source", "scope", "name", "partition"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source", "scope", "name", "partition"], name="scheduling_one_row_per_quota"
+            )
+        ]
+        verbose_name = _("scheduler quota")
+        verbose_name_plural = _("scheduler quotas")
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.partition}" if self.partition else self.name
 
 
 # The day/night window calendar's models live in their own module (kept under ~500 lines).

@@ -21,6 +21,7 @@ from scheduling.models import SchedulerSource
 from scheduling.selectors import jobs_visible_to, sources_with_status
 from scheduling.selectors.idle import idle_allocations
 from scheduling.selectors.queues import WAIT_WINDOW, pending_by_partition, wait_percentiles
+from scheduling.selectors.quotas import quotas_beside_use
 from scheduling.services.sync import scheduler_source_sync
 
 PAGE_SIZE = 100
@@ -55,6 +56,7 @@ def scheduler_page(request: HttpRequest) -> HttpResponse:
         "filter_query": urlencode(filters),
         "sync_seconds": int(settings.SCHEDULER_SYNC_SECONDS),
         "pending": pending_by_partition(request.user, cluster=cluster),
+        "quotas": quotas_beside_use(request.user, cluster=cluster),
         "waits": waits,
         "waits_by_hour": waits_by_hour,
         "wait_days": WAIT_WINDOW.days,

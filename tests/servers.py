@@ -661,6 +661,44 @@ backend {backend}
             self.process.wait()
 
 
+def _reply(handler, status: int, payload: bytes) -> None:
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)
+
+
+class RecordedHTTPServer:
+    """A loopback HTTP endpoint answering GETs with recorded bodies: ``routes`` maps a path
+    (without its query) to the body; any other path is a 404 with ``missing`` as its body.
+    ``seen`` keeps the paths asked, in order."""
+
+    def __init__(self, routes: dict[str, bytes], *, missing: bytes = b"not found") -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.routes, self.seen = routes, []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                path = self.path.split("?")[0]
+                outer.seen.append(path)
+                body = outer.routes.get(path)
+                _reply(self, 404 if body is None else 200, missing if body is None else body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 class ScriptedHTTPServer:
     """A loopback HTTP endpoint answering POSTs from a script: each answer is ``(status,
     body)`` or a callable ``(headers, body) -> (status, body)``; the last answer repeats.
@@ -680,12 +718,7 @@ class ScriptedHTTPServer:
                 outer.requests.append((headers, body))
                 answer = outer.answers.pop(0) if len(outer.answers) > 1 else outer.answers[0]
                 status, text = answer(headers, body) if callable(answer) else answer
-                payload = text if isinstance(text, bytes) else str(text).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                _reply(self, status, text if isinstance(text, bytes) else str(text).encode())
 
             def log_message(self, *args) -> None:
                 pass

@@ -34,6 +34,7 @@ from scheduling.selectors.queues import (
     pending_by_partition,
     wait_percentiles,
 )
+from scheduling.selectors.quotas import QuotaUse, quotas_beside_use
 from scheduling.services.sources import (
     SOURCE_FIELDS,
     scheduler_source_create,
@@ -185,8 +186,10 @@ class SchedulerJobListView(TenantScopedMixin, ListAPIView):
 class SchedulerQueuesView(APIView):
     """``GET ?cluster=``: pending jobs per partition (reason, cards, the scheduler's estimated
     start) and wait percentiles (P50/P90 of submit → start, seconds) over the last 7 days per
-    tenant and per UTC hour of day of submission. Customers and tenant tokens see their own
-    tenant's jobs only."""
+    tenant and per UTC hour of day of submission, and each card quota the schedulers state
+    (Kueue ClusterQueue, Volcano queue, Slurm account GrpTRES) beside the cards its jobs hold
+    and ask for (``null`` limit: none set). Customers and tenant tokens see their own tenant's
+    jobs, accounts, and queues with their own use only."""
 
     permission_classes = [IsAuthenticated, HasRequiredScope]
     required_scope = "read"
@@ -216,8 +219,30 @@ class SchedulerQueuesView(APIView):
                 "wait_window_days": WAIT_WINDOW.days,
                 "waits_per_tenant": [_wait_json(s) for s in per_tenant],
                 "waits_per_hour": [_wait_json(s) for s in per_hour],
+                "quotas": [
+                    _quota_json(row) for row in quotas_beside_use(request.user, cluster=cluster)
+                ],
             }
         )
+
+
+def _quota_json(row: QuotaUse) -> dict:
+    quota = row.quota
+    out = {
+        "cluster": row.cluster, "scope": quota.scope, "name": quota.name,
+        "partition": quota.partition, "origin": quota.origin, "own_use_only": row.own_use_only,
+    }  # fmt: skip
+    if not row.own_use_only:
+        out["tenants"] = row.tenants
+    for kind in ("gpus", "npus"):
+        out[kind] = {
+            "quota": getattr(quota, kind),
+            "borrowing_limit": getattr(quota, f"{kind}_borrowing_limit"),
+            "in_use": getattr(row, f"{kind}_used"),
+            "pending": getattr(row, f"{kind}_pending"),
+            "scheduler_counts": getattr(row, f"reported_{kind}"),
+        }
+    return out
 
 
 def _pending_json(job: SchedulerJob) -> dict:

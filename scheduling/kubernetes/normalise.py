@@ -14,8 +14,10 @@ Slurm normalisers return, so storage, tenancy and attribution are one code path)
 * Which card a pod holds is not in the API (the kubelet's pod-resources socket knows it);
   only Huawei's Ascend device plugin writes it on the pod (annotation
   ``huawei.com/Ascend910: Ascend910-0,Ascend910-1``), and that becomes the allocation.
-* ClusterQueues and Volcano Queues are partitions; their quotas are not stored (the
-  partition model has no field for them yet).
+* ClusterQueues and Volcano Queues are partitions; their card quotas (a ClusterQueue's
+  ``nominalQuota`` and ``borrowingLimit`` summed over its flavours, with the use Kueue counts
+  against them; a Volcano Queue's ``capability``, with its ``status.allocated`` where the
+  Volcano release reports it) become queue quotas.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from datetime import datetime
 
 from django.utils.translation import gettext as _
 from kubernetes import client as k8s
+from kubernetes.utils import parse_quantity
 
 from scheduling.kubernetes.client import ClusterAnswer
-from scheduling.slurm.v0_0_38 import JobRecord, NodeRecord, PartitionRecord
+from scheduling.slurm.v0_0_38 import JobRecord, NodeRecord, PartitionRecord, QuotaRecord
 
 GPU_RESOURCES = ("nvidia.com/gpu",)
 NPU_PREFIX = "huawei.com/Ascend"
@@ -370,4 +373,101 @@ def partitions(answer: ClusterAnswer, records: Iterable[JobRecord]) -> list[Part
         out.setdefault(name, PartitionRecord(name=name, state=str(state or ""), nodes=[]))
     if any(r.partition == DEFAULT_PARTITION for r in records):
         out.setdefault(DEFAULT_PARTITION, PartitionRecord(DEFAULT_PARTITION, "", []))
+    return list(out.values())
+
+
+def _card_kind(resource: object) -> str | None:
+    if resource in GPU_RESOURCES:
+        return "gpus"
+    if isinstance(resource, str) and resource.startswith(NPU_PREFIX):
+        return "npus"
+    return None
+
+
+def _whole_cards(value: object, where: str) -> int:
+    """A quota quantity as whole cards; anything else is an error naming it (a quota read as
+    0 would be a wrong number, where the scheduler's own reading is unknown)."""
+    try:
+        quantity = parse_quantity(value)
+    except (ValueError, TypeError):
+        quantity = None
+    if quantity is None or quantity < 0 or quantity != quantity.to_integral_value():
+        raise AnswerError(
+            _("%(where)s: %(value)r is not a whole number of cards.")
+            % {"where": where, "value": value}
+        )
+    return int(quantity)
+
+
+def _add(totals: dict[str, int], kind: str, cards: int) -> None:
+    totals[kind] = totals.get(kind, 0) + cards
+
+
+def _cluster_queue_quota(queue: dict, name: str) -> QuotaRecord | None:
+    nominal: dict[str, int] = {}
+    borrowing: dict[str, int] = {}
+    unbounded: set[str] = set()  # a flavour with no borrowingLimit may borrow the cohort's all
+    for group in _spec(queue).get("resourceGroups") or []:
+        for flavor in (group.get("flavors") or []) if isinstance(group, dict) else []:
+            for resource in (flavor.get("resources") or []) if isinstance(flavor, dict) else []:
+                kind = _card_kind(resource.get("name")) if isinstance(resource, dict) else None
+                if kind is None:
+                    continue
+                where = f"ClusterQueue {name} {resource['name']}"
+                _add(nominal, kind, _whole_cards(resource.get("nominalQuota", 0), where))
+                if resource.get("borrowingLimit") is None:
+                    unbounded.add(kind)
+                else:
+                    _add(borrowing, kind, _whole_cards(resource["borrowingLimit"], where))
+    if not nominal:
+        return None
+    used: dict[str, int] = {}
+    for flavor in _status(queue).get("flavorsUsage") or []:
+        for resource in (flavor.get("resources") or []) if isinstance(flavor, dict) else []:
+            kind = _card_kind(resource.get("name")) if isinstance(resource, dict) else None
+            if kind is not None:
+                where = f"ClusterQueue {name} usage {resource['name']}"
+                _add(used, kind, _whole_cards(resource.get("total", 0), where))
+    return QuotaRecord(
+        scope="queue", name=name, partition="", origin="kueue",
+        gpus=nominal.get("gpus"), npus=nominal.get("npus"),
+        gpus_borrowing_limit=None if "gpus" in unbounded else borrowing.get("gpus"),
+        npus_borrowing_limit=None if "npus" in unbounded else borrowing.get("npus"),
+        reported_gpus=used.get("gpus", 0 if "gpus" in nominal else None),
+        reported_npus=used.get("npus", 0 if "npus" in nominal else None),
+    )  # fmt: skip
+
+
+def _volcano_queue_quota(queue: dict, name: str) -> QuotaRecord | None:
+    capability: dict[str, int] = {}
+    for resource, value in (_spec(queue).get("capability") or {}).items():
+        if kind := _card_kind(resource):
+            _add(capability, kind, _whole_cards(value, f"Volcano queue {name} {resource}"))
+    if not capability:
+        return None
+    allocated = _status(queue).get("allocated")
+    used: dict[str, int] = {}
+    for resource, value in (allocated or {}).items() if isinstance(allocated, dict) else ():
+        if kind := _card_kind(resource):
+            _add(used, kind, _whole_cards(value, f"Volcano queue {name} allocated {resource}"))
+    reported = isinstance(allocated, dict)  # older Volcano releases report no allocation
+    return QuotaRecord(
+        scope="queue", name=name, partition="", origin="volcano",
+        gpus=capability.get("gpus"), npus=capability.get("npus"),
+        reported_gpus=used.get("gpus", 0) if reported and "gpus" in capability else None,
+        reported_npus=used.get("npus", 0) if reported and "npus" in capability else None,
+    )  # fmt: skip
+
+
+def quotas(answer: ClusterAnswer) -> list[QuotaRecord]:
+    """Card quotas of the ClusterQueues and Volcano Queues that set one (a queue with no
+    GPU/NPU quota limits nothing the portal counts and is left out)."""
+    out: dict[str, QuotaRecord] = {}
+    for queue in answer.custom.get("cluster_queues", []):
+        if record := _cluster_queue_quota(queue, _meta(queue).get("name") or ""):
+            out[record.name] = record
+    for queue in answer.custom.get("volcano_queues", []):
+        name = _meta(queue).get("name") or ""
+        if name not in out and (record := _volcano_queue_quota(queue, name)):
+            out[name] = record
     return list(out.values())

@@ -21,7 +21,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import Tenant
-from scheduling.models import SchedulerJob
+from scheduling.models import JOB_HOLDING_STATES, SchedulerJob
 from telemetry.models import AttributionKind
 from telemetry.read import (
     LocalBackend,
@@ -105,7 +105,7 @@ def idle_allocations(
     start = now - LOOKBACK
     running = {
         (job.source.cluster_id, str(job.job_id)): job
-        for job in jobs.filter(state__in=("RUNNING", "SUSPENDED", "COMPLETING")).select_related(
+        for job in jobs.filter(state__in=JOB_HOLDING_STATES).select_related(
             "source__cluster", "tenant"
         )
     }

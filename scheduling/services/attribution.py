@@ -22,15 +22,14 @@ from datetime import datetime
 from django.utils.translation import gettext as _
 
 from inventory.models import Accelerator, Node
-from scheduling.models import SchedulerJob, SchedulerSource
+from scheduling.models import JOB_HOLDING_STATES, SchedulerJob, SchedulerSource
 from telemetry.ingest.scheduler_attribution import (
     SchedulerAttributionResult,
     SchedulerHolding,
     scheduler_intervals_sync,
 )
 
-# States in which a job's cards stay allocated to it.
-HOLDING_STATES = ("RUNNING", "SUSPENDED", "COMPLETING")
+HOLDING_STATES = JOB_HOLDING_STATES
 MAX_REASONS_KEPT = 20
 
 

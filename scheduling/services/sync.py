@@ -28,6 +28,7 @@ from scheduling.models import (
     SchedulerJob,
     SchedulerNode,
     SchedulerPartition,
+    SchedulerQuota,
     SchedulerSource,
 )
 from scheduling.services.attribution import scheduler_attribution_sync
@@ -56,6 +57,7 @@ class SyncResult:
     nodes: int
     partitions: int
     refused: dict = field(default_factory=dict)
+    quotas: int = 0
     # Scheduler attribution intervals started / ended by this sync, and allocated cards not
     # attributed (by reason).
     intervals_started: int = 0
@@ -81,13 +83,18 @@ def scheduler_source_sync(*, source: SchedulerSource, now: datetime | None = Non
         jobs_answer = client.get(normaliser.JOBS, params)
         nodes_answer = client.get(normaliser.NODES)
         partitions_answer = client.get(normaliser.PARTITIONS)
+        # Account quotas live in slurmdb: a slurmrestd without accounting does not serve it,
+        # and then the source has no account quotas (not an error).
+        offers_quotas = normaliser.ASSOCIATIONS in client.offered_paths
+        quotas_answer = client.get(normaliser.ASSOCIATIONS) if offers_quotas else None
         jobs, refused_jobs = normaliser.jobs(jobs_answer) if jobs_answer is not None else (None, [])
         nodes = normaliser.nodes(nodes_answer)
         partitions = normaliser.partitions(partitions_answer)
+        quotas = normaliser.quotas(quotas_answer) if offers_quotas else []
     except (SchedulerError, v0_0_38.AnswerError, NotationError) as exc:
         source.record_contact_error(str(exc), now=now)
         raise SchedulerSyncFailed(str(exc)) from None
-    return _store(source, version, started, jobs, refused_jobs, nodes, partitions, now)
+    return _store(source, version, started, jobs, refused_jobs, nodes, partitions, quotas, now)
 
 
 def _kubernetes_sync(source: SchedulerSource, now: datetime) -> SyncResult:
@@ -101,17 +108,18 @@ def _kubernetes_sync(source: SchedulerSource, now: datetime) -> SyncResult:
         jobs, refused_jobs = k8s_normalise.jobs(answer)
         nodes = k8s_normalise.nodes(answer, jobs)
         partitions = k8s_normalise.partitions(answer, jobs)
+        quotas = k8s_normalise.quotas(answer)
     except (SchedulerError, k8s_normalise.AnswerError) as exc:
         source.record_contact_error(str(exc), now=now)
         raise SchedulerSyncFailed(str(exc)) from None
     present = {job.job_id for job in jobs}
-    return _store(source, answer.version, started, jobs, refused_jobs, nodes, partitions, now,
-                  complete=present)  # fmt: skip
+    return _store(source, answer.version, started, jobs, refused_jobs, nodes, partitions, quotas,
+                  now, complete=present)  # fmt: skip
 
 
 @transaction.atomic
 def _store(
-    source, version, started, jobs, refused_jobs, nodes, partitions, now,
+    source, version, started, jobs, refused_jobs, nodes, partitions, quotas, now,
     complete: set[int] | None = None,
 ) -> SyncResult:  # fmt: skip
     """Write one read. ``complete``: the ids of every job the scheduler still knows, when its
@@ -166,6 +174,7 @@ def _store(
              for n in nodes})  # fmt: skip
     _replace(SchedulerPartition, source, {p.name: {"state": p.state, "nodes": p.nodes}
              for p in partitions})  # fmt: skip
+    _replace_quotas(source, quotas)
     # Every successful sync, a 304 included: the open intervals are extended to now (the jobs
     # still hold their cards) and the ended jobs' intervals closed, in the same transaction.
     attribution, unattributed = scheduler_attribution_sync(source=source, now=now)
@@ -177,7 +186,7 @@ def _store(
                                "last_error_at"])  # fmt: skip
     return SyncResult(
         api_version=version, jobs=stored, nodes=len(nodes), partitions=len(partitions),
-        refused=refused, intervals_started=attribution.started,
+        refused=refused, quotas=len(quotas), intervals_started=attribution.started,
         intervals_ended=attribution.ended, unattributed=unattributed,
     )  # fmt: skip
 
@@ -202,3 +211,28 @@ def _replace(model, source: SchedulerSource, wanted: dict[str, dict]) -> None:
     model.objects.bulk_create(created, batch_size=BATCH)
     if updated:
         model.objects.bulk_update(updated, sorted(fields), batch_size=BATCH)
+
+
+QUOTA_FIELDS = ("origin", "gpus", "npus", "gpus_borrowing_limit", "npus_borrowing_limit",
+                "reported_gpus", "reported_npus")  # fmt: skip
+
+
+def _replace_quotas(source: SchedulerSource, records) -> None:
+    """The source's quotas as this read states them (few rows: a queue or account each):
+    changed ones updated, new ones created, the ones no longer stated deleted."""
+    wanted = {(r.scope, r.name, r.partition): r for r in records}
+    for row in SchedulerQuota.objects.filter(source=source):
+        record = wanted.pop((row.scope, row.name, row.partition), None)
+        if record is None:
+            row.delete()
+            continue
+        differ = [key for key in QUOTA_FIELDS if getattr(row, key) != getattr(record, key)]
+        for key in differ:
+            setattr(row, key, getattr(record, key))
+        if differ:
+            row.save(update_fields=differ)
+    SchedulerQuota.objects.bulk_create(
+        SchedulerQuota(source=source, scope=r.scope, name=r.name, partition=r.partition,
+                       **{key: getattr(r, key) for key in QUOTA_FIELDS})
+        for r in wanted.values()
+    )  # fmt: skip

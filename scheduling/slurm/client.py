@@ -46,6 +46,8 @@ class SlurmClient:
             )
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        # Filled by :meth:`api_version`: the paths the server's ``/openapi/v3`` offers.
+        self.offered_paths: frozenset[str] = frozenset()
         self.headers = {"X-SLURM-USER-NAME": user_name, "X-SLURM-USER-TOKEN": token,
                         "Accept": "application/json"}  # fmt: skip
 
@@ -125,6 +127,7 @@ class SlurmClient:
         offered = sorted(
             {m.group(1) for p in paths if (m := _VERSION_PATH.match(p))}, key=_version_key
         )
+        self.offered_paths = frozenset(paths)
         usable = [v for v in offered if v in known]
         if not usable:
             raise SchedulerError(

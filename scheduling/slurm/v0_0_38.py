@@ -20,6 +20,12 @@ VERSION = "v0.0.38"
 JOBS = f"/slurm/{VERSION}/jobs"
 NODES = f"/slurm/{VERSION}/nodes"
 PARTITIONS = f"/slurm/{VERSION}/partitions"
+# slurmdb's associations: served only when slurmrestd loads the dbv0.0.38 plugin (accounting
+# through slurmdbd); the sync asks for it only where ``/openapi/v3`` offers it.
+ASSOCIATIONS = f"/slurmdb/{VERSION}/associations"
+# The GrpTRES names read as card quotas (untyped: ``gres/gpu``, not ``gres/gpu:h100``, which
+# limits one card type only and is not the account's whole quota).
+QUOTA_GRES = {"gpu": "gpus", "npu": "npus"}
 
 # States after which a job holds nothing; its end_time is then the real end, not the limit.
 FINAL_STATES = {
@@ -66,6 +72,23 @@ class PartitionRecord:
     name: str
     state: str
     nodes: list[str]
+
+
+@dataclass
+class QuotaRecord:
+    """A card quota as a scheduler states it (``scope``/``origin``: the values of
+    ``SchedulerQuota.Scope`` / ``.Origin``); ``None``: not limited for that card kind."""
+
+    scope: str
+    name: str
+    partition: str
+    origin: str
+    gpus: int | None = None
+    npus: int | None = None
+    gpus_borrowing_limit: int | None = None
+    npus_borrowing_limit: int | None = None
+    reported_gpus: int | None = None
+    reported_npus: int | None = None
 
 
 def _moment(value) -> datetime | None:
@@ -195,4 +218,40 @@ def partitions(answer: object) -> list[PartitionRecord]:
                 nodes=expand_hostlist(_text(item, "nodes")),
             )  # fmt: skip
         )
+    return out
+
+
+def quotas(answer: object) -> list[QuotaRecord]:
+    """Account associations' ``GrpTRES`` on GPUs/NPUs (v0.0.38 states it in
+    ``max.tres.total``). A user's own association is skipped: it limits one person inside the
+    account, not the tenant the account maps to."""
+    out = []
+    for item in _items(answer, "associations"):
+        if item.get("user"):
+            continue
+        account = _text(item, "account")
+        if not account:
+            raise AnswerError(_("An association without an account."))
+        limits = (item.get("max") or {}).get("tres") if isinstance(item.get("max"), dict) else None
+        total = limits.get("total") if isinstance(limits, dict) else None
+        if not isinstance(total, list):
+            raise AnswerError(
+                _("Association %(account)r has no max.tres.total list.") % {"account": account}
+            )
+        record = QuotaRecord(
+            scope="account", name=account, partition=_text(item, "partition"), origin="slurm"
+        )
+        for tres in total:
+            field_name = QUOTA_GRES.get(tres.get("name")) if isinstance(tres, dict) else None
+            if field_name is None or tres.get("type") != "gres":
+                continue
+            count = tres.get("count")
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise AnswerError(
+                    _("Association %(account)r: GrpTRES gres/%(name)s is %(count)r, not a count.")
+                    % {"account": account, "name": tres.get("name"), "count": count}
+                )
+            setattr(record, field_name, count)
+        if record.gpus is not None or record.npus is not None:
+            out.append(record)
     return out

@@ -68,4 +68,4 @@ def job(
 
 def store(source: SchedulerSource, jobs: list[JobRecord] | None, now: datetime) -> SyncResult:
     """Store one scheduler answer (``None``: slurmrestd said 304) as a sync would."""
-    return _store(source, "v0.0.38", int(time.time()), jobs, [], [], [], now)
+    return _store(source, "v0.0.38", int(time.time()), jobs, [], [], [], [], now)
