@@ -47,7 +47,9 @@ def idle_held_seconds(cluster: Cluster, start: datetime, end: datetime) -> dict[
         return {}
     # The held cards as plain values (no model rows), but for a PromQL-read cluster.
     whole = () if isinstance(backend_for(cluster), LocalBackend) else (cluster.pk,)
-    entities = span_entities({h.entity_id for h in holdings}, whole)
+    entities = span_entities(
+        {h.entity_id for h in holdings}, whole, known=(h.span_entity for h in holdings)
+    )
     spans = runs_under(
         metric=metric,
         spans=[(entities[h.entity_id], h.start) for h in holdings],

@@ -21,7 +21,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import Tenant
-from scheduling.models import JOB_HOLDING_STATES, SchedulerJob
+from scheduling.models import JOB_HOLDING_STATES, SchedulerJob, SchedulerSource
 from telemetry.models import AttributionKind
 from telemetry.read import (
     LocalBackend,
@@ -103,12 +103,17 @@ def idle_allocations(
     now = now or timezone.now()
     rule = rule or IdleRule.from_settings()
     start = now - LOOKBACK
-    running = {
-        (job.source.cluster_id, str(job.job_id)): job
-        for job in jobs.filter(state__in=JOB_HOLDING_STATES).select_related(
-            "source__cluster", "tenant"
-        )
-    }
+    # A few sources for thousands of jobs: each job gets its source from here rather than a
+    # joined row of its own, and the per-node JSON the list never shows is not decoded.
+    sources = {s.pk: s for s in SchedulerSource.objects.select_related("cluster")}
+    running = {}
+    for job in (
+        jobs.filter(state__in=JOB_HOLDING_STATES)
+        .select_related("tenant")
+        .defer("nodes", "allocation")
+    ):
+        job.source = sources[job.source_id]
+        running[(job.source.cluster_id, str(job.job_id))] = job
     metric = metrics_by_name([UTILIZATION]).get(UTILIZATION)
     found: list[IdleJob] = []
     if running and metric is not None:
@@ -124,6 +129,7 @@ def idle_allocations(
         entities = span_entities(
             {h.entity_id for h in holdings},
             {c for c in clusters if not isinstance(backend_for(c), LocalBackend)},
+            known=(h.span_entity for h in holdings),
         )
         by_job = defaultdict(list)
         for holding in holdings:

@@ -117,3 +117,25 @@ def test_spans_given_as_plain_values_answer_what_whole_rows_answer(monkeypatch, 
     expected = _python(metric, [(card, since) for card in cards], end)
     assert given == expected
     assert given[0].runs and given[1].measured and not given[1].runs and not given[5].measured
+
+
+def test_cards_already_known_are_taken_as_they_are_but_whole_clusters_are_read_whole(
+    django_assert_num_queries,
+):
+    """Card holdings carry each card's id, cluster, kind and key: ``span_entities`` takes
+    those without reading the cards again, except for the clusters whose reads need whole
+    rows (a PromQL server's)."""
+    from telemetry.read import SpanEntity, span_entities
+
+    metric = _metric()
+    end = timezone.now().replace(second=0, microsecond=0)
+    cards = _cards(metric, end, 10)
+    known = [SpanEntity(c.pk, c.cluster_id, c.kind, c.key) for c in cards]
+    with django_assert_num_queries(0):
+        taken = span_entities((c.pk for c in cards), known=known)
+    assert taken == {e.pk: e for e in known}
+    with django_assert_num_queries(1):  # only the card nobody knew is read
+        mixed = span_entities((c.pk for c in cards), known=known[1:])
+    assert mixed[cards[0].pk] == known[0] and mixed[cards[1].pk] is known[1]
+    whole = span_entities((c.pk for c in cards), {cards[0].cluster_id}, known=known)
+    assert whole[cards[0].pk] == cards[0]  # the model row, not the known values

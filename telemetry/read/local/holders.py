@@ -18,10 +18,12 @@ from django.conf import settings
 from django.db.models import Q
 
 from telemetry.models import AttributionInterval, AttributionKind
+from telemetry.read.local.runs import SpanEntity
 
 # Fields the page and the list need, so a 10,000-card cluster reads no whole rows.
 _FIELDS = (
-    "pk", "entity_id", "entity__key", "entity__accelerator_id", "kind", "namespace", "pod",
+    "pk", "entity_id", "entity__key", "entity__accelerator_id", "entity__cluster_id",
+    "entity__kind", "kind", "namespace", "pod",
     "hpc_job", "host", "tenant_id", "tenant__name", "started_at", "last_seen_at", "ended_at",
     "step_seconds",
 )  # fmt: skip
@@ -44,6 +46,15 @@ class CardHolding:
     start: datetime
     until: datetime
     open: bool
+    entity_cluster_id: int | None = None
+    entity_kind: str = ""
+
+    @property
+    def span_entity(self) -> SpanEntity:
+        """The held card as :func:`telemetry.read.runs_under` reads it, from this row's own
+        fields (no second read of the card)."""
+        return SpanEntity(self.entity_id, self.entity_cluster_id, self.entity_kind,
+                          self.entity_key)  # fmt: skip
 
 
 def _holding(row: dict, start: datetime, end: datetime) -> CardHolding | None:
@@ -63,6 +74,7 @@ def _holding(row: dict, start: datetime, end: datetime) -> CardHolding | None:
         accelerator_id=row["entity__accelerator_id"], kind=row["kind"], holder=holder,
         job=row["hpc_job"], tenant_id=row["tenant_id"], tenant=row["tenant__name"] or "",
         host=row["host"], start=lo, until=hi, open=row["ended_at"] is None,
+        entity_cluster_id=row["entity__cluster_id"], entity_kind=row["entity__kind"],
     )  # fmt: skip
 
 

@@ -58,12 +58,20 @@ class SpanEntity:
 
 
 def span_entities(
-    ids: Iterable[int], whole_clusters: Collection[int] = ()
+    ids: Iterable[int],
+    whole_clusters: Collection[int] = (),
+    *,
+    known: Iterable[SpanEntity] = (),
 ) -> dict[int, Entity | SpanEntity]:
     """``{id: entity}`` for :func:`telemetry.read.runs_under`'s spans: a :class:`SpanEntity`
     each, or the whole row for entities of ``whole_clusters`` (those a PromQL server
-    answers, whose reads need every field)."""
-    ids = list(ids)
+    answers, whose reads need every field). ``known``: cards already read with those fields
+    (card holdings carry them), taken as they are outside ``whole_clusters``."""
+    whole = set(whole_clusters)
+    taken: dict[int, Entity | SpanEntity] = {e.pk: e for e in known if e.cluster_id not in whole}
+    ids = [pk for pk in ids if pk not in taken]
+    if not ids:
+        return taken
     found: dict[int, Entity | SpanEntity] = {
         pk: SpanEntity(pk, cluster_id, kind, key)
         for pk, cluster_id, kind, key in Entity.objects.filter(pk__in=ids)
@@ -74,7 +82,7 @@ def span_entities(
         found.update(
             Entity.objects.filter(pk__in=ids, cluster_id__in=list(whole_clusters)).in_bulk()
         )
-    return found
+    return {**taken, **found}
 
 
 def cadence_of(points: Sequence[SeriesPoint], step: float) -> float:
