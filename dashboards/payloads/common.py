@@ -29,6 +29,10 @@ def source_text(source: str | None) -> str:
             "exporters": _("from exporters"),
             "derived": _("derived from card samples"),
             "promql": _("derived from the PromQL source's card series"),
+            "promql-rules": _(
+                "from the PromQL source's recording rules where it records the figure "
+                "(cluster_portal:…; the shipped rules record every 30 s)"
+            ),
         }.get(source or "", "")
     )
 

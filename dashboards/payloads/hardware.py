@@ -97,12 +97,17 @@ def hardware_payload(
             _("Cards"),
             float(data.cards_total),
             "count",
-            hint=_(
-                "rack figures summed per host by the PromQL server; hotspots are its top "
-                "cards and every failing card"
-            )
-            if data.aggregated_by == "promql"
-            else "",
+            hint={
+                "promql": _(
+                    "rack figures summed per host by the PromQL server; hotspots are its top "
+                    "cards and every failing card"
+                ),
+                "promql-rules": _(
+                    "rack figures from the PromQL server's per-host recording rules "
+                    "(cluster_portal:…:sum_by_host; the shipped rules record every 30 s); "
+                    "hotspots are its top cards and every failing card"
+                ),
+            }.get(data.aggregated_by, ""),
         ),
         kpi("healthy", _("Healthy"), float(health.get("healthy", 0)), "count"),
         # The count links to the list of those cards (issue 24: "Unhealthy 1" led nowhere).

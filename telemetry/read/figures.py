@@ -45,11 +45,14 @@ def derived_series(
         names=fleet.needed_metrics(names), start=start, end=end, hour_aligned=hour_aligned
     )
     curves = fleet.combine(names, buckets)
+    source = fleet.source_of(
+        backend.derived_source, (agg for per in buckets.values() for agg in per.values())
+    )
     return {
         name: Series(
             name,
             CLUSTER_KEY,
-            backend.derived_source,
+            source,
             step,
             [SeriesPoint(utc_at(at), v, v, v, 1) for at, v in points],
         )
@@ -129,11 +132,12 @@ def cluster_figures_latest(
             if snapshot is not None
             else backend.fleet_latest(names=fleet.needed_metrics(missing))
         )
+        source = fleet.source_of(backend.derived_source, per_metric.values())
         for name in missing:
             value = fleet.value_of(fleet.DERIVED[name], per_metric)
             if value is not None:
                 values[name] = value
-                sources[name] = backend.derived_source
+                sources[name] = source
     return values, sources
 
 

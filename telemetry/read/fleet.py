@@ -56,6 +56,7 @@ SOURCE_TWIN = "twin"
 SOURCE_EXPORTERS = "exporters"
 SOURCE_DERIVED = "derived"
 SOURCE_PROMQL = "promql"
+SOURCE_PROMQL_RULES = "promql-rules"
 
 
 @dataclass
@@ -66,6 +67,9 @@ class CardAgg:
     cards: int = 0
     total: float = 0.0
     ones: int = 0
+    # Read from the PromQL server's recording rules (``cluster_portal:<metric>:sum`` …), not
+    # aggregated at query time: the page says so (``SOURCE_PROMQL_RULES``).
+    recorded: bool = False
 
     def add(self, cards: int, total: float, ones: int) -> None:
         self.cards += cards
@@ -133,3 +137,9 @@ def snapshot_aggs(snapshot) -> dict[str, CardAgg]:
         if have.size:
             out[name] = CardAgg(int(have.size), float(have.sum()), int((have >= 0.999999).sum()))
     return out
+
+
+def source_of(default: str, aggs) -> str:
+    """``SOURCE_PROMQL_RULES`` when any of ``aggs`` was read from recording rules (the health
+    point, which no rule records, is still aggregated live beside them), else ``default``."""
+    return SOURCE_PROMQL_RULES if any(agg.recorded for agg in aggs) else default

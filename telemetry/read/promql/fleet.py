@@ -288,6 +288,65 @@ def fold_aggregated(
     return {key: agg for key, agg in out.items() if agg.cards}
 
 
+def record_name(metric: str, aggregate: str) -> str:
+    """The name the shipped recording rules (``telemetry.read.promql.rules``) record under."""
+    return f"cluster_portal:{metric}:{aggregate}"
+
+
+def _recorded(
+    reader: _Reader, metric: str, grid: Grid, *, by_host: bool
+) -> dict[Hashable, CardAgg] | None:
+    """The metric's sum and card count per ``grid`` key from the shipped recording rules, or
+    ``None`` where this source cannot read them or the server records none. The rules sum a
+    whole server under the exporters' own label names, so a source narrowed by a selector
+    or renaming labels reads the live aggregation instead."""
+    if metric == HEALTH or reader.source.selector or reader.label_map:
+        return None
+    suffix = "_by_host" if by_host else ""
+    expr = " or ".join(
+        f'label_replace({record_name(metric, aggregate + suffix)}, "agg", "{tag}", "", "")'
+        for aggregate, tag in (("sum", "total"), ("cards", "cards"))
+    )
+    out: dict[Hashable, CardAgg] = {}
+    for series in grid.ask(expr):
+        tag = series.labels.get("agg")
+        for ts, value in series.points:
+            agg = out.setdefault(grid.key(series.labels, ts), CardAgg(recorded=True))
+            if tag == "total":
+                agg.total += float(value)
+            elif tag == "cards":
+                agg.cards += int(value)
+    return out or None
+
+
+def fold_recorded(
+    reader: _Reader,
+    metric: str,
+    groups: dict[str, list[str]],
+    grid: Grid,
+    *,
+    keep: tuple[str, ...] = (),
+) -> dict[Hashable, CardAgg] | None:
+    """As :func:`fold_aggregated`, from the recording rules where the server has them (the
+    chips without a chip label, which the rules leave out, still folded one series each);
+    ``None`` where it has none."""
+    out = _recorded(reader, metric, grid, by_host=bool(keep))
+    if out is None:
+        return None
+    for prefix, group in groups.items():
+        chips = _Chips(reader, prefix, keep=keep)
+        unlabelled = _fold_per_card(
+            reader,
+            metric,
+            grid,
+            only=group,
+            selector=lambda family, c=chips: c.selector(family, has_chip_label=False),
+        )
+        for key, agg in unlabelled.items():
+            out.setdefault(key, CardAgg(recorded=True)).add(agg.cards, agg.total, agg.ones)
+    return {key: agg for key, agg in out.items() if agg.cards}
+
+
 def card_buckets(
     source: PromQLDataSource,
     *,
@@ -307,7 +366,9 @@ def card_buckets(
         groups = _groups(name)
         folded = None
         if groups:
-            folded = fold_aggregated(reader, name, groups, grid)
+            folded = fold_recorded(reader, name, groups, grid)
+            if folded is None:
+                folded = fold_aggregated(reader, name, groups, grid)
         if folded is None:
             folded = _fold_per_card(reader, name, grid)
         for at, agg in folded.items():
@@ -327,7 +388,11 @@ def card_latest(source: PromQLDataSource, *, names: list[str], at: datetime) -> 
     out: dict[str, CardAgg] = {}
     for name in names:
         groups = _groups(name)
-        folded = fold_aggregated(reader, name, groups, grid) if groups else None
+        folded = None
+        if groups:
+            folded = fold_recorded(reader, name, groups, grid)
+            if folded is None:
+                folded = fold_aggregated(reader, name, groups, grid)
         if folded is None:
             folded = _fold_per_card(reader, name, grid)
         if 0 in folded:

@@ -27,7 +27,7 @@ import numpy as np
 
 from inventory.models import Node
 from telemetry.models import Entity, PromQLDataSource
-from telemetry.read.fleet import HEALTH, TEMPERATURE, UTIL, CardAgg
+from telemetry.read.fleet import HEALTH, TEMPERATURE, UTIL, CardAgg, source_of
 from telemetry.read.local.latest import KindSnapshot
 from telemetry.read.promql.fleet import (
     _NPU_HEALTH,
@@ -39,6 +39,7 @@ from telemetry.read.promql.fleet import (
     _groups,
     _metric_expr,
     fold_aggregated,
+    fold_recorded,
 )
 from telemetry.read.promql.reads import _entity_ids, _Reader
 from telemetry.read.promql.translate import chip_label, families, quote, to_mapped
@@ -80,6 +81,8 @@ def host_figures(source: PromQLDataSource, *, names: Iterable[str], at: datetime
         groups = _groups(name)
         folded = None
         if groups:
+            folded = fold_recorded(reader, name, groups, grid, keep=keep)
+        if groups and folded is None:
             folded = fold_aggregated(reader, name, groups, grid, keep=keep, mig=name != HEALTH)
         if folded is None:
             folded = _fold_per_card(reader, name, grid)
@@ -168,7 +171,8 @@ def rack_card_figures(source: PromQLDataSource, *, names: list[str], hot_n: int)
             out.setdefault(rack, {}).setdefault(name, CardAgg()).add(agg.cards, agg.total, agg.ones)
     chips = hot_chip_ids(source, n=hot_n, at=at)
     hot = chips_snapshot(source, chip_ids=chips, names=names, at=at)
-    return RackCardFigures(ts=at if out else None, racks=out, hot=hot, source=SOURCE_PROMQL)
+    recorded = source_of(SOURCE_PROMQL, (agg for m in per_host.values() for agg in m.values()))
+    return RackCardFigures(ts=at if out else None, racks=out, hot=hot, source=recorded)
 
 
 def cards_latest(

@@ -1,10 +1,14 @@
 """Recording rules for the portal's fleet figures, written from the same PromQL the portal asks
 (issue 33 §3: "recording rules shipped").
 
-The portal itself needs none: its fleet figures, rack heatmaps and hotspots are aggregated by
-the server at query time (``telemetry.read.promql.fleet`` / ``hosts``). These rules are for the
-dashboards and alerts an SRE keeps beside it (Grafana panels, vmalert/Alertmanager rules) and
-for servers where a query over 100,000 chips at every page view is too dear: each card metric
+Where a server records them, the portal reads them: its fleet curves, KPIs and rack
+heatmaps (``telemetry.read.promql.fleet.fold_recorded``) then ask a few recorded series
+instead of aggregating every chip at each page view — at 100,000 chips the query-time
+aggregation takes the engine longer than a page may wait — and the page says it reads a
+recording rule. Without them (or on a source with a selector or a label map: the rules sum
+the whole server under the exporters' own labels) it aggregates at query time
+(``fold_aggregated``). The rules serve the dashboards and alerts an SRE keeps beside the
+portal too (Grafana panels, vmalert/Alertmanager rules): each card metric
 per chip with the ingestion mapping applied (unit factor, dcgm's blank sentinels and
 npu-exporter's ``-1`` dropped, NaN/±Inf dropped, dcgm PROF over DEV utilisation, total memory
 as FB_USED + FB_FREE), summed and counted over the fleet and per host.
@@ -25,7 +29,7 @@ from pathlib import Path
 import yaml
 
 from telemetry.read.fleet import CARD_METRICS, HEALTH
-from telemetry.read.promql.fleet import _Chips, _groups, _metric_expr
+from telemetry.read.promql.fleet import _Chips, _groups, _metric_expr, record_name
 from telemetry.read.promql.hosts import HOST_LABELS
 from telemetry.read.promql.translate import selector
 
@@ -50,10 +54,6 @@ class _RulesReader:
 
     def _sel(self, family: str) -> str:
         return selector(family, label_map=self.label_map)
-
-
-def record_name(metric: str, aggregate: str) -> str:
-    return f"cluster_portal:{metric}:{aggregate}"
 
 
 def _per_chip(metric: str, *, keep: tuple[str, ...] = ()) -> str | None:
