@@ -7,7 +7,8 @@ Prometheus import API. Each fleet is one portal cluster whose PromQL source sele
 ``fleet`` label. Measured in one run, both sizes side by side (server time in this process
 through Django's test client, medians of ``--repeat``):
 
-* the PromQL inventory sync (registers every card; pages past ``PROMQL_MAX_RESPONSE_BYTES``),
+* the PromQL inventory sync, twice: the first registers every card, the second finds them
+  known (pages past ``PROMQL_MAX_RESPONSE_BYTES``),
 * the overview and hardware and memory API payloads and the accelerator list (page of 1,000),
 * one gate-style window aggregate of one card,
 * and this process's peak RSS.
@@ -15,7 +16,15 @@ through Django's test client, medians of ``--repeat``):
 An endpoint that answers 503 (a figure the server cannot give within the answer cap) is
 printed as such with its reason: that is a finding, not a crash.
 
-Run: ``python bench/bench_victoriametrics.py [--scrapes 6] [--repeat 3]`` (PostgreSQL).
+With ``--rules`` (one size): the fleet alone in the server, the shipped recording rules
+(``deploy/prometheus/cluster-portal-rules.yml``) evaluated over the imported window by Debian's
+``vmalert`` in replay mode (``-replay.timeFrom/-replay.timeTo``, written back into the same
+VictoriaMetrics), and the pages measured twice on the same cards in one run: read from the
+recorded series (source without a selector), then aggregated at query time (the same source
+with a no-op selector ``fleet=~".+"``, which the rules cannot serve).
+
+Run: ``python bench/bench_victoriametrics.py [--scrapes 6] [--repeat 3] [--sizes N --rules]``
+(PostgreSQL).
 """
 
 from __future__ import annotations
@@ -91,7 +100,37 @@ def _timed(call, repeat: int) -> tuple[float | None, str]:
     return median(times), note
 
 
-def measure(cluster, source, *, repeat: int) -> dict:
+def replay_rules(server, *, start: float, end: float) -> float:
+    """The shipped recording rules evaluated over ``[start, end]`` by vmalert's replay mode,
+    written into ``server``; returns the seconds it took."""
+    import shutil
+    import subprocess
+
+    from telemetry.read.promql.rules import INTERVAL, RULES_FILE
+
+    binary = shutil.which("vmalert")
+    if binary is None:
+        sys.exit("vmalert is not installed (it ships in Debian's victoria-metrics package)")
+
+    def iso(at: float) -> str:
+        return datetime.fromtimestamp(at, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    started = time.perf_counter()
+    subprocess.run(
+        [binary, f"-rule={RULES_FILE}", f"-datasource.url={server.url}",
+         f"-remoteWrite.url={server.url}", f"-replay.timeFrom={iso(start)}",
+         f"-replay.timeTo={iso(end)}", "-replay.disableProgressBar", "-loggerLevel=ERROR",
+         # replay asks one range query per group with -datasource.queryStep (5 min unless
+         # set) as its step, so a 3-minute window recorded nothing: step at the rules' interval
+         f"-datasource.queryStep={INTERVAL}", "-replay.rulesDelay=0s"],
+        check=True, timeout=3600,
+    )  # fmt: skip
+    with urllib.request.urlopen(f"{server.url}/internal/force_flush", timeout=120):
+        pass
+    return time.perf_counter() - started
+
+
+def measure(cluster, source, *, repeat: int, sync: bool = True) -> dict:
     from django.test import Client
 
     from accounts.services.tokens import token_create
@@ -100,12 +139,14 @@ def measure(cluster, source, *, repeat: int) -> dict:
     from telemetry.receivers.promql_sync import promql_source_sync
 
     out: dict = {}
-    started = time.perf_counter()
-    try:
-        result = promql_source_sync(source=source)
-        out["sync"] = {"seconds": time.perf_counter() - started, "cards": result.cards}
-    except Exception as exc:  # a finding to print, not a crash
-        out["sync"] = {"seconds": time.perf_counter() - started, "error": str(exc)[:200]}
+    # The first sync registers every card; the next (beat's steady work) finds them known.
+    for name in ("sync", "sync_again") if sync else ():
+        started = time.perf_counter()
+        try:
+            result = promql_source_sync(source=source)
+            out[name] = {"seconds": time.perf_counter() - started, "cards": result.cards}
+        except Exception as exc:  # a finding to print, not a crash
+            out[name] = {"seconds": time.perf_counter() - started, "error": str(exc)[:200]}
     token = token_create(name=f"bench-{cluster.name}", scopes=["read"]).plaintext
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
 
@@ -156,8 +197,11 @@ def main() -> None:
     parser.add_argument("--scrapes", type=int, default=6)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--rules", action="store_true", help="one size: recorded vs live")
     args = parser.parse_args()
     sizes = tuple(args.sizes)
+    if args.rules and len(sizes) != 1:
+        sys.exit("--rules measures one fleet alone in the server: give one --sizes")
     sys.path.insert(0, str(ROOT))
     from tests.servers import VictoriaMetricsServer, victoria_metrics_binary
 
@@ -183,7 +227,25 @@ def main() -> None:
             server.wait_for_series(f'DCGM_FI_DEV_GPU_UTIL{{fleet="f{biggest}"}}', biggest, 120)
             catalogue_sync()
             results = {}
-            for cards in sizes:
+            if args.rules:
+                replayed = replay_rules(server, start=now - args.scrapes * 30, end=now)
+                print(f"recording rules replayed over the window in {replayed:.1f} s")
+                cards = sizes[0]
+                cluster = Cluster.objects.create(name=f"vm-{cards}", kind=Cluster.Kind.UNIFIED)
+                source = PromQLDataSource.objects.create(
+                    cluster=cluster, url=server.url, timeout_seconds=60
+                )
+                results["recorded"] = measure(cluster, source, repeat=args.repeat)
+                source.selector = 'fleet=~".+"'  # the rules cannot serve it: live aggregation
+                source.save(update_fields=["selector"])
+                time.sleep(BREAKER_SECONDS)
+                results["live"] = measure(cluster, source, repeat=args.repeat, sync=False)
+                results["rules_replay_seconds"] = replayed
+                for how in ("recorded", "live"):
+                    print(f"== {cards:,} cards, {how}")
+                    for name, figure in results[how].items():
+                        print(f"  {name:20} {figure}")
+            for cards in () if args.rules else sizes:
                 cluster = Cluster.objects.create(name=f"vm-{cards}", kind=Cluster.Kind.UNIFIED)
                 source = PromQLDataSource.objects.create(
                     cluster=cluster,
@@ -200,7 +262,7 @@ def main() -> None:
         finally:
             server.stop()
     write_result(
-        "victoriametrics",
+        "victoriametrics_rules" if args.rules else "victoriametrics",
         {"scrapes": args.scrapes, "import_seconds": loaded, "results": results, "rss_mb": rss_mb},
     )
 

@@ -195,6 +195,10 @@ def devices_register(
     nodes.
     """
     devices = {d.key: d for d in devices}
+    if labels is None:
+        placed = _already_placed(cluster, devices)
+        if placed is not None:
+            return placed
     specs = [d.spec() for d in devices.values()]
     nodes = nodes_ensure(
         cluster=cluster,
@@ -232,6 +236,24 @@ def devices_register(
     entities_save(new_entities)
     entities.update(_entity_ids(cluster, {(EntityKind.ACCELERATOR, key) for key in devices}))
     return {key: entities[(EntityKind.ACCELERATOR, key)] for key in devices}
+
+
+def _already_placed(cluster: Cluster, devices: Mapping[str, DeviceRef]) -> dict[str, int] | None:
+    """The entity ids of ``devices`` when every one is registered on the host it names now
+    (nothing to create or move: a PromQL sync of an unchanged fleet, 102,400 cards, reads one
+    column set instead of building every card and node row); ``None`` otherwise. Without
+    topology ``labels`` registration changes nothing else, so the answer is the same."""
+    found: dict[str, int] = {}
+    keys = list(devices)
+    for start in range(0, len(keys), 5000):
+        rows = Entity.objects.filter(
+            cluster=cluster, kind=EntityKind.ACCELERATOR, key__in=keys[start : start + 5000]
+        ).values_list("key", "id", "accelerator__node__hostname")
+        for key, entity_id, hostname in rows:
+            if hostname != devices[key].host:
+                return None  # a chip moved: the full path records the move
+            found[key] = entity_id
+    return found if len(found) == len(devices) else None
 
 
 def accelerators_seen_by_entity(

@@ -82,3 +82,40 @@ def test_a_sync_past_the_answer_cap_pages_and_registers_every_card(victoria_metr
         node__cluster=paged, health=Accelerator.Health.UNHEALTHY
     ).count()
     assert unhealthy == HOSTS  # gpu 7 of every host reports XID 79
+
+
+def test_a_card_s_fields_are_mapped_once_and_a_dropped_field_leaves_it_to_the_next(
+    victoria_metrics,
+):
+    """The sync maps one series per card and holder, not one per field (the other fields of
+    the same label set only move its sample time forward); a field whose value the mapping
+    drops (dcgm's blank) leaves the card to its next field, and a field with other labels
+    (a holder) is mapped on its own."""
+    now = time.time()
+    old, new = int((now - 60) * 1000), int((now - 5) * 1000)
+    blank = 9223372036854775792
+    victoria_metrics.import_text(
+        "\n".join(
+            [
+                f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",UUID="GPU-a",Hostname="f1"}} 40 {old}',
+                f'DCGM_FI_DEV_GPU_TEMP{{gpu="0",UUID="GPU-a",Hostname="f1"}} 50 {new}',
+                f'DCGM_FI_DEV_GPU_UTIL{{gpu="1",UUID="GPU-b",Hostname="f1"}} {blank} {new}',
+                f'DCGM_FI_DEV_GPU_TEMP{{gpu="1",UUID="GPU-b",Hostname="f1"}} 51 {new}',
+                f'DCGM_FI_DEV_GPU_UTIL{{gpu="2",UUID="GPU-c",Hostname="f1"}} 10 {new}',
+                f'DCGM_FI_DEV_GPU_TEMP{{gpu="2",UUID="GPU-c",Hostname="f1",pod="p",namespace="acme"}}'
+                f" 52 {new}",
+            ]
+        )
+        + "\n"
+    )
+    victoria_metrics.wait_for_series("DCGM_FI_DEV_GPU_TEMP", 3)
+    catalogue_sync()
+    cluster = Cluster.objects.create(name="vm-fields", kind=Cluster.Kind.UNIFIED)
+    result = promql_source_sync(
+        source=PromQLDataSource.objects.create(cluster=cluster, url=victoria_metrics.url)
+    )
+    assert result.cards == 3 and result.held == 1  # the labelled field names GPU-c's holder
+    seen = dict(
+        Accelerator.objects.filter(node__cluster=cluster).values_list("vendor_id", "last_seen")
+    )
+    assert set(seen) == {"GPU-a", "GPU-b", "GPU-c"} and all(seen.values())

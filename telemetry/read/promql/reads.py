@@ -14,6 +14,7 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -26,7 +27,12 @@ from telemetry.models import Entity, MetricDefinition, PromQLDataSource
 from telemetry.read.local.entity_windows import WindowAggregate, aggregate
 from telemetry.read.local.latest import KindSnapshot
 from telemetry.read.local.series import Series, SeriesPoint
-from telemetry.read.promql.client import AnswerTooLarge, DataSourceUnavailable, PromQLClient
+from telemetry.read.promql.client import (
+    AnswerTooLarge,
+    DataSourceUnavailable,
+    PromQLClient,
+    ResultSeries,
+)
 from telemetry.read.promql.translate import chip_label, families, selector, to_mapped
 from telemetry.read.promql.translate import entity_key as key_of
 
@@ -120,12 +126,17 @@ class _Reader:
         characters of the chip label (UUID, ``vdie_id``): random ids such as dcgm's UUIDs
         split evenly; ids sharing a long suffix stop splitting at ``MAX_PAGE_DEPTH`` and the
         answer stays "larger than PROMQL_MAX_RESPONSE_BYTES"."""
+        results = self.instant_series_paged(metric, at=at)
+        return [s for s in to_mapped(results, label_map=self.label_map) if s.metric == metric]
+
+    def instant_series_paged(self, metric: str, *, at: datetime) -> list[tuple[str, ResultSeries]]:
+        """The server's answer for :meth:`instant_paged`, before the mapping."""
         results = []
         for family in families(metric):
             base, label = self._sel(family), chip_label(family, self.label_map)
             answer = self._run(lambda b=base, lb=label: self._paged(b, lb, at=at))
             results += [(family, s) for s in answer]
-        return [s for s in to_mapped(results, label_map=self.label_map) if s.metric == metric]
+        return results
 
     def _paged(
         self, base: str, label: str | None, *, at: datetime, suffix: str = "", depth: int = 0
@@ -336,12 +347,31 @@ def accelerators_reported(source: PromQLDataSource, *, at: datetime) -> list[Map
     lookback), mapped by the ingestion mapping: entity, host and attribution labels exactly
     as the store path sees them. Raises ``DataSourceUnavailable`` (recorded on the source)."""
     reader = _Reader(source)
-    return [
-        s
-        for metric in CARD_METRICS
-        for s in reader.instant_paged(metric, at=at)
-        if s.entity.kind == "accelerator"
-    ]
+    out: list[MappedSample] = []
+    first: dict[tuple, int] = {}  # a series' labels (its name aside) -> its sample in ``out``
+    for metric in CARD_METRICS:
+        fresh: list[tuple[str, ResultSeries]] = []
+        for family, series in reader.instant_series_paged(metric, at=at):
+            seen = first.get(_labels_but_name(family, series))
+            if seen is None:
+                fresh.append((family, series))
+            elif series.points and series.points[-1][0] > out[seen].timestamp:
+                # The same card and holder under another field (an exporter's fields carry
+                # one label set): only its newer sample time counts, not a second mapping.
+                out[seen] = replace(out[seen], timestamp=float(series.points[-1][0]))
+        for sample in to_mapped(fresh, label_map=reader.label_map):
+            if sample.metric == metric and sample.entity.kind == "accelerator":
+                family, series = fresh[sample.line - 1]
+                first.setdefault(_labels_but_name(family, series), len(out))
+                out.append(sample)
+    return out
+
+
+def _labels_but_name(family: str, series: ResultSeries) -> tuple:
+    """A series' labels without its metric name, with its exporter (the name's first word:
+    ``DCGM``, ``npu``), whose mapping reads those labels."""
+    name = series.labels.get("__name__") or family
+    return (name.split("_", 1)[0], frozenset(series.labels.items() - {("__name__", name)}))
 
 
 def accelerators_health_reported(source: PromQLDataSource, *, at: datetime) -> list[MappedSample]:
