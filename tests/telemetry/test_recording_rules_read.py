@@ -17,8 +17,9 @@ from dashboards.payloads.common import source_text
 from inventory.models import Cluster
 from telemetry import read
 from telemetry.models import PromQLDataSource
-from telemetry.read.fleet import SOURCE_PROMQL, SOURCE_PROMQL_RULES
+from telemetry.read.fleet import HEALTH, SOURCE_PROMQL, SOURCE_PROMQL_RULES
 from telemetry.read.promql.client import PromQLClient
+from telemetry.read.promql.hosts import hot_chip_ids
 from telemetry.read.promql.reads import promql_inventory_sync
 from telemetry.read.promql.rules import recording_rules
 from telemetry.receivers.twin import catalogue_sync
@@ -90,6 +91,11 @@ def test_fleet_figures_are_read_from_the_recording_rules_and_say_so(recording_pr
     assert set(sources.values()) == {SOURCE_PROMQL_RULES}
     live_values, live_sources = read.cluster_figures_latest(live, names)
     assert live_values == values and set(live_sources.values()) == {SOURCE_PROMQL}
+    # The health point from its recorded count and failing chips: the live answer's.
+    healthy, health_sources = read.cluster_figures_latest(recorded, ["cluster_cards_healthy"])
+    assert health_sources == {"cluster_cards_healthy": SOURCE_PROMQL_RULES}
+    assert healthy == read.cluster_figures_latest(live, ["cluster_cards_healthy"])[0]
+    assert 0 < healthy["cluster_cards_healthy"] <= len(util)
 
     series = read.cluster_series(recorded, "cluster_utilization_busy_ratio", start, end)
     assert series is not None and series.source == SOURCE_PROMQL_RULES and series.points
@@ -102,6 +108,12 @@ def test_fleet_figures_are_read_from_the_recording_rules_and_say_so(recording_pr
     assert racks.racks[None][UTIL].cards == len(util)
     assert racks.racks[None][UTIL].total == pytest.approx(sum(util.values()))
     assert read.rack_card_figures(live.pk, [UTIL], hot_n=5).source == SOURCE_PROMQL
+    health = read.rack_card_figures(recorded.pk, [HEALTH], hot_n=5)
+    live_health = read.rack_card_figures(live.pk, [HEALTH], hot_n=5)
+    assert health.source == SOURCE_PROMQL_RULES
+    got, want = health.racks[None][HEALTH], live_health.racks[None][HEALTH]
+    assert (got.cards, got.total, got.ones) == (want.cards, want.total, want.ones)
+    assert got.cards > 0
     # What the page says beside such a figure.
     assert "recording rules" in source_text(SOURCE_PROMQL_RULES)
 
@@ -114,3 +126,26 @@ def test_the_overview_page_names_the_recording_rule_it_read(recording_prometheus
     )
     hints = " ".join(str(kpi.get("hint", "")) for kpi in payload["kpis"])
     assert "recording rules" in hints, hints
+
+
+def test_the_hotspot_candidates_are_read_from_the_recorded_top_chips(
+    recording_prometheus, monkeypatch
+):
+    catalogue_sync()
+    recorded = _cluster("rules-hot", recording_prometheus.url)
+    live = _cluster("rules-hot-live", recording_prometheus.url, selector='job=~".+"')
+    asked: list[str] = []
+    query = PromQLClient.query
+
+    def spy(self, expr, *, at):
+        asked.append(expr)
+        return query(self, expr, at=at)
+
+    monkeypatch.setattr(PromQLClient, "query", spy)
+    at = datetime.now(tz=UTC)
+    got = hot_chip_ids(recorded.promql_source, n=5, at=at)
+    assert any("dcgm_top20" in expr for expr in asked)
+    asked.clear()
+    want = hot_chip_ids(live.promql_source, n=5, at=at)
+    assert not any("cluster_portal:" in expr for expr in asked)
+    assert got == want and got["DCGM_"]

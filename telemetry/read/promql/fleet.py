@@ -10,10 +10,12 @@ path does — the unit factor, dcgm's blank sentinels and npu-exporter's -1 drop
 memory as FB_USED + FB_FREE of the same GPU — and counts one value per chip (its UUID or
 ``vdie_id``, and MIG instance): if two targets report one chip, the larger value counts.
 
-Series without the chip label (index-plus-host chips) and the health point (derived from
-dcgm's XID/ECC fields by the ingestion mapping, not expressible in PromQL) are still fetched
-one series per card and folded here after the ingestion mapping; the health answer therefore
-grows with the fleet (docs/architecture.md §4 names a recording rule for it).
+Series without the chip label (index-plus-host chips) are still fetched one series per card
+and folded here after the ingestion mapping. dcgm's health point is counted by the server
+(GPUs reporting any health input) less the chips its sparse failing answers name, whose
+critical XIDs are decided here. Where the server records the shipped rules
+(``telemetry.read.promql.rules``) every one of these figures, health included, is read from
+the recorded series instead (:func:`fold_recorded`).
 """
 
 from __future__ import annotations
@@ -120,23 +122,48 @@ def range_grid(reader: _Reader, *, start: datetime, end: datetime, step: int) ->
     )
 
 
-def _dcgm_failing(chips: _Chips, grid: Grid) -> dict[Hashable, set[tuple]]:
-    """The chips dcgm's health inputs say fail, per key: the (sparse) series whose last XID
-    is a critical one, whose critical-XID counter or failure field is above 0, decided here
-    as ``nvidia.health_failing`` decides them — one PromQL comparison per critical XID costs
-    the server seconds at 10,000 cards."""
+#: How many top chips per metric and exporter the rules record (the hotspot tables show 20).
+RECORDED_TOP_N = 20
+#: The sparse recorded answers that name dcgm's failing chips (``cluster_portal:
+#: accelerator_health_status:<name>``), in :func:`_dcgm_failing_exprs`' order.
+FAILING_RECORDS = ("dcgm_xid_last_nonzero", "dcgm_xid_critical_counted", "dcgm_failure_fields")
+
+
+def _dcgm_failing_exprs(chips: _Chips) -> tuple[str, str, str]:
+    """The three sparse answers that name failing chips: the last XID where it is not 0
+    (decided critical or not by the caller), the critical-XID counters above 0, and the
+    failure fields above 0."""
     sentinel = f"{float(DCGM_BLANK_SENTINEL)!r}"
     xid = chips.selector(XID_LAST, has_chip_label=True)
     counted = chips.selector(XID_COUNT, has_chip_label=True)[:-1]
     counted += f',xid=~"{"|".join(str(code) for code in sorted(CRITICAL_XIDS))}"}}'
     fields = chips.selector("|".join(sorted(FAILURE_FIELDS)), has_chip_label=True)
+    return (
+        f"(({xid} != 0) < {sentinel})",
+        f"(({counted} > 0) < {sentinel})",
+        f"(({fields} > 0) < {sentinel})",
+    )
+
+
+def _dcgm_failing(
+    chips: _Chips, grid: Grid, *, recorded: bool = False
+) -> dict[Hashable, set[tuple]]:
+    """The chips dcgm's health inputs say fail, per key: the (sparse) series whose last XID
+    is a critical one, whose critical-XID counter or failure field is above 0, decided here
+    as ``nvidia.health_failing`` decides them — one PromQL comparison per critical XID costs
+    the server seconds at 10,000 cards. ``recorded``: the same three answers from the
+    shipped recording rules (:data:`FAILING_RECORDS`), which keep the chip and host labels."""
+    if recorded:
+        xid, counted, fields = (record_name(HEALTH, name) for name in FAILING_RECORDS)
+    else:
+        xid, counted, fields = _dcgm_failing_exprs(chips)
     failing: dict[Hashable, set[tuple]] = {}
-    for series in grid.ask(f"(({xid} != 0) < {sentinel})"):
+    for series in grid.ask(xid):
         for ts, value in series.points:
             if int(value) in CRITICAL_XIDS:
                 key = grid.key(series.labels, ts)
                 failing.setdefault(key, set()).add(chips.identity(series.labels))
-    for expr in (f"(({counted} > 0) < {sentinel})", f"(({fields} > 0) < {sentinel})"):
+    for expr in (counted, fields):
         for series in grid.ask(expr):
             for ts, _value in series.points:
                 key = grid.key(series.labels, ts)
@@ -144,18 +171,25 @@ def _dcgm_failing(chips: _Chips, grid: Grid) -> dict[Hashable, set[tuple]]:
     return failing
 
 
-def _dcgm_health(chips: _Chips, grid: Grid) -> dict[Hashable, CardAgg]:
-    """dcgm's derived health point per key: a GPU that reports any health input is a card
-    (the server counts them), healthy unless :func:`_dcgm_failing` names it."""
+def _dcgm_present_expr(chips: _Chips) -> str:
+    """How many GPUs report any health input (per ``keep`` labels where given)."""
     sentinel = f"{float(DCGM_BLANK_SENTINEL)!r}"
     inputs = chips.selector("|".join(sorted(HEALTH_INPUTS)), has_chip_label=True)
     grouped = f"group by ({chips.by}) ((({inputs} > -Inf) < +Inf) < {sentinel})"
-    present = f"count by ({chips.keep}) ({grouped})" if chips.keep else f"count({grouped})"
+    return f"count by ({chips.keep}) ({grouped})" if chips.keep else f"count({grouped})"
+
+
+def _dcgm_health(
+    chips: _Chips, grid: Grid, *, present: str | None = None, recorded: bool = False
+) -> dict[Hashable, CardAgg]:
+    """dcgm's derived health point per key: a GPU that reports any health input is a card
+    (the server counts them: ``present``, a recorded count where given), healthy unless
+    :func:`_dcgm_failing` names it."""
     out: dict[Hashable, CardAgg] = {}
-    for series in grid.ask(present):
+    for series in grid.ask(present or _dcgm_present_expr(chips)):
         for ts, value in series.points:
-            out[grid.key(series.labels, ts)] = CardAgg(int(value), 0.0, 0)
-    failing = _dcgm_failing(chips, grid)
+            out[grid.key(series.labels, ts)] = CardAgg(int(value), 0.0, 0, recorded)
+    failing = _dcgm_failing(chips, grid, recorded=recorded)
     for key, agg in out.items():
         agg.ones = max(0, agg.cards - len(failing.get(key, ())))
         agg.total = float(agg.ones)
@@ -300,23 +334,74 @@ def _recorded(
     ``None`` where this source cannot read them or the server records none. The rules sum a
     whole server under the exporters' own label names, so a source narrowed by a selector
     or renaming labels reads the live aggregation instead."""
-    if metric == HEALTH or reader.source.selector or reader.label_map:
+    if reader.source.selector or reader.label_map:
         return None
     suffix = "_by_host" if by_host else ""
+    if metric == HEALTH:
+        return _recorded_health(reader, grid, suffix=suffix)
+    return _recorded_summary(grid, metric, ("sum", "cards"), suffix=suffix) or None
+
+
+def _recorded_summary(
+    grid: Grid, metric: str, aggregates: tuple[str, ...], *, suffix: str, prefix: str = ""
+) -> dict[Hashable, CardAgg]:
+    """``cluster_portal:<metric>:<prefix><aggregate><suffix>`` for each of ``aggregates``
+    (``sum``, ``cards``, ``ones``) in one query, filed by ``grid``."""
+    names = {
+        aggregate: record_name(metric, prefix + aggregate + suffix) for aggregate in aggregates
+    }
     expr = " or ".join(
-        f'label_replace({record_name(metric, aggregate + suffix)}, "agg", "{tag}", "", "")'
-        for aggregate, tag in (("sum", "total"), ("cards", "cards"))
+        f'label_replace({name}, "agg", "{aggregate}", "", "")' for aggregate, name in names.items()
     )
     out: dict[Hashable, CardAgg] = {}
     for series in grid.ask(expr):
         tag = series.labels.get("agg")
         for ts, value in series.points:
             agg = out.setdefault(grid.key(series.labels, ts), CardAgg(recorded=True))
-            if tag == "total":
+            if tag == "sum":
                 agg.total += float(value)
             elif tag == "cards":
                 agg.cards += int(value)
+            elif tag == "ones":
+                agg.ones += int(value)
+    return out
+
+
+def _recorded_health(reader: _Reader, grid: Grid, *, suffix: str) -> dict[Hashable, CardAgg] | None:
+    """The health point from the recording rules: dcgm's GPUs counted by the server with
+    the failing chips named by the sparse recorded answers (decided here as live), other
+    exporters' health summed and counted; ``None`` where the server records no dcgm count
+    and no other exporter's (the rules are absent, or predate the health rules)."""
+    out: dict[Hashable, CardAgg] = {}
+    for prefix in _groups(HEALTH) or {}:
+        if prefix == "DCGM_":
+            # Per host a MIG GPU is one card (its slices share its health inputs).
+            part = _dcgm_health(
+                _Chips(reader, prefix, mig=not suffix),
+                grid,
+                present=record_name(HEALTH, "dcgm_cards" + suffix),
+                recorded=True,
+            )
+        else:
+            part = _recorded_summary(
+                grid, HEALTH, ("sum", "cards", "ones"), suffix=suffix, prefix=_tag(prefix)
+            )
+        for key, agg in part.items():
+            out.setdefault(key, CardAgg(recorded=True)).add(agg.cards, agg.total, agg.ones)
     return out or None
+
+
+def _tag(prefix: str) -> str:
+    """An exporter's part of a health rule's name: ``npu_``."""
+    return prefix.strip("_").lower() + "_"
+
+
+def dcgm_failing_recorded(reader: _Reader, grid: Grid) -> bool:
+    """Whether the failing chips can be read from the recording rules on this source (the
+    server records dcgm's health count: an empty failing answer then means none fail)."""
+    if reader.source.selector or reader.label_map:
+        return False
+    return bool(grid.ask(record_name(HEALTH, "dcgm_cards")))
 
 
 def fold_recorded(

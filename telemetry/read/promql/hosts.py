@@ -32,14 +32,18 @@ from telemetry.read.local.latest import KindSnapshot
 from telemetry.read.promql.fleet import (
     _NPU_HEALTH,
     CHIP_LABELS,
+    RECORDED_TOP_N,
     Grid,
     _Chips,
     _dcgm_failing,
     _fold_per_card,
     _groups,
     _metric_expr,
+    _tag,
+    dcgm_failing_recorded,
     fold_aggregated,
     fold_recorded,
+    record_name,
 )
 from telemetry.read.promql.reads import _entity_ids, _Reader
 from telemetry.read.promql.translate import chip_label, families, quote, to_mapped
@@ -97,21 +101,28 @@ def _chips_answered(chips: _Chips, answer) -> set[str]:
 
 def hot_chip_ids(source: PromQLDataSource, *, n: int, at: datetime) -> dict[str, set[str]]:
     """``{exporter prefix: chip ids}``: the ``n`` hottest and ``n`` busiest chips of each
-    exporter, and every chip whose health is not 1 (sparse: a healthy fleet has none)."""
+    exporter, and every chip whose health is not 1 (sparse: a healthy fleet has none). Where
+    the server records the shipped rules, the top chips and the failing ones are read from
+    them (``…:<exporter>_top20``, the failing series), not ranked over every chip."""
     reader = _Reader(source)
     grid = instant_grid(reader, at=at)
+    rules = not (reader.source.selector or reader.label_map)  # the rules cannot be narrowed
     out: dict[str, set[str]] = {}
     for metric in (TEMPERATURE, UTIL):
         for prefix, group in (_groups(metric) or {}).items():
             chips = _Chips(reader, prefix)
+            found: set[str] = set()
+            if rules and n <= RECORDED_TOP_N:
+                top = record_name(metric, f"{_tag(prefix)}top{RECORDED_TOP_N}")
+                found = _chips_answered(chips, grid.ask(f"topk({n}, {top})"))
             expr = _metric_expr(chips, metric, group)
-            if expr is not None:
+            if not found and expr is not None:  # no rules, or a file without the top rule
                 found = _chips_answered(chips, grid.ask(f"topk({n}, {expr})"))
-                out.setdefault(prefix, set()).update(found)
+            out.setdefault(prefix, set()).update(found)
     for prefix in _groups(HEALTH) or {}:
         chips = _Chips(reader, prefix, mig=False)
         if prefix == "DCGM_":
-            failing = _dcgm_failing(chips, grid)
+            failing = _dcgm_failing(chips, grid, recorded=dcgm_failing_recorded(reader, grid))
             sick = {chip for chip_set in failing.values() for chip, _mig in chip_set if chip}
         else:
             sick = _chips_answered(chips, grid.ask(f"({chips.scaled(_NPU_HEALTH)} != 1)"))

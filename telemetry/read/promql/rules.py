@@ -17,9 +17,11 @@ as FB_USED + FB_FREE), summed and counted over the fleet and per host.
 ``deploy/prometheus/cluster-portal-rules.yml``; a test fails when the file and this module
 disagree, and ``promtool test rules`` checks the rules' values against the ingestion mapping.
 Chips without a chip label (UUID, ``vdie_id``: index-plus-host chips, which the portal folds
-one series at a time) are not in the rules. The health point is not recorded: dcgm derives
-it from XID/ECC fields through a rule the portal decides per chip (``_dcgm_failing``), which a
-recording rule would have to copy.
+one series at a time) are not in the rules. The health point is recorded in parts: dcgm's
+GPUs that report a health input are counted, and the chips its XID/ECC fields may call
+failing are recorded as sparse series (chip and host labels kept) whose critical XIDs the
+portal still decides itself (``_dcgm_failing``), so at 100,000 chips a page reads a count and
+the few failing chips instead of scanning every chip's health fields.
 """
 
 from __future__ import annotations
@@ -28,8 +30,19 @@ from pathlib import Path
 
 import yaml
 
-from telemetry.read.fleet import CARD_METRICS, HEALTH
-from telemetry.read.promql.fleet import _Chips, _groups, _metric_expr, record_name
+from telemetry.read.fleet import CARD_METRICS, HEALTH, TEMPERATURE, UTIL
+from telemetry.read.promql.fleet import (
+    FAILING_RECORDS,
+    ONE,
+    RECORDED_TOP_N,
+    _Chips,
+    _dcgm_failing_exprs,
+    _dcgm_present_expr,
+    _groups,
+    _metric_expr,
+    _tag,
+    record_name,
+)
 from telemetry.read.promql.hosts import HOST_LABELS
 from telemetry.read.promql.translate import selector
 
@@ -87,7 +100,73 @@ def recording_rules() -> dict:
                 "expr": f"count by ({hosts}) ({by_host})",
             },
         ]
+    rules += _health_rules()
+    # The hotspot tables' candidates: the top chips per exporter, labels kept.
+    for metric in (TEMPERATURE, UTIL):
+        for prefix, group in (_groups(metric) or {}).items():
+            per_chip = _metric_expr(_Chips(_RulesReader(), prefix), metric, group)
+            if per_chip is not None:
+                rules.append(
+                    {
+                        "record": record_name(metric, f"{_tag(prefix)}top{RECORDED_TOP_N}"),
+                        "expr": f"topk({RECORDED_TOP_N}, {per_chip})",
+                    }
+                )
     return {"groups": [{"name": GROUP_NAME, "interval": INTERVAL, "rules": rules}]}
+
+
+def _health_rules() -> list[dict]:
+    """The health point's rules. dcgm: the GPUs reporting any health input, counted over the
+    fleet (MIG slices apart, as the fleet figures count them) and per host (a MIG GPU once),
+    and the three sparse answers that name failing chips with their chip and host labels
+    kept (the portal decides which XIDs are critical, as live). Other exporters: their health
+    value per chip summed, counted, and counted where it is 1."""
+    rules: list[dict] = []
+    hosts = ", ".join(HOST_LABELS)
+    for prefix, group in (_groups(HEALTH) or {}).items():
+        if prefix == "DCGM_":
+            fleet = _Chips(_RulesReader(), prefix)
+            per_host = _Chips(_RulesReader(), prefix, keep=HOST_LABELS, mig=False)
+            labelled = _Chips(_RulesReader(), prefix, keep=HOST_LABELS)
+            xid, counted, fields = _dcgm_failing_exprs(labelled)
+            rules += [
+                {"record": record_name(HEALTH, "dcgm_cards"), "expr": _dcgm_present_expr(fleet)},
+                {
+                    "record": record_name(HEALTH, "dcgm_cards_by_host"),
+                    "expr": _dcgm_present_expr(per_host),
+                },
+                # One XID family: its series are recorded as they are (the value is the code).
+                {"record": record_name(HEALTH, FAILING_RECORDS[0]), "expr": xid},
+                {
+                    "record": record_name(HEALTH, FAILING_RECORDS[1]),
+                    "expr": f"max by ({labelled.by}) ({counted})",
+                },
+                {
+                    "record": record_name(HEALTH, FAILING_RECORDS[2]),
+                    "expr": f"max by ({labelled.by}) ({fields})",
+                },
+            ]
+            continue
+        tag = _tag(prefix)
+        for suffix, keep, by in (("", (), ""), ("_by_host", HOST_LABELS, f" by ({hosts})")):
+            per_chip = _metric_expr(_Chips(_RulesReader(), prefix, keep=keep), HEALTH, group)
+            if per_chip is None:
+                continue
+            rules += [
+                {
+                    "record": record_name(HEALTH, f"{tag}sum{suffix}"),
+                    "expr": f"sum{by}({per_chip})",
+                },
+                {
+                    "record": record_name(HEALTH, f"{tag}cards{suffix}"),
+                    "expr": f"count{by}({per_chip})",
+                },
+                {
+                    "record": record_name(HEALTH, f"{tag}ones{suffix}"),
+                    "expr": f"count{by}({per_chip} >= {ONE!r})",
+                },
+            ]
+    return rules
 
 
 def recording_rules_text() -> str:
