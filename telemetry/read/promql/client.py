@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import http.client
 import json
-import math
 import urllib.parse
 from dataclasses import dataclass
 from datetime import datetime
+from math import isfinite
 
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
@@ -78,7 +78,9 @@ def outbound_get(
     return answer.status, answer.body
 
 
-@dataclass(frozen=True)
+# Built once per answered series (141,000 for one rack page at 102,400 cards): slots and no
+# frozen-instance __setattr__ cost; never mutated after the answer is read.
+@dataclass(slots=True)
 class ResultSeries:
     """One series of a query answer: its labels and ``(unix seconds, value)`` points."""
 
@@ -171,7 +173,8 @@ def _series(data: dict) -> list[ResultSeries]:
                 ts, value = float(pair[0]), float(pair[1])
             except (TypeError, ValueError, IndexError):
                 continue
-            if math.isfinite(value):
+            if isfinite(value):
                 points.append((ts, value))
-        out.append(ResultSeries(dict(item.get("metric") or {}), points))
+        labels = item.get("metric")
+        out.append(ResultSeries(labels if isinstance(labels, dict) else {}, points))
     return out
