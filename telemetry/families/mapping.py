@@ -365,7 +365,12 @@ def _entity(
     return entity, extra
 
 
+_ANY_ATTRIBUTION = frozenset(name for names in _ATTRIBUTION_LABELS.values() for name in names)
+
+
 def _attribution(labels: dict[str, str]) -> dict[str, str]:
+    if _ANY_ATTRIBUTION.isdisjoint(labels):
+        return {}  # a free card's series (most of a fleet's): no label to look up one by one
     found = {hint: _first(labels, names) for hint, names in _ATTRIBUTION_LABELS.items()}
     return {hint: value for hint, value in found.items() if value}
 

@@ -20,6 +20,9 @@ health (the derived health point), so cards, absence and alerts agree on both pa
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -97,7 +100,26 @@ def promql_source_sync(*, source: PromQLDataSource, at: datetime | None = None) 
     and not the next) raises ``DataSourceUnavailable``, which the reader records on the
     source as its last error, and nothing is written.
     """
-    at = at or datetime.now(tz=UTC)
+    with _collector_paused():
+        return _sync(source, at or datetime.now(tz=UTC))
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic collector paused while one sync builds and drops ~400,000 short-lived,
+    acyclic objects (answer series, mapped samples, rows) at 102,400 cards: refcounting frees
+    them all, and the collector's passes over the growing heap cost a third of the sync at
+    10,240 cards (2.0 -> 1.3 s measured). Switched back on however the sync ends."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _sync(source: PromQLDataSource, at: datetime) -> PromQLSyncResult:
     samples = accelerators_reported(source, at=at)
     health = accelerators_health_reported(source, at=at)
     devices = devices_of(samples + health)
