@@ -255,7 +255,7 @@ def main() -> None:
         finally:
             server.stop()
     write_result(
-        "victoriametrics_rules" if args.rules else "victoriametrics",
+        f"victoriametrics_rules_{sizes[0]}" if args.rules else "victoriametrics",
         {"scrapes": args.scrapes, "import_seconds": loaded, "results": results, "rss_mb": rss_mb},
     )
 
