@@ -8,6 +8,7 @@ host. The host is the first label of the cluster's host chain that is present (b
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
 DEFAULT_HOST_LABELS: tuple[str, ...] = ("Hostname", "hostname", "node", "instance")
@@ -100,6 +101,11 @@ def address_host(value: str) -> str | None:
         return value[1:].split("]", 1)[0] or None
     host, _, port = value.rpartition(":")
     return host if host and port.isdigit() else value
+
+
+#: A host-derived chip id as :func:`chip_id` makes it (``<host>/gpu3``, ``<host>/npu0/gi1``):
+#: its series carry no chip label to be asked for by.
+HOST_DERIVED_CHIP = re.compile(r"/(?:gpu|npu)\d+(?:/gi\d+)?$")
 
 
 def chip_id(kind: str, labels: dict[str, str], host: str) -> tuple[str | None, str | None, bool]:
