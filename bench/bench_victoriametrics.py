@@ -142,6 +142,10 @@ def measure(cluster, source, *, repeat: int, sync: bool = True) -> dict:
             if answer.status_code != 200:
                 detail = answer.json().get("detail", "") if answer.content else ""
                 return f"HTTP {answer.status_code}: {detail[:300]}"
+            rows = answer.json().get("results") if path.endswith("/accelerators/") else None
+            missing = [r for r in rows or () if r.get("latest_status") != "ok" or not r["latest"]]
+            if missing:  # a 200 whose cards carry no values is not a measured list
+                return f"{len(missing)} of {len(rows)} cards without latest values"
             return None
 
         return call

@@ -20,7 +20,7 @@ What is approximate, and said where it is shown:
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Iterator
 from datetime import UTC, datetime
 
 import numpy as np
@@ -135,6 +135,26 @@ def hot_chip_ids(source: PromQLDataSource, *, n: int, at: datetime) -> dict[str,
     return out
 
 
+#: The longest chip alternation one query carries: VictoriaMetrics refuses a query longer than
+#: ``-search.maxQueryLen`` (16 KiB by default), and a page of 1,000 UUIDs is ~25 kB escaped.
+MAX_PATTERN_CHARS = 6_000
+
+
+def _pattern_chunks(chips: list[str]) -> Iterator[str]:
+    """``chips`` as regex alternations of at most :data:`MAX_PATTERN_CHARS` characters."""
+    batch: list[str] = []
+    size = 0
+    for chip in chips:
+        escaped = re.escape(chip)
+        if batch and size + len(escaped) + 1 > MAX_PATTERN_CHARS:
+            yield "|".join(batch)
+            batch, size = [], 0
+        batch.append(escaped)
+        size += len(escaped) + 1
+    if batch:
+        yield "|".join(batch)
+
+
 def chips_snapshot(
     source: PromQLDataSource, *, chip_ids: dict[str, set[str]], names: Iterable[str], at: datetime
 ) -> KindSnapshot:
@@ -150,10 +170,10 @@ def chips_snapshot(
             label = chip_label(family, reader.label_map)
             if not wanted or label is None:
                 continue
-            pattern = quote("|".join(re.escape(chip) for chip in sorted(wanted)))
-            expr = reader._sel(family)[:-1] + f",{label}=~{pattern}}}"
-            answer = reader._run(lambda e=expr: reader.client.query(e, at=at))
-            results += [(family, s) for s in answer]
+            for chunk in _pattern_chunks(sorted(wanted)):
+                expr = reader._sel(family)[:-1] + f",{label}=~{quote(chunk)}}}"
+                answer = reader._run(lambda e=expr: reader.client.query(e, at=at))
+                results += [(family, s) for s in answer]
     by_key: dict[str, dict[str, float]] = {}
     for sample in to_mapped(results, label_map=reader.label_map):
         if sample.metric in names and sample.entity.kind == "accelerator":
