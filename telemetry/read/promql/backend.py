@@ -237,12 +237,9 @@ class PromQLBackend(RecordedAttribution, ReadBackend):
         ]
         out: dict[int, dict[str, float]] = {}
         if labelled:
-            names = list(
-                MetricDefinition.objects.filter(mapped=True)
-                .values_list("name", flat=True)
-                .order_by("name")
+            out = _hosts.cards_latest(
+                self.source, entity_ids=labelled, names=reads.mapped_metric_names()
             )
-            out = _hosts.cards_latest(self.source, entity_ids=labelled, names=names)
         asked = set(labelled)
         rest = [e for e in entities if e.pk not in asked]
         if rest:

@@ -379,7 +379,7 @@ def _recorded_health(reader: _Reader, grid: Grid, *, suffix: str) -> dict[Hashab
             part = _dcgm_health(
                 _Chips(reader, prefix, mig=not suffix),
                 grid,
-                present=record_name(HEALTH, "dcgm_cards" + suffix),
+                present=dcgm_cards_record(suffix),
                 recorded=True,
             )
         else:
@@ -396,12 +396,22 @@ def _tag(prefix: str) -> str:
     return prefix.strip("_").lower() + "_"
 
 
+def dcgm_cards_record(suffix: str = "") -> str:
+    """The recorded count of dcgm GPUs reporting a health input (``suffix``: ``_by_host``)."""
+    return record_name(HEALTH, f"{_tag('DCGM_')}cards{suffix}")
+
+
+def top_record(metric: str, prefix: str) -> str:
+    """The recorded top :data:`RECORDED_TOP_N` chips of one exporter by ``metric``."""
+    return record_name(metric, f"{_tag(prefix)}top{RECORDED_TOP_N}")
+
+
 def dcgm_failing_recorded(reader: _Reader, grid: Grid) -> bool:
     """Whether the failing chips can be read from the recording rules on this source (the
     server records dcgm's health count: an empty failing answer then means none fail)."""
     if reader.source.selector or reader.label_map:
         return False
-    return bool(grid.ask(record_name(HEALTH, "dcgm_cards")))
+    return bool(grid.ask(dcgm_cards_record()))
 
 
 def fold_recorded(

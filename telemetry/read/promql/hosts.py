@@ -39,11 +39,10 @@ from telemetry.read.promql.fleet import (
     _fold_per_card,
     _groups,
     _metric_expr,
-    _tag,
     dcgm_failing_recorded,
     fold_aggregated,
     fold_recorded,
-    record_name,
+    top_record,
 )
 from telemetry.read.promql.reads import _entity_ids, _Reader
 from telemetry.read.promql.translate import chip_label, families, quote, to_mapped
@@ -118,8 +117,7 @@ def hot_chip_ids(source: PromQLDataSource, *, n: int, at: datetime) -> dict[str,
             chips = _Chips(reader, prefix)
             found: set[str] = set()
             if rules and n <= RECORDED_TOP_N:
-                top = record_name(metric, f"{_tag(prefix)}top{RECORDED_TOP_N}")
-                found = _chips_answered(chips, grid.ask(f"topk({n}, {top})"))
+                found = _chips_answered(chips, grid.ask(f"topk({n}, {top_record(metric, prefix)})"))
             expr = _metric_expr(chips, metric, group)
             if not found and expr is not None:  # no rules, or a file without the top rule
                 found = _chips_answered(chips, grid.ask(f"topk({n}, {expr})"))

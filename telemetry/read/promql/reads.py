@@ -308,10 +308,15 @@ def latest_kind(source: PromQLDataSource, *, kind: str, names: Iterable[str]) ->
     return KindSnapshot(ids=id_array, values=values, ts=datetime.now(tz=UTC) if known else None)
 
 
-def latest_values(source: PromQLDataSource, entities: list[Entity]) -> dict[int, dict[str, float]]:
-    names = list(
+def mapped_metric_names() -> list[str]:
+    """Every mapped catalogue metric: what a list's "latest values" asks for."""
+    return list(
         MetricDefinition.objects.filter(mapped=True).values_list("name", flat=True).order_by("name")
     )
+
+
+def latest_values(source: PromQLDataSource, entities: list[Entity]) -> dict[int, dict[str, float]]:
+    names = mapped_metric_names()
     out: dict[int, dict[str, float]] = {}
     for kind in {e.kind for e in entities}:
         by_key = latest_by_key(source, kind=kind, names=names)

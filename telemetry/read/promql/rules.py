@@ -41,7 +41,9 @@ from telemetry.read.promql.fleet import (
     _groups,
     _metric_expr,
     _tag,
+    dcgm_cards_record,
     record_name,
+    top_record,
 )
 from telemetry.read.promql.hosts import HOST_LABELS
 from telemetry.read.promql.translate import selector
@@ -108,7 +110,7 @@ def recording_rules() -> dict:
             if per_chip is not None:
                 rules.append(
                     {
-                        "record": record_name(metric, f"{_tag(prefix)}top{RECORDED_TOP_N}"),
+                        "record": top_record(metric, prefix),
                         "expr": f"topk({RECORDED_TOP_N}, {per_chip})",
                     }
                 )
@@ -130,11 +132,8 @@ def _health_rules() -> list[dict]:
             labelled = _Chips(_RulesReader(), prefix, keep=HOST_LABELS)
             xid, counted, fields = _dcgm_failing_exprs(labelled)
             rules += [
-                {"record": record_name(HEALTH, "dcgm_cards"), "expr": _dcgm_present_expr(fleet)},
-                {
-                    "record": record_name(HEALTH, "dcgm_cards_by_host"),
-                    "expr": _dcgm_present_expr(per_host),
-                },
+                {"record": dcgm_cards_record(), "expr": _dcgm_present_expr(fleet)},
+                {"record": dcgm_cards_record("_by_host"), "expr": _dcgm_present_expr(per_host)},
                 # One XID family: its series are recorded as they are (the value is the code).
                 {"record": record_name(HEALTH, FAILING_RECORDS[0]), "expr": xid},
                 {
