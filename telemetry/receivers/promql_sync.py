@@ -14,7 +14,8 @@ one sync interval, not to the exporter's scrape interval. A holder seen at one s
 billed one sync step.
 
 The same sync writes what the store path writes per card on ingestion (issue 31 §6): its
-``last_seen`` (the newest sample time the server holds for it, so absence reads alike) and its
+``last_seen`` (the newest sample time the server holds for it, asked with ``timestamp()``:
+an instant query's own stamp is its evaluation time, so absence reads alike) and its
 health (the derived health point), so cards, absence and alerts agree on both paths.
 """
 
@@ -66,8 +67,10 @@ def _seen_and_health(
     ids: dict[str, int], samples: list[MappedSample], health: list[MappedSample]
 ) -> None:
     """``last_seen`` and health as the store path writes them (parity, issue 31 §6): a card is
-    seen at its newest sample's time on the server (not the sync's: a stale series must not
-    look fresh), and its health is the derived health point, MIG slices' onto their GPU."""
+    seen at its newest sample's time on the server (``samples`` carry it, see
+    ``accelerators_reported``; not the sync's time: a stale series must not look fresh), and
+    its health is the derived health point, MIG slices' onto their GPU. The health points are
+    stamped with the query's time, so they never move ``last_seen``."""
     newest: dict[int, float] = {}
     for s in samples:
         card = ids.get(entity_key(s))
@@ -126,7 +129,7 @@ def _sync(source: PromQLDataSource, at: datetime) -> PromQLSyncResult:
     holders = holders_of(samples)
     with transaction.atomic():
         ids = devices_register(source.cluster, devices.values()) if devices else {}
-        _seen_and_health(ids, samples + health, health)
+        _seen_and_health(ids, samples, health)
         counts = attribution_record(
             cluster_id=source.cluster_id,
             observations=[

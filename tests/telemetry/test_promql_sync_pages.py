@@ -89,8 +89,8 @@ def test_a_card_s_fields_are_mapped_once_and_a_dropped_field_leaves_it_to_the_ne
 ):
     """The sync maps one series per card and holder, not one per field (the other fields of
     the same label set only move its sample time forward); a field whose value the mapping
-    drops (dcgm's blank) leaves the card to its next field, and a field with other labels
-    (a holder) is mapped on its own."""
+    would drop (dcgm's blank) still reports its card, and a field with other labels (a
+    holder) is mapped on its own."""
     now = time.time()
     old, new = int((now - 60) * 1000), int((now - 5) * 1000)
     blank = 9223372036854775792
@@ -119,3 +119,29 @@ def test_a_card_s_fields_are_mapped_once_and_a_dropped_field_leaves_it_to_the_ne
         Accelerator.objects.filter(node__cluster=cluster).values_list("vendor_id", "last_seen")
     )
     assert set(seen) == {"GPU-a", "GPU-b", "GPU-c"} and all(seen.values())
+
+
+def test_a_card_is_seen_at_its_newest_sample_on_the_server_not_at_the_sync(victoria_metrics):
+    """An instant query stamps its answer with the evaluation time; ``last_seen`` must be the
+    series' own newest sample (``timestamp()``), or a card whose exporter stopped four minutes
+    ago (still inside the 5-minute lookback) would read as seen just now and never as absent."""
+    now = time.time()
+    stale, fresh = round(now - 240, 3), round(now - 5, 3)
+    victoria_metrics.import_text(
+        f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",UUID="GPU-stale",Hostname="s1"}} 40 {int(stale * 1000)}\n'
+        f'DCGM_FI_DEV_GPU_UTIL{{gpu="1",UUID="GPU-fresh",Hostname="s1"}} 41 {int(fresh * 1000)}\n'
+        f'DCGM_FI_DEV_XID_ERRORS{{gpu="1",UUID="GPU-fresh",Hostname="s1"}} 0 {int(fresh * 1000)}\n'
+    )
+    victoria_metrics.wait_for_series("DCGM_FI_DEV_GPU_UTIL", 2)
+    catalogue_sync()
+    cluster = Cluster.objects.create(name="vm-seen", kind=Cluster.Kind.UNIFIED)
+    source = PromQLDataSource.objects.create(cluster=cluster, url=victoria_metrics.url)
+    promql_source_sync(source=source, at=datetime.fromtimestamp(now, tz=UTC))
+    seen = {
+        vendor: last.timestamp()
+        for vendor, last in Accelerator.objects.filter(node__cluster=cluster).values_list(
+            "vendor_id", "last_seen"
+        )
+    }
+    assert seen["GPU-stale"] == pytest.approx(stale, abs=0.01)
+    assert seen["GPU-fresh"] == pytest.approx(fresh, abs=0.01)  # the health field moves nothing

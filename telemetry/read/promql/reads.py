@@ -129,33 +129,47 @@ class _Reader:
         results = self.instant_series_paged(metric, at=at)
         return [s for s in to_mapped(results, label_map=self.label_map) if s.metric == metric]
 
-    def instant_series_paged(self, metric: str, *, at: datetime) -> list[tuple[str, ResultSeries]]:
-        """The server's answer for :meth:`instant_paged`, before the mapping."""
+    def instant_series_paged(
+        self, metric: str, *, at: datetime, template: str = "{}"
+    ) -> list[tuple[str, ResultSeries]]:
+        """The server's answer for :meth:`instant_paged`, before the mapping; ``template``
+        wraps each page's selector as in :meth:`instant`."""
         results = []
         for family in families(metric):
             base, label = self._sel(family), chip_label(family, self.label_map)
-            answer = self._run(lambda b=base, lb=label: self._paged(b, lb, at=at))
+            answer = self._run(
+                lambda b=base, lb=label: self._paged(b, lb, at=at, template=template)
+            )
             results += [(family, s) for s in answer]
         return results
 
     def _paged(
-        self, base: str, label: str | None, *, at: datetime, suffix: str = "", depth: int = 0
+        self,
+        base: str,
+        label: str | None,
+        *,
+        at: datetime,
+        template: str = "{}",
+        suffix: str = "",
+        depth: int = 0,
     ) -> list:
         """``base`` (narrowed to chip labels ending in ``suffix``), split further while the
         answer is too large; series without the chip label are one page of their own."""
-        expr = base if not suffix else f'{base[:-1]},{label}=~".*{suffix}"}}'
+        narrowed = base if not suffix else f'{base[:-1]},{label}=~".*{suffix}"}}'
         try:
-            return self.client.query(expr, at=at)
+            return self.client.query(template.format(narrowed), at=at)
         except AnswerTooLarge:
             if label is None or depth >= MAX_PAGE_DEPTH:
                 raise
         found = []
         for last in PAGE_CLASSES:
-            found += self._paged(base, label, at=at, suffix=last + suffix, depth=depth + 1)
+            found += self._paged(
+                base, label, at=at, template=template, suffix=last + suffix, depth=depth + 1
+            )
         # The values the longer suffixes cannot match: nothing before ``suffix`` (none at all
         # at the top level).
         exact = f'{label}=~"{suffix}"' if suffix else f'{label}=""'
-        found += self.client.query(f"{base[:-1]},{exact}}}", at=at)
+        found += self.client.query(template.format(f"{base[:-1]},{exact}}}"), at=at)
         return found
 
     def ranged(
@@ -350,13 +364,22 @@ CARD_METRICS = (
 def accelerators_reported(source: PromQLDataSource, *, at: datetime) -> list[MappedSample]:
     """Every card series the server reports at ``at`` (instant queries, Prometheus' 5-minute
     lookback), mapped by the ingestion mapping: entity, host and attribution labels exactly
-    as the store path sees them. Raises ``DataSourceUnavailable`` (recorded on the source)."""
+    as the store path sees them. Raises ``DataSourceUnavailable`` (recorded on the source).
+
+    Each sample's timestamp is its series' newest sample time on the server, not ``at``: an
+    instant query stamps every answer with its evaluation time, so the queries ask for
+    ``timestamp(...)`` (the raw sample's time, in Prometheus and VictoriaMetrics alike) and a
+    series last written four minutes ago reads as four minutes old. Its value is therefore
+    not the metric's (the sync needs only who, where and when); a card is reported if any of
+    its series is, whatever that series' value.
+    """
     reader = _Reader(source)
     out: list[MappedSample] = []
     first: dict[tuple, int] = {}  # a series' labels (its name aside) -> its sample in ``out``
     for metric in CARD_METRICS:
         fresh: list[tuple[str, ResultSeries]] = []
-        for family, series in reader.instant_series_paged(metric, at=at):
+        for family, answer in reader.instant_series_paged(metric, at=at, template="timestamp({})"):
+            series = _sampled_at(answer)
             seen = first.get(_labels_but_name(family, series))
             if seen is None:
                 fresh.append((family, series))
@@ -370,6 +393,12 @@ def accelerators_reported(source: PromQLDataSource, *, at: datetime) -> list[Map
                 first.setdefault(_labels_but_name(family, series), len(out))
                 out.append(sample)
     return out
+
+
+def _sampled_at(answer: ResultSeries) -> ResultSeries:
+    """A ``timestamp(...)`` answer as one point at the sample's own time. Its value, 0, stands
+    for "reported" and passes every mapping rule (no DCGM sentinel, not npu-exporter's -1)."""
+    return ResultSeries(answer.labels, [(float(value), 0.0) for _at, value in answer.points])
 
 
 def _labels_but_name(family: str, series: ResultSeries) -> tuple:
