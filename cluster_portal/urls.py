@@ -7,12 +7,14 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from cluster_portal.security import csp_report
 from cluster_portal.web import health
 from telemetry.api.prometheus_export import PrometheusMetricsView
+from telemetry.api.topology_export import TopologyMetricsView
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("favicon.ico", health.favicon, name="favicon"),
     path("metrics", PrometheusMetricsView.as_view(), name="prometheus-metrics"),
+    path("metrics/topology", TopologyMetricsView.as_view(), name="topology-metrics"),
     path("csp-report/", csp_report, name="csp-report"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),

@@ -33,6 +33,10 @@ def source_text(source: str | None) -> str:
                 "from the PromQL source's recording rules where it records the figure "
                 "(cluster_portal:…; the shipped rules record every 30 s)"
             ),
+            "promql-rules-racks": _(
+                "from the PromQL source's per-rack recording rules (cluster_portal:…_by_rack: "
+                "hosts joined on the server with the portal's placement from /metrics/topology)"
+            ),
         }.get(source or "", "")
     )
 

@@ -107,6 +107,13 @@ def hardware_payload(
                     "(cluster_portal:…:sum_by_host; the shipped rules record every 30 s); "
                     "hotspots are its top cards and every failing card"
                 ),
+                "promql-rules-racks": _(
+                    "rack figures from the PromQL server's per-rack recording rules "
+                    "(cluster_portal:…:sum_by_rack: per-host figures joined on the server with "
+                    "the portal's node placement, cluster_portal_node_rack from "
+                    "/metrics/topology, as of its last scrape); hotspots are its top cards and "
+                    "every failing card"
+                ),
             }.get(data.aggregated_by, ""),
         ),
         kpi("healthy", _("Healthy"), float(health.get("healthy", 0)), "count"),

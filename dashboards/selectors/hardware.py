@@ -59,7 +59,9 @@ class HardwareData:
     cards_total: int = 0
     ts: object = None
     hotspots: CardHotspots | None = None
-    aggregated_by: str = ""  # "store" or "promql" (per-host sums from the server)
+    # "store", "promql" (per-host sums from the server), "promql-rules" (per-host recording
+    # rules) or "promql-rules-racks" (per-rack recording rules)
+    aggregated_by: str = ""
 
     def matrix(self, attribute: str) -> tuple[list[str], list[str], list[list], list[list]]:
         """``(supernodes, rack names, values[supernode][rack], rack ids)`` for a heatmap."""
@@ -109,14 +111,15 @@ def hardware(cluster: Cluster) -> HardwareData:
         Rack.objects.filter(supernode__cluster=cluster).values_list("pk", "name", "supernode__name")
     )
     cards = Entity.objects.filter(cluster=cluster, kind="accelerator")
-    # A MIG slice is an entity of its own (its pod, its memory) but not another card.
-    data.cards_total = cards.filter(accelerator__parent__isnull=True).count()
+    # A MIG slice is an entity of its own (its pod, its memory) but not another card. One
+    # count per rack, the total their sum (a second count costs as much at 100k cards).
     cards_per_rack = dict(
         cards.filter(accelerator__parent__isnull=True)
         .values_list("rack_id")
         .annotate(n=Count("pk"))
         .order_by()
     )
+    data.cards_total = int(sum(cards_per_rack.values()))
     known = {pk for pk, _, _ in racks}
     for pk, name, supernode in racks:
         metrics = figures.racks.get(pk, {})

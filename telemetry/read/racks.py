@@ -21,6 +21,8 @@ from telemetry.read.local.latest import KindSnapshot
 ONE = 0.999999
 SOURCE_STORE = "store"
 SOURCE_PROMQL = "promql"
+#: Read from the per-rack recording rules (the server joined the portal's node placement).
+SOURCE_PROMQL_RULES_RACKS = "promql-rules-racks"
 
 # {rack id (None: no rack places the card): {card metric: CardAgg}}
 RackFigures = dict[int | None, dict[str, CardAgg]]
@@ -33,8 +35,9 @@ class RackCardFigures:
     ``racks``: per rack each card metric's count of cards with a value, their sum and how many
     were 1; health counts a MIG GPU once (its slices take its health). ``hot``: the cards a
     hotspot table may show, with every metric asked — the whole fleet on the local store, the
-    server's top-N and failing chips on a PromQL source. ``source`` says which (``store`` or
-    ``promql``), for the page's note."""
+    server's top-N and failing chips on a PromQL source. ``source`` says which (``store``,
+    ``promql``, ``promql-rules`` for per-host records, ``promql-rules-racks`` for per-rack
+    ones), for the page's note."""
 
     ts: datetime | None
     racks: RackFigures

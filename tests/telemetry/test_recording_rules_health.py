@@ -17,6 +17,7 @@ from telemetry.models import PromQLDataSource
 from telemetry.read.fleet import HEALTH, SOURCE_PROMQL, SOURCE_PROMQL_RULES
 from telemetry.read.promql.hosts import hot_chip_ids
 from telemetry.read.promql.rules import INTERVAL, RULES_FILE
+from telemetry.read.racks import SOURCE_PROMQL_RULES_RACKS
 from telemetry.receivers.promql_sync import promql_source_sync
 from telemetry.receivers.twin import catalogue_sync
 from tests.telemetry.prometheus_fixtures import victoria_metrics  # noqa: F401 - fixture
@@ -84,7 +85,8 @@ def test_health_and_hot_chips_read_from_the_rules_equal_the_live_aggregation(
 
     racks = read.rack_card_figures(recorded.pk, [HEALTH], hot_n=3)
     live_racks = read.rack_card_figures(live.pk, [HEALTH], hot_n=3)
-    assert racks.source == SOURCE_PROMQL_RULES
+    # No rack in the inventory: the per-rack records, every host under "none".
+    assert racks.source == SOURCE_PROMQL_RULES_RACKS
     got, want = racks.racks[None][HEALTH], live_racks.racks[None][HEALTH]
     assert (got.cards, got.ones) == (want.cards, want.ones) == (16, 13)
 

@@ -22,6 +22,7 @@ from telemetry.read.promql.client import PromQLClient
 from telemetry.read.promql.hosts import hot_chip_ids
 from telemetry.read.promql.reads import promql_inventory_sync
 from telemetry.read.promql.rules import recording_rules
+from telemetry.read.racks import SOURCE_PROMQL_RULES_RACKS
 from telemetry.receivers.twin import catalogue_sync
 from tests.servers import PrometheusServer
 from tests.telemetry.prometheus_fixtures import (  # noqa: F401 - fixtures
@@ -104,18 +105,20 @@ def test_fleet_figures_are_read_from_the_recording_rules_and_say_so(recording_pr
     assert live_series.source == SOURCE_PROMQL
 
     racks = read.rack_card_figures(recorded.pk, [UTIL], hot_n=5)
-    assert racks.source == SOURCE_PROMQL_RULES
+    # No rack in the inventory: the per-rack records, every host under "none".
+    assert racks.source == SOURCE_PROMQL_RULES_RACKS
     assert racks.racks[None][UTIL].cards == len(util)
     assert racks.racks[None][UTIL].total == pytest.approx(sum(util.values()))
     assert read.rack_card_figures(live.pk, [UTIL], hot_n=5).source == SOURCE_PROMQL
     health = read.rack_card_figures(recorded.pk, [HEALTH], hot_n=5)
     live_health = read.rack_card_figures(live.pk, [HEALTH], hot_n=5)
-    assert health.source == SOURCE_PROMQL_RULES
+    assert health.source == SOURCE_PROMQL_RULES_RACKS
     got, want = health.racks[None][HEALTH], live_health.racks[None][HEALTH]
     assert (got.cards, got.total, got.ones) == (want.cards, want.total, want.ones)
     assert got.cards > 0
     # What the page says beside such a figure.
     assert "recording rules" in source_text(SOURCE_PROMQL_RULES)
+    assert "per-rack recording rules" in source_text(SOURCE_PROMQL_RULES_RACKS)
 
 
 def test_the_overview_page_names_the_recording_rule_it_read(recording_prometheus, client_as):

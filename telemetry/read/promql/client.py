@@ -5,12 +5,12 @@ unless allow-listed); nothing else in the package opens a connection."""
 from __future__ import annotations
 
 import http.client
-import json
 import urllib.parse
 from dataclasses import dataclass
 from datetime import datetime
 from math import isfinite
 
+import orjson
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import APIException
@@ -148,8 +148,10 @@ class PromQLClient:
         except SourceBusy as exc:
             raise unavailable(exc.reason, exc.reason) from None
         try:
-            payload = json.loads(body)
-        except ValueError:
+            # orjson: a rack page's answer at 100k cards is tens of MB of JSON, and the
+            # standard decoder took a sixth of the hardware page (1.5 of 9.9 s, profiled).
+            payload = orjson.loads(body)
+        except ValueError:  # orjson.JSONDecodeError is a ValueError
             payload = None
         if not isinstance(payload, dict) or payload.get("status") != "success":
             said = payload.get("error") if isinstance(payload, dict) else body[:200]

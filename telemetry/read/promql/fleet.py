@@ -328,7 +328,7 @@ def record_name(metric: str, aggregate: str) -> str:
 
 
 def _recorded(
-    reader: _Reader, metric: str, grid: Grid, *, by_host: bool
+    reader: _Reader, metric: str, grid: Grid, *, suffix: str
 ) -> dict[Hashable, CardAgg] | None:
     """The metric's sum and card count per ``grid`` key from the shipped recording rules, or
     ``None`` where this source cannot read them or the server records none. The rules sum a
@@ -336,7 +336,6 @@ def _recorded(
     or renaming labels reads the live aggregation instead."""
     if reader.source.selector or reader.label_map:
         return None
-    suffix = "_by_host" if by_host else ""
     if metric == HEALTH:
         return _recorded_health(reader, grid, suffix=suffix)
     return _recorded_summary(grid, metric, ("sum", "cards"), suffix=suffix) or None
@@ -421,11 +420,15 @@ def fold_recorded(
     grid: Grid,
     *,
     keep: tuple[str, ...] = (),
+    suffix: str | None = None,
 ) -> dict[Hashable, CardAgg] | None:
     """As :func:`fold_aggregated`, from the recording rules where the server has them (the
     chips without a chip label, which the rules leave out, still folded one series each);
-    ``None`` where it has none."""
-    out = _recorded(reader, metric, grid, by_host=bool(keep))
+    ``None`` where it has none. ``suffix``: which records (``""`` the fleet's, ``_by_host``,
+    ``_by_rack``); by default the fleet's, or the hosts' where ``keep`` names host labels."""
+    if suffix is None:
+        suffix = "_by_host" if keep else ""
+    out = _recorded(reader, metric, grid, suffix=suffix)
     if out is None:
         return None
     for prefix, group in groups.items():

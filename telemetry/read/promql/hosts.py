@@ -27,7 +27,14 @@ import numpy as np
 
 from inventory.models import Node
 from telemetry.models import Entity, PromQLDataSource
-from telemetry.read.fleet import HEALTH, TEMPERATURE, UTIL, CardAgg, source_of
+from telemetry.read.fleet import (
+    HEALTH,
+    SOURCE_PROMQL_RULES,
+    TEMPERATURE,
+    UTIL,
+    CardAgg,
+    source_of,
+)
 from telemetry.read.local.latest import KindSnapshot
 from telemetry.read.promql.fleet import (
     _NPU_HEALTH,
@@ -44,10 +51,16 @@ from telemetry.read.promql.fleet import (
     fold_recorded,
     top_record,
 )
+from telemetry.read.promql.rack_rules import rack_grid, recorded_rack_figures
 from telemetry.read.promql.reads import _entity_ids, _Reader
 from telemetry.read.promql.translate import chip_label, families, quote, to_mapped
 from telemetry.read.promql.translate import entity_key as key_of
-from telemetry.read.racks import SOURCE_PROMQL, RackCardFigures, RackFigures
+from telemetry.read.racks import (
+    SOURCE_PROMQL,
+    SOURCE_PROMQL_RULES_RACKS,
+    RackCardFigures,
+    RackFigures,
+)
 
 #: Host labels a chip's series are grouped on (as the ingestion chain names hosts, less the
 #: address labels).
@@ -194,19 +207,38 @@ def rack_card_figures(source: PromQLDataSource, *, names: list[str], hot_n: int)
     """Per-rack sums and counts from the server's per-host answers, hosts placed by the
     inventory; the hotspot candidates are the server's top chips and every failing one."""
     at = datetime.now(tz=UTC)
-    per_host = host_figures(source, names=names, at=at)
-    rack_of_host = dict(
-        Node.objects.filter(cluster_id=source.cluster_id).values_list("hostname", "rack_id")
+    reader = _Reader(source)
+    grid = rack_grid(reader, at=at, host_labels=_host_labels(reader), cluster_id=source.cluster_id)
+    per_rack = recorded_rack_figures(
+        reader,
+        names=names,
+        grid=grid,
+        placed_nodes=lambda: Node.objects.filter(
+            cluster_id=source.cluster_id, rack__isnull=False
+        ).exists(),
     )
     out: RackFigures = {}
-    for host, metrics in per_host.items():
-        rack = rack_of_host.get(host) if host is not None else None
-        for name, agg in metrics.items():
-            out.setdefault(rack, {}).setdefault(name, CardAgg()).add(agg.cards, agg.total, agg.ones)
+    for name, racks in per_rack.items():
+        for rack, agg in racks.items():
+            out.setdefault(rack, {})[name] = agg
+    rest = [name for name in names if name not in per_rack]
+    per_host = host_figures(source, names=rest, at=at) if rest else {}
+    if per_host:
+        rack_of_host = dict(
+            Node.objects.filter(cluster_id=source.cluster_id).values_list("hostname", "rack_id")
+        )
+        for host, metrics in per_host.items():
+            rack = rack_of_host.get(host) if host is not None else None
+            for name, agg in metrics.items():
+                figure = out.setdefault(rack, {}).setdefault(name, CardAgg(recorded=agg.recorded))
+                figure.add(agg.cards, agg.total, agg.ones)
     chips = hot_chip_ids(source, n=hot_n, at=at)
     hot = chips_snapshot(source, chip_ids=chips, names=names, at=at)
-    recorded = source_of(SOURCE_PROMQL, (agg for m in per_host.values() for agg in m.values()))
-    return RackCardFigures(ts=at if out else None, racks=out, hot=hot, source=recorded)
+    aggs = [agg for metrics in out.values() for agg in metrics.values()]
+    how = source_of(SOURCE_PROMQL, aggs)
+    if per_rack and how == SOURCE_PROMQL_RULES:
+        how = SOURCE_PROMQL_RULES_RACKS
+    return RackCardFigures(ts=at if out else None, racks=out, hot=hot, source=how)
 
 
 def cards_latest(

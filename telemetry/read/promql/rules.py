@@ -17,7 +17,9 @@ as FB_USED + FB_FREE), summed and counted over the fleet and per host.
 ``deploy/prometheus/cluster-portal-rules.yml``; a test fails when the file and this module
 disagree, and ``promtool test rules`` checks the rules' values against the ingestion mapping.
 Chips without a chip label (UUID, ``vdie_id``: index-plus-host chips, which the portal folds
-one series at a time) are not in the rules. The health point is recorded in parts: dcgm's
+one series at a time) are not in the rules. Every per-host figure is recorded per rack too,
+joined on the server with the portal's node placement (``…_by_rack``,
+``telemetry.read.promql.rack_rules``). The health point is recorded in parts: dcgm's
 GPUs that report a health input are counted, and the chips its XID/ECC fields may call
 failing are recorded as sparse series (chip and host labels kept) whose critical XIDs the
 portal still decides itself (``_dcgm_failing``), so at 100,000 chips a page reads a count and
@@ -46,6 +48,7 @@ from telemetry.read.promql.fleet import (
     top_record,
 )
 from telemetry.read.promql.hosts import HOST_LABELS
+from telemetry.read.promql.rack_rules import BY_RACK, by_rack
 from telemetry.read.promql.translate import selector
 
 RULES_FILE = (
@@ -93,13 +96,16 @@ def recording_rules() -> dict:
         fleet, by_host = _per_chip(metric), _per_chip(metric, keep=HOST_LABELS)
         if fleet is None or by_host is None:
             continue
+        summed, counted = f"sum by ({hosts}) ({by_host})", f"count by ({hosts}) ({by_host})"
         rules += [
             {"record": record_name(metric, "sum"), "expr": f"sum({fleet})"},
             {"record": record_name(metric, "cards"), "expr": f"count({fleet})"},
-            {"record": record_name(metric, "sum_by_host"), "expr": f"sum by ({hosts}) ({by_host})"},
+            {"record": record_name(metric, "sum_by_host"), "expr": summed},
+            {"record": record_name(metric, "cards_by_host"), "expr": counted},
+            {"record": record_name(metric, "sum" + BY_RACK), "expr": by_rack(summed, HOST_LABELS)},
             {
-                "record": record_name(metric, "cards_by_host"),
-                "expr": f"count by ({hosts}) ({by_host})",
+                "record": record_name(metric, "cards" + BY_RACK),
+                "expr": by_rack(counted, HOST_LABELS),
             },
         ]
     rules += _health_rules()
@@ -131,9 +137,11 @@ def _health_rules() -> list[dict]:
             per_host = _Chips(_RulesReader(), prefix, keep=HOST_LABELS, mig=False)
             labelled = _Chips(_RulesReader(), prefix, keep=HOST_LABELS)
             xid, counted, fields = _dcgm_failing_exprs(labelled)
+            present = _dcgm_present_expr(per_host)
             rules += [
                 {"record": dcgm_cards_record(), "expr": _dcgm_present_expr(fleet)},
-                {"record": dcgm_cards_record("_by_host"), "expr": _dcgm_present_expr(per_host)},
+                {"record": dcgm_cards_record("_by_host"), "expr": present},
+                {"record": dcgm_cards_record(BY_RACK), "expr": by_rack(present, HOST_LABELS)},
                 # One XID family: its series are recorded as they are (the value is the code).
                 {"record": record_name(HEALTH, FAILING_RECORDS[0]), "expr": xid},
                 {
@@ -151,20 +159,23 @@ def _health_rules() -> list[dict]:
             per_chip = _metric_expr(_Chips(_RulesReader(), prefix, keep=keep), HEALTH, group)
             if per_chip is None:
                 continue
-            rules += [
-                {
-                    "record": record_name(HEALTH, f"{tag}sum{suffix}"),
-                    "expr": f"sum{by}({per_chip})",
-                },
-                {
-                    "record": record_name(HEALTH, f"{tag}cards{suffix}"),
-                    "expr": f"count{by}({per_chip})",
-                },
-                {
-                    "record": record_name(HEALTH, f"{tag}ones{suffix}"),
-                    "expr": f"count{by}({per_chip} >= {ONE!r})",
-                },
-            ]
+            parts = {
+                "sum": f"sum{by}({per_chip})",
+                "cards": f"count{by}({per_chip})",
+                "ones": f"count{by}({per_chip} >= {ONE!r})",
+            }
+            for aggregate, expr in parts.items():
+                rules.append(
+                    {"record": record_name(HEALTH, f"{tag}{aggregate}{suffix}"), "expr": expr}
+                )
+            if keep:  # and per rack of the portal's placement
+                rules += [
+                    {
+                        "record": record_name(HEALTH, f"{tag}{aggregate}{BY_RACK}"),
+                        "expr": by_rack(expr, HOST_LABELS),
+                    }
+                    for aggregate, expr in parts.items()
+                ]
     return rules
 
 
