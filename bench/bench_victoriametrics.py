@@ -19,9 +19,13 @@ printed as such with its reason: that is a finding, not a crash.
 With ``--rules`` (one size): the fleet alone in the server, the shipped recording rules
 (``deploy/prometheus/cluster-portal-rules.yml``) evaluated over the imported window by Debian's
 ``vmalert`` in replay mode (``-replay.timeFrom/-replay.timeTo``, written back into the same
-VictoriaMetrics), and the pages measured twice on the same cards in one run: read from the
-recorded series (source without a selector), then aggregated at query time (the same source
-with a no-op selector ``fleet=~".+"``, which the rules cannot serve).
+VictoriaMetrics), the synced nodes placed in racks of 32 (as an inventory import would) with
+the portal's placement (``/metrics/topology``) imported as a scrape would store it, and the
+pages measured on the same cards in one run: read from the recorded series (source without a
+selector: the hardware page from the per-rack records), the hardware page again with the
+per-rack records ignored (the per-host records, placed by the portal), then aggregated at
+query time (the same source with a no-op selector ``fleet=~".+"``, which the rules cannot
+serve).
 
 Run: ``python bench/bench_victoriametrics.py [--scrapes 6] [--repeat 3] [--sizes N --rules]``
 (PostgreSQL).
@@ -110,6 +114,48 @@ def replay_rules(server, *, start: float, end: float) -> float:
     return time.perf_counter() - started
 
 
+NODES_PER_RACK = 32  # 256 cards a rack: 400 racks at 102,400 cards
+
+
+def place_in_racks(cluster) -> int:
+    """Place the synced nodes in racks of :data:`NODES_PER_RACK` (as an inventory import
+    would), 10 racks a supernode; returns how many racks."""
+    from inventory.models import Node, Rack, Supernode
+    from telemetry.catalogue.entities import entities_path_sync
+
+    nodes = list(
+        Node.objects.filter(cluster=cluster).order_by("hostname").values_list("pk", flat=True)
+    )
+    racks = 0
+    for first in range(0, len(nodes), NODES_PER_RACK):
+        if racks % 10 == 0:
+            supernode = Supernode.objects.create(cluster=cluster, name=f"sn{racks // 10:03d}")
+        rack = Rack.objects.create(supernode=supernode, name=f"r{racks % 10}")
+        Node.objects.filter(pk__in=nodes[first : first + NODES_PER_RACK]).update(rack=rack)
+        racks += 1
+    entities_path_sync(cluster=cluster, node_ids=nodes)
+    return racks
+
+
+def import_topology(server, *, at_times: list[float]) -> int:
+    """``/metrics/topology`` as a Prometheus scraping it at ``at_times`` would have stored it;
+    returns how many series."""
+    from django.test import Client
+
+    from accounts.services.tokens import token_create
+
+    token = token_create(name="bench-topology", scopes=["read"]).plaintext
+    answer = Client(HTTP_AUTHORIZATION=f"Bearer {token}").get("/metrics/topology")
+    series = [line for line in answer.content.decode().splitlines() if line[:1] != "#"]
+    body = "".join(f"{line} {int(at * 1000)}\n" for at in at_times for line in series).encode()
+    request = urllib.request.Request(
+        f"{server.url}/api/v1/import/prometheus", data=body, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=600):
+        pass
+    return len(series)
+
+
 def sync_twice(source) -> dict:
     """The first sync registers every card; the next (beat's steady work) finds them known."""
     from telemetry.receivers.promql_sync import promql_source_sync
@@ -125,7 +171,9 @@ def sync_twice(source) -> dict:
     return out
 
 
-def measure(cluster, source, *, repeat: int, sync: bool = True) -> dict:
+def measure(
+    cluster, source, *, repeat: int, sync: bool = True, pages: tuple[str, ...] | None = None
+) -> dict:
     from django.test import Client
 
     from accounts.services.tokens import token_create
@@ -156,6 +204,8 @@ def measure(cluster, source, *, repeat: int, sync: bool = True) -> dict:
         ("memory", "/api/v1/dashboards/memory/", {}),
         ("accelerators_1000", "/api/v1/accelerators/", {"page_size": 1000}),
     ):
+        if pages is not None and name not in pages:
+            continue
         seconds, note = _timed(api(path, **params), repeat)
         out[name] = {"seconds": seconds, "note": note}
         if note != "ok":
@@ -163,7 +213,7 @@ def measure(cluster, source, *, repeat: int, sync: bool = True) -> dict:
             # the next page is measured rather than refused at once.
             time.sleep(BREAKER_SECONDS)
     card = Entity.objects.filter(cluster=cluster, kind="accelerator").order_by("pk").first()
-    if card is not None:
+    if card is not None and pages is None:
         now = datetime.now(tz=UTC)
 
         def gate():
@@ -224,21 +274,47 @@ def main() -> None:
                     cluster=cluster, url=server.url, timeout_seconds=60
                 )
                 synced = sync_twice(source)
+                racks = place_in_racks(cluster)
                 # The syncs took minutes: one fresh scrape and the rules over the last two,
-                # so both readings below fall inside the 5-minute lookback of fresh data.
+                # so both readings below fall inside the 5-minute lookback of fresh data; the
+                # placement as scraped at the same times.
                 fresh = time.time()
                 import_fleets(server, sizes=sizes, scrapes=1, now=fresh)
+                placed = import_topology(server, at_times=[fresh - 120, fresh - 60, fresh])
+                print(f"{racks} racks; {placed:,} placement series imported")
+                # A new series is searchable a moment after its import: before the replay.
+                server.wait_for_series("cluster_portal_node_rack", placed, 120)
                 replayed = replay_rules(server, start=fresh - 120, end=fresh)
                 print(f"recording rules replayed over the last 2 minutes in {replayed:.1f} s")
+                from telemetry import read
+                from telemetry.read.fleet import CARD_METRICS
+
+                how = read.rack_card_figures(cluster.pk, list(CARD_METRICS), hot_n=20).source
+                print(f"the hardware page reads: {how}")
+                results["rack_figures_source"] = how
                 results["recorded"] = synced | measure(
                     cluster, source, repeat=args.repeat, sync=False
                 )
+                # The same pages with the per-rack records ignored: the per-host records,
+                # placed by the portal (the path before the rack rules), in the same run.
+                from telemetry.read.promql import hosts
+
+                by_rack, hosts.recorded_rack_figures = (
+                    hosts.recorded_rack_figures,
+                    (lambda *_a, **_k: {}),
+                )
+                try:
+                    results["recorded_per_host"] = measure(
+                        cluster, source, repeat=args.repeat, sync=False, pages=("hardware",)
+                    )
+                finally:
+                    hosts.recorded_rack_figures = by_rack
                 source.selector = 'fleet=~".+"'  # the rules cannot serve it: live aggregation
                 source.save(update_fields=["selector"])
                 time.sleep(BREAKER_SECONDS)
                 results["live"] = measure(cluster, source, repeat=args.repeat, sync=False)
                 results["rules_replay_seconds"] = replayed
-                for how in ("recorded", "live"):
+                for how in ("recorded", "recorded_per_host", "live"):
                     print(f"== {cards:,} cards, {how}")
                     for name, figure in results[how].items():
                         print(f"  {name:20} {figure}")
