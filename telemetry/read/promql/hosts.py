@@ -7,7 +7,9 @@ the server groups the ingestion mapping written in PromQL (``telemetry.read.prom
 unit factors, sentinels, one value per chip) **by host** — one series per node, an eighth of
 the cards — and the portal places hosts in racks from its inventory. The hotspots are
 ``topk`` of the per-chip expression (hottest, busiest) plus the sparse failing chips, whose
-values are then read for those chips only.
+values are then read for those chips only. Where the server records the shipped rules with
+the portal's placement, the racks are read per rack instead (``rack_rules``: one series per
+rack, not per host).
 
 What is approximate, and said where it is shown:
 * A chip's host is the first host label it carries of ``HOST_LABELS`` (address labels such as
