@@ -287,17 +287,23 @@ def main() -> None:
                 synced = sync_twice(source)
                 peaks["syncs"] = _peak_rss_mb()
                 racks = place_in_racks(cluster)
-                # The syncs took minutes: one fresh scrape and the rules over the last two,
-                # so both readings below fall inside the 5-minute lookback of fresh data; the
-                # placement as scraped at the same times.
-                fresh = time.time()
-                import_fleets(server, sizes=sizes, scrapes=1, now=fresh)
-                placed = import_topology(server, at_times=[fresh - 120, fresh - 60, fresh])
+                # The syncs took minutes: fresh scrapes and the rules over them, so the
+                # readings below fall inside the lookback of fresh data; the placement as
+                # scraped at the same times. VictoriaMetrics aligns a range query's points
+                # (vmalert's replay) to its step, and a point sees the samples of its own
+                # step only: the scrapes are put on those points (one scrape after them, as
+                # the previous run here did, recorded nothing at all).
+                step = 30
+                fresh = time.time() // step * step
+                times = [fresh - 2 * step, fresh - step, fresh]
+                for at in times:
+                    import_fleets(server, sizes=sizes, scrapes=1, now=at)
+                placed = import_topology(server, at_times=times)
                 print(f"{racks} racks; {placed:,} placement series imported")
                 # A new series is searchable a moment after its import: before the replay.
                 server.wait_for_series("cluster_portal_node_rack", placed, 120)
-                replayed = replay_rules(server, start=fresh - 120, end=fresh)
-                print(f"recording rules replayed over the last 2 minutes in {replayed:.1f} s")
+                replayed = replay_rules(server, start=times[0], end=fresh)
+                print(f"recording rules replayed over the fresh scrapes in {replayed:.1f} s")
                 from telemetry import read
                 from telemetry.read.fleet import CARD_METRICS
 
