@@ -111,17 +111,25 @@ def _live(cluster: Cluster):
     return read.rack_card_figures(cluster.pk, NAMES, hot_n=3)
 
 
+def _recorded_fleet(server, *, placement_scraped: bool) -> Cluster:
+    """The fleet in ``server``, synced and placed by the portal, the rules replayed over it
+    (with the placement scraped beside it, or not)."""
+    now = time.time()
+    server.import_text(_fleet(now))
+    server.wait_for_series("DCGM_FI_DEV_GPU_UTIL", len(DCGM_HOSTS) * GPUS)
+    catalogue_sync()
+    cluster = _placed_cluster(server.url)
+    if placement_scraped:
+        _topology_scraped(server, now)
+        server.wait_for_series("cluster_portal_node_rack", len(PLACEMENT))
+    server.replay_rules(RULES_FILE, start=now - 60, end=now, step=INTERVAL)
+    return cluster
+
+
 def test_rack_figures_from_the_per_rack_rules_equal_the_per_host_answers_placed_by_the_portal(
     victoria_metrics,  # noqa: F811
 ):
-    now = time.time()
-    victoria_metrics.import_text(_fleet(now))
-    victoria_metrics.wait_for_series("DCGM_FI_DEV_GPU_UTIL", len(DCGM_HOSTS) * GPUS)
-    catalogue_sync()
-    cluster = _placed_cluster(victoria_metrics.url)
-    _topology_scraped(victoria_metrics, now)
-    victoria_metrics.wait_for_series("cluster_portal_node_rack", len(PLACEMENT))
-    victoria_metrics.replay_rules(RULES_FILE, start=now - 60, end=now, step=INTERVAL)
+    cluster = _recorded_fleet(victoria_metrics, placement_scraped=True)
 
     recorded = read.rack_card_figures(cluster.pk, NAMES, hot_n=3)
     assert recorded.source == SOURCE_PROMQL_RULES_RACKS
@@ -144,12 +152,7 @@ def test_rack_figures_from_the_per_rack_rules_equal_the_per_host_answers_placed_
 def test_without_the_placement_the_rack_records_are_not_read_as_racks(
     victoria_metrics,  # noqa: F811
 ):
-    now = time.time()
-    victoria_metrics.import_text(_fleet(now))
-    victoria_metrics.wait_for_series("DCGM_FI_DEV_GPU_UTIL", len(DCGM_HOSTS) * GPUS)
-    catalogue_sync()
-    cluster = _placed_cluster(victoria_metrics.url)
-    victoria_metrics.replay_rules(RULES_FILE, start=now - 60, end=now, step=INTERVAL)
+    cluster = _recorded_fleet(victoria_metrics, placement_scraped=False)
 
     recorded = read.rack_card_figures(cluster.pk, NAMES, hot_n=3)
     assert recorded.source == SOURCE_PROMQL_RULES  # the per-host records, placed here
